@@ -1,0 +1,138 @@
+//! `kvlab run` and `kvlab check`.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::engine::preset::{parse_preset_dto, ArrivalDto};
+use crate::engine::{Report, SimConfig, Simulation};
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// Preset JSON file (schema kvlab/preset@1).
+    pub preset: PathBuf,
+    /// Print the report JSON instead of the summary.
+    #[arg(long)]
+    pub json: bool,
+    /// Override the preset's seed.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Replay arrivals from a CSV trace (arrival_s,prompt_tokens,output_tokens[,n]).
+    #[arg(long, value_name = "CSV")]
+    pub trace: Option<PathBuf>,
+    /// Also write the per-step series as CSV.
+    #[arg(long, value_name = "CSV")]
+    pub series: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    /// Preset JSON file to validate.
+    pub file: PathBuf,
+}
+
+fn read(path: &PathBuf) -> Result<String, String> {
+    std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+}
+
+/// Reads and validates a preset file, optionally replacing its arrivals by a trace.
+pub fn load_config(path: &PathBuf, trace: Option<&PathBuf>) -> Result<SimConfig, String> {
+    let text = read(path)?;
+    let mut dto = parse_preset_dto(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    if let Some(t) = trace {
+        let csv = read(t)?;
+        let max_tokens = dto.workload.classes.first().map_or(2048, |c| c.max_tokens);
+        dto.workload.arrival = ArrivalDto::Trace { csv, max_tokens };
+    }
+    dto.to_config().map_err(|e| format!("{}: {e}", path.display()))
+}
+
+pub fn check(args: &CheckArgs) -> Result<(), String> {
+    let config = load_config(&args.file, None)?;
+    println!(
+        "{}: ok ({} on {}, {} GiB of KV, {} tokens)",
+        args.file.display(),
+        config.model.id,
+        config.gpu.id,
+        config.kv_memory_gib,
+        config.capacity_tokens()
+    );
+    Ok(())
+}
+
+pub fn run(args: &RunArgs) -> Result<(), String> {
+    let mut config = load_config(&args.preset, args.trace.as_ref())?;
+    if let Some(seed) = args.seed {
+        config.seed = seed;
+    }
+    let mut sim = Simulation::new(config).map_err(|e| format!("{}: {e}", args.preset.display()))?;
+    let report = sim.run_to_end();
+    if let Some(path) = &args.series {
+        std::fs::write(path, series_csv(&sim)).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report).expect("report serializes"));
+    } else {
+        print!("{}", summary(&report));
+    }
+    Ok(())
+}
+
+/// The per-step series as CSV (seconds, tokens, counts).
+pub fn series_csv(sim: &Simulation) -> String {
+    let mut out = String::from("t_s,allocated_tokens,live_tokens,running,waiting,swapped,preemptions\n");
+    for s in sim.series() {
+        out.push_str(&format!(
+            "{:.6},{},{},{},{},{},{}\n",
+            s.t_us as f64 / 1e6,
+            s.allocated_tokens,
+            s.live_tokens,
+            s.running,
+            s.waiting,
+            s.swapped,
+            s.preemptions
+        ));
+    }
+    out
+}
+
+pub fn summary(r: &Report) -> String {
+    let pct = |x: f64| format!("{:.1}%", x * 100.0);
+    let mut s = String::new();
+    s += &format!("preset {} ({} allocator), {:.0} s simulated in {} steps\n", r.preset, r.allocator, r.sim_time_s, r.steps);
+    s += &format!("{}\n", r.capacity_line);
+    s += &format!("KV bytes per token: {}\n", r.kv_bytes_per_token);
+    s += &format!(
+        "requests: {} arrived, {} finished, {} running, {} waiting, {} swapped, {} rejected at the end\n",
+        r.requests.arrived,
+        r.requests.finished,
+        r.requests.running_at_end,
+        r.requests.waiting_at_end,
+        r.requests.swapped_at_end,
+        r.requests.rejected
+    );
+    s += &format!(
+        "KV memory: {} of allocated memory holds tokens; allocated {} and live {} of capacity (time-weighted means)\n",
+        pct(r.kv.utilization_mean),
+        pct(r.kv.allocated_fraction_mean),
+        pct(r.kv.live_fraction_mean)
+    );
+    s += &format!("num_requests_running: mean {:.1}, max {}\n", r.running_mean, r.running_max);
+    s += &format!(
+        "head-of-line blocked steps: {} ({} with enough total free memory)\n",
+        r.hol_blocked_steps, r.hol_blocked_with_free_memory_steps
+    );
+    s += &format!("num_preemptions: {} ({} by swap)\n", r.preemptions, r.swap_preemptions);
+    s += &format!("copy-on-write copies: {}; prefix_cache_hit_rate: {}\n", r.cow_copies, pct(r.prefix_cache_hit_rate));
+    s += &format!(
+        "TTFT p50 {:.0} ms, p95 {:.0} ms; TPOT p50 {:.1} ms, p95 {:.1} ms; {:.0} output tokens/s\n",
+        r.latency_ms.ttft_p50, r.latency_ms.ttft_p95, r.latency_ms.tpot_p50, r.latency_ms.tpot_p95, r.output_tokens_per_s
+    );
+    if let Some(c) = &r.calibration {
+        s += &format!("step-time calibration: {c}\n");
+    }
+    for rej in r.rejections.iter().take(5) {
+        s += &format!("rejected request {}: {}\n", rej.request, rej.reason);
+    }
+    s
+}

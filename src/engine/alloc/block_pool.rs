@@ -1,0 +1,236 @@
+//! The paged allocator's physical side, named as vLLM's `block_pool.py` names it:
+//! `KvCacheBlock`s with reference counts, a `FreeBlockQueue` (a doubly linked list through block
+//! indices, so a cached block can leave the middle of the queue in O(1)) and a `BlockPool` that
+//! hands out blocks from the queue's head and keeps a hash → block map for prefix caching.
+//!
+//! Freed blocks go to the tail; a free block that still holds a cached prefix keeps its hash
+//! until it reaches the head and is reused, so eviction of cached blocks is least recently used.
+
+use std::collections::BTreeMap;
+
+use super::RequestId;
+
+const NIL: u32 = u32::MAX;
+
+#[derive(Clone, Debug)]
+pub struct KvCacheBlock {
+    pub ref_cnt: u32,
+    /// Set once the block is full and prefix caching is on.
+    pub block_hash: Option<u64>,
+    /// Token slots written (≤ block size).
+    pub filled: u32,
+    /// The request that last took this block (for drawing the map).
+    pub owner: RequestId,
+    /// The block was made by copy-on-write.
+    pub copied: bool,
+    prev_free: u32,
+    next_free: u32,
+    in_free_queue: bool,
+}
+
+/// Free blocks in eviction order: allocation pops the head, frees push the tail.
+#[derive(Clone, Debug)]
+pub struct FreeBlockQueue {
+    head: u32,
+    tail: u32,
+    len: u32,
+}
+
+impl FreeBlockQueue {
+    fn push_back(&mut self, blocks: &mut [KvCacheBlock], id: u32) {
+        let b = &mut blocks[id as usize];
+        debug_assert!(!b.in_free_queue);
+        b.in_free_queue = true;
+        b.prev_free = self.tail;
+        b.next_free = NIL;
+        if self.tail == NIL {
+            self.head = id;
+        } else {
+            blocks[self.tail as usize].next_free = id;
+        }
+        self.tail = id;
+        self.len += 1;
+    }
+
+    fn remove(&mut self, blocks: &mut [KvCacheBlock], id: u32) {
+        let (prev, next) = {
+            let b = &mut blocks[id as usize];
+            debug_assert!(b.in_free_queue);
+            b.in_free_queue = false;
+            (std::mem::replace(&mut b.prev_free, NIL), std::mem::replace(&mut b.next_free, NIL))
+        };
+        if prev == NIL {
+            self.head = next;
+        } else {
+            blocks[prev as usize].next_free = next;
+        }
+        if next == NIL {
+            self.tail = prev;
+        } else {
+            blocks[next as usize].prev_free = prev;
+        }
+        self.len -= 1;
+    }
+
+    fn pop_front(&mut self, blocks: &mut [KvCacheBlock]) -> Option<u32> {
+        let id = self.head;
+        if id == NIL {
+            return None;
+        }
+        self.remove(blocks, id);
+        Some(id)
+    }
+
+    /// Block ids from head to tail.
+    pub fn iter<'a>(&self, blocks: &'a [KvCacheBlock]) -> impl Iterator<Item = u32> + 'a {
+        let mut at = self.head;
+        std::iter::from_fn(move || {
+            (at != NIL).then(|| {
+                let id = at;
+                at = blocks[id as usize].next_free;
+                id
+            })
+        })
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct BlockPool {
+    blocks: Vec<KvCacheBlock>,
+    free_queue: FreeBlockQueue,
+    cached: BTreeMap<u64, u32>,
+    enable_caching: bool,
+}
+
+impl BlockPool {
+    pub fn new(num_blocks: u32, enable_caching: bool) -> Self {
+        let mut blocks = vec![
+            KvCacheBlock {
+                ref_cnt: 0,
+                block_hash: None,
+                filled: 0,
+                owner: 0,
+                copied: false,
+                prev_free: NIL,
+                next_free: NIL,
+                in_free_queue: false,
+            };
+            num_blocks as usize
+        ];
+        let mut free_queue = FreeBlockQueue { head: NIL, tail: NIL, len: 0 };
+        for id in 0..num_blocks {
+            free_queue.push_back(&mut blocks, id);
+        }
+        BlockPool { blocks, free_queue, cached: BTreeMap::new(), enable_caching }
+    }
+
+    pub fn num_blocks(&self) -> u32 {
+        self.blocks.len() as u32
+    }
+    pub fn num_free_blocks(&self) -> u32 {
+        self.free_queue.len
+    }
+    pub fn block(&self, id: u32) -> &KvCacheBlock {
+        &self.blocks[id as usize]
+    }
+    pub fn blocks(&self) -> &[KvCacheBlock] {
+        &self.blocks
+    }
+    pub fn num_cached_blocks(&self) -> usize {
+        self.cached.len()
+    }
+
+    /// Takes the block at the head of the free queue, evicting its cached hash; None if empty.
+    pub fn get_new_block(&mut self, owner: RequestId) -> Option<u32> {
+        let id = self.free_queue.pop_front(&mut self.blocks)?;
+        let b = &mut self.blocks[id as usize];
+        if let Some(h) = b.block_hash.take() {
+            if self.cached.get(&h) == Some(&id) {
+                self.cached.remove(&h);
+            }
+        }
+        debug_assert_eq!(b.ref_cnt, 0);
+        b.ref_cnt = 1;
+        b.filled = 0;
+        b.owner = owner;
+        b.copied = false;
+        Some(id)
+    }
+
+    /// Adds a reference; a block revived from the free queue (a cache hit) leaves it.
+    pub fn touch(&mut self, id: u32, owner: RequestId) {
+        if self.blocks[id as usize].ref_cnt == 0 {
+            self.free_queue.remove(&mut self.blocks, id);
+            self.blocks[id as usize].owner = owner;
+        }
+        self.blocks[id as usize].ref_cnt += 1;
+    }
+
+    /// Drops a reference; returns true when it was the last and the block went to the free queue.
+    pub fn free_block(&mut self, id: u32) -> bool {
+        let b = &mut self.blocks[id as usize];
+        assert!(b.ref_cnt > 0, "block {id} freed with ref count 0");
+        b.ref_cnt -= 1;
+        if b.ref_cnt > 0 {
+            return false;
+        }
+        if !self.enable_caching {
+            b.block_hash = None;
+        }
+        self.free_queue.push_back(&mut self.blocks, id);
+        true
+    }
+
+    pub fn set_filled(&mut self, id: u32, filled: u32) {
+        self.blocks[id as usize].filled = filled;
+    }
+    pub fn mark_copied(&mut self, id: u32) {
+        self.blocks[id as usize].copied = true;
+    }
+
+    pub fn get_cached_block(&self, hash: u64) -> Option<u32> {
+        self.cached.get(&hash).copied()
+    }
+
+    /// Registers a full block under its hash (the first block with a hash keeps it).
+    pub fn cache_full_block(&mut self, id: u32, hash: u64) {
+        if !self.enable_caching || self.blocks[id as usize].block_hash.is_some() {
+            return;
+        }
+        if let std::collections::btree_map::Entry::Vacant(e) = self.cached.entry(hash) {
+            e.insert(id);
+            self.blocks[id as usize].block_hash = Some(hash);
+        }
+    }
+
+    /// The free queue's length matches the free blocks, every ref-0 block is in it exactly once,
+    /// and every cached hash points at a block that carries it.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let mut seen = vec![false; self.blocks.len()];
+        let mut count = 0u32;
+        for id in self.free_queue.iter(&self.blocks) {
+            if seen[id as usize] {
+                return Err(format!("block {id} is twice in the free queue"));
+            }
+            seen[id as usize] = true;
+            count += 1;
+            if self.blocks[id as usize].ref_cnt != 0 {
+                return Err(format!("block {id} is in the free queue with ref count > 0"));
+            }
+        }
+        if count != self.free_queue.len {
+            return Err(format!("free queue links {count} blocks but counts {}", self.free_queue.len));
+        }
+        for (id, b) in self.blocks.iter().enumerate() {
+            if b.ref_cnt == 0 && !seen[id] {
+                return Err(format!("block {id} has ref count 0 but is not free"));
+            }
+        }
+        for (&h, &id) in &self.cached {
+            if self.blocks[id as usize].block_hash != Some(h) {
+                return Err(format!("cached hash points at block {id}, which does not carry it"));
+            }
+        }
+        Ok(())
+    }
+}

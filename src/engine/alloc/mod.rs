@@ -1,0 +1,262 @@
+//! KV cache allocators behind one `KvCacheManager` the scheduler talks to: the contiguous slab
+//! allocator and the paged block allocator. Both answer the same questions (can this request be
+//! admitted, make room for n more tokens, free a sequence) and draw the same `MemoryMap`.
+
+pub mod block_pool;
+pub mod contiguous;
+pub mod paged;
+
+pub use block_pool::{BlockPool, FreeBlockQueue, KvCacheBlock};
+pub use contiguous::{ContiguousAllocator, Fit, Slab};
+pub use paged::{BlockTable, ComputedBlocks, PagedAllocator, SwappedKv};
+
+use super::memory_map::{MapCell, MemoryMap};
+
+pub type RequestId = u32;
+pub type SeqId = u32;
+
+/// What a sequence's tokens are, as far as prefix caching can tell: the first
+/// `shared_prefix_tokens` are the class's system prompt, the rest of the prompt belongs to the
+/// request, and generated tokens belong to the sample.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TokenIdentity {
+    pub request: RequestId,
+    pub seq: SeqId,
+    /// 0 = no shared prefix; otherwise the class index + 1.
+    pub prefix_key: u32,
+    pub shared_prefix_tokens: u32,
+    pub prompt_tokens: u32,
+}
+
+impl TokenIdentity {
+    /// Hash of full block `b` chained on its parent's hash, as vLLM hashes (parent, tokens).
+    pub fn block_hash(&self, parent: u64, b: u32, block_size: u32) -> u64 {
+        let end = (b + 1) * block_size;
+        let content = if self.prefix_key != 0 && end <= self.shared_prefix_tokens {
+            (1u64 << 62) | (u64::from(self.prefix_key) << 32) | u64::from(b)
+        } else if end <= self.prompt_tokens {
+            (2u64 << 62) | (u64::from(self.request) << 32) | u64::from(b)
+        } else {
+            (3u64 << 62) | (u64::from(self.seq) << 32) | u64::from(b)
+        };
+        splitmix64(parent ^ splitmix64(content ^ u64::from(block_size).rotate_left(20)))
+    }
+}
+
+fn splitmix64(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Why the head of the waiting queue could not be admitted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Blocked {
+    /// Total free memory would have been enough: the allocator, not the pool size, refused.
+    pub enough_total_free: bool,
+}
+
+/// What admission asks of the allocator.
+#[derive(Clone, Debug)]
+pub struct AdmitRequest<'a> {
+    pub request: RequestId,
+    /// The sequence that runs the prefill; samples fork from it.
+    pub parent: SeqId,
+    pub samples: &'a [SeqId],
+    pub identity: TokenIdentity,
+    /// Tokens the prefill phase must hold (the prompt).
+    pub prompt_tokens: u32,
+    /// Contiguous only: slab length per sample.
+    pub reserve_tokens: u32,
+}
+
+#[derive(Clone, Debug)]
+pub enum KvCacheManager {
+    Contiguous(ContiguousAllocator),
+    Paged(PagedAllocator),
+}
+
+impl KvCacheManager {
+    pub fn capacity_tokens(&self) -> u64 {
+        match self {
+            KvCacheManager::Contiguous(c) => u64::from(c.capacity_tokens()),
+            KvCacheManager::Paged(p) => u64::from(p.pool().num_blocks()) * u64::from(p.block_size()),
+        }
+    }
+
+    /// Token slots reserved or held in referenced blocks.
+    pub fn allocated_tokens(&self) -> u64 {
+        match self {
+            KvCacheManager::Contiguous(c) => u64::from(c.capacity_tokens() - c.free_tokens()),
+            KvCacheManager::Paged(p) => {
+                u64::from(p.pool().num_blocks() - p.num_free_blocks()) * u64::from(p.block_size())
+            }
+        }
+    }
+
+    /// Token slots that hold KV.
+    pub fn live_tokens(&self) -> u64 {
+        match self {
+            KvCacheManager::Contiguous(c) => c.live_tokens(),
+            KvCacheManager::Paged(p) => p.live_tokens(),
+        }
+    }
+
+    /// Prefix-cache hits for a request about to be admitted (paged with caching only).
+    pub fn computed_blocks(&self, identity: &TokenIdentity, num_tokens: u32) -> ComputedBlocks {
+        match self {
+            KvCacheManager::Paged(p) => p.get_computed_blocks(identity, num_tokens),
+            KvCacheManager::Contiguous(_) => ComputedBlocks::default(),
+        }
+    }
+
+    /// Admits a request whose prefill will write `first_chunk` tokens now (after `computed`).
+    pub fn admit(
+        &mut self,
+        req: &AdmitRequest<'_>,
+        computed: &ComputedBlocks,
+        first_chunk: u32,
+    ) -> Result<(), Blocked> {
+        match self {
+            KvCacheManager::Contiguous(c) => {
+                let need = req.reserve_tokens * req.samples.len() as u32;
+                if c.reserve_all(req.request, req.samples, req.reserve_tokens) {
+                    let wrote = c.write(req.parent, first_chunk);
+                    debug_assert!(wrote);
+                    Ok(())
+                } else {
+                    Err(Blocked { enough_total_free: c.free_tokens() >= need })
+                }
+            }
+            KvCacheManager::Paged(p) => {
+                if p.admit(req.parent, req.request, req.identity, computed, first_chunk, req.prompt_tokens) {
+                    Ok(())
+                } else {
+                    let need = (computed.num_tokens + first_chunk).div_ceil(p.block_size())
+                        - computed.blocks.len() as u32;
+                    Err(Blocked { enough_total_free: p.num_free_blocks() >= need })
+                }
+            }
+        }
+    }
+
+    /// Room for `n` more tokens of `seq`, written at once; None when the pool is short.
+    pub fn allocate_slots(&mut self, seq: SeqId, n: u32) -> Option<()> {
+        match self {
+            KvCacheManager::Contiguous(c) => c.write(seq, n).then_some(()),
+            KvCacheManager::Paged(p) => p.allocate_slots(seq, n),
+        }
+    }
+
+    /// Whether every `(seq, new tokens)` pair can be allocated at once.
+    pub fn can_allocate(&self, work: &[(SeqId, u32)]) -> bool {
+        match self {
+            KvCacheManager::Contiguous(c) => work.iter().all(|&(s, n)| {
+                c.slab(s).is_some_and(|slab| slab.live + n <= slab.len)
+            }),
+            KvCacheManager::Paged(p) => {
+                let need: u32 = work.iter().map(|&(s, n)| p.blocks_needed(s, n)).sum();
+                need <= p.num_free_blocks()
+            }
+        }
+    }
+
+    /// Starts sample `child` from the parent's prompt KV.
+    pub fn fork(&mut self, parent: SeqId, child: SeqId, identity: TokenIdentity) {
+        match self {
+            KvCacheManager::Contiguous(c) => c.copy_live(parent, child),
+            KvCacheManager::Paged(p) => p.fork(parent, child, identity),
+        }
+    }
+
+    pub fn free(&mut self, seq: SeqId) {
+        match self {
+            KvCacheManager::Contiguous(c) => c.free(seq),
+            KvCacheManager::Paged(p) => p.free(seq),
+        }
+    }
+
+    pub fn cow_copies(&self) -> u64 {
+        match self {
+            KvCacheManager::Paged(p) => p.cow_copies,
+            KvCacheManager::Contiguous(_) => 0,
+        }
+    }
+
+    pub fn prefix_cache_hit_rate(&self) -> f64 {
+        match self {
+            KvCacheManager::Paged(p) if p.prefix_query_tokens > 0 => {
+                p.prefix_hit_tokens as f64 / p.prefix_query_tokens as f64
+            }
+            _ => 0.0,
+        }
+    }
+
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let r = match self {
+            KvCacheManager::Contiguous(c) => c.check_invariants(),
+            KvCacheManager::Paged(p) => p.check_invariants(),
+        };
+        if self.live_tokens() > self.allocated_tokens() {
+            return Err(format!("live {} > allocated {}", self.live_tokens(), self.allocated_tokens()));
+        }
+        r
+    }
+
+    /// The physical memory map: one cell per block (paged) or per `cell_tokens` slots (contiguous).
+    pub fn memory_map(&self, contiguous_cell_tokens: u32) -> MemoryMap {
+        match self {
+            KvCacheManager::Paged(p) => {
+                let cells = p
+                    .pool()
+                    .blocks()
+                    .iter()
+                    .map(|b| {
+                        if b.ref_cnt == 0 {
+                            MapCell {
+                                owner: 0,
+                                live_tokens: 0,
+                                flags: if b.block_hash.is_some() { MapCell::CACHED } else { 0 },
+                            }
+                        } else {
+                            let mut flags = 0;
+                            if b.ref_cnt > 1 {
+                                flags |= MapCell::SHARED;
+                            }
+                            if b.copied {
+                                flags |= MapCell::COPIED;
+                            }
+                            MapCell { owner: b.owner + 1, live_tokens: b.filled as u16, flags }
+                        }
+                    })
+                    .collect();
+                MemoryMap { cell_tokens: p.block_size(), cells }
+            }
+            KvCacheManager::Contiguous(c) => {
+                let ct = contiguous_cell_tokens.max(1);
+                let n = c.capacity_tokens().div_ceil(ct) as usize;
+                let mut cells = vec![MapCell::default(); n];
+                let mut cover = vec![0u32; n];
+                for s in c.slabs() {
+                    let (start, end) = (s.start, s.start + s.len);
+                    let live_end = s.start + s.live;
+                    for cell in (start / ct)..end.div_ceil(ct) {
+                        let (lo, hi) = (cell * ct, (cell + 1) * ct);
+                        let overlap = hi.min(end) - lo.max(start);
+                        if overlap > cover[cell as usize] {
+                            cover[cell as usize] = overlap;
+                            let live = hi.min(live_end).saturating_sub(lo.max(start));
+                            let mut flags = MapCell::SLAB;
+                            if cell == start / ct {
+                                flags |= MapCell::SLAB_START;
+                            }
+                            cells[cell as usize] = MapCell { owner: s.request + 1, live_tokens: live as u16, flags };
+                        }
+                    }
+                }
+                MemoryMap { cell_tokens: ct, cells }
+            }
+        }
+    }
+}

@@ -1,0 +1,371 @@
+//! The paged allocator (PagedAttention): each sequence owns a `BlockTable` of physical blocks,
+//! taken one at a time as its tokens arrive. Samples of one request share the prompt's blocks
+//! (ref counts), the partial last block is copied on a sample's first write (copy-on-write), and
+//! with prefix caching full blocks are found again by the hash of (parent hash, tokens).
+//!
+//! `allocate_slots` returns None when the pool is short, which is the scheduler's cue to preempt.
+
+use super::block_pool::BlockPool;
+use super::{RequestId, SeqId, TokenIdentity};
+
+/// A sequence's logical → physical block mapping plus its written length.
+#[derive(Clone, Debug)]
+pub struct BlockTable {
+    pub request: RequestId,
+    pub identity: TokenIdentity,
+    pub blocks: Vec<u32>,
+    pub num_tokens: u32,
+}
+
+/// A preempted group's KV, moved to CPU swap space with its sharing structure kept.
+#[derive(Clone, Debug, Default)]
+pub struct SwappedKv {
+    /// Tokens held by each swapped block.
+    pub block_fill: Vec<u32>,
+    /// Per sequence: its table as indices into `block_fill`.
+    pub seqs: Vec<(SeqId, RequestId, TokenIdentity, Vec<u32>, u32)>,
+}
+
+impl SwappedKv {
+    pub fn num_blocks(&self) -> u32 {
+        self.block_fill.len() as u32
+    }
+}
+
+/// What a prefix-cache lookup found: full blocks already holding the first tokens.
+#[derive(Clone, Debug, Default)]
+pub struct ComputedBlocks {
+    pub blocks: Vec<u32>,
+    pub num_tokens: u32,
+}
+
+#[derive(Clone, Debug)]
+pub struct PagedAllocator {
+    pool: BlockPool,
+    block_size: u32,
+    watermark_blocks: u32,
+    prefix_caching: bool,
+    tables: Vec<Option<BlockTable>>,
+    live_tokens: u64,
+    pub cow_copies: u64,
+    pub prefix_query_tokens: u64,
+    pub prefix_hit_tokens: u64,
+}
+
+impl PagedAllocator {
+    pub fn new(num_blocks: u32, block_size: u32, prefix_caching: bool, watermark: f64) -> Self {
+        PagedAllocator {
+            pool: BlockPool::new(num_blocks, prefix_caching),
+            block_size,
+            watermark_blocks: (watermark * f64::from(num_blocks)) as u32,
+            prefix_caching,
+            tables: Vec::new(),
+            live_tokens: 0,
+            cow_copies: 0,
+            prefix_query_tokens: 0,
+            prefix_hit_tokens: 0,
+        }
+    }
+
+    pub fn block_size(&self) -> u32 {
+        self.block_size
+    }
+    pub fn pool(&self) -> &BlockPool {
+        &self.pool
+    }
+    pub fn num_free_blocks(&self) -> u32 {
+        self.pool.num_free_blocks()
+    }
+    pub fn watermark_blocks(&self) -> u32 {
+        self.watermark_blocks
+    }
+    pub fn live_tokens(&self) -> u64 {
+        self.live_tokens
+    }
+    pub fn table(&self, seq: SeqId) -> Option<&BlockTable> {
+        self.tables.get(seq as usize).and_then(Option::as_ref)
+    }
+    pub fn tables(&self) -> impl Iterator<Item = (SeqId, &BlockTable)> {
+        self.tables.iter().enumerate().filter_map(|(i, t)| t.as_ref().map(|t| (i as SeqId, t)))
+    }
+
+    fn blocks_for(&self, tokens: u32) -> u32 {
+        tokens.div_ceil(self.block_size)
+    }
+
+    /// Full blocks of `identity`'s first `num_tokens` already in the prefix cache (at least one
+    /// token is always left to compute, as in vLLM).
+    pub fn get_computed_blocks(&self, identity: &TokenIdentity, num_tokens: u32) -> ComputedBlocks {
+        let mut found = ComputedBlocks::default();
+        if !self.prefix_caching {
+            return found;
+        }
+        let max_blocks = num_tokens.saturating_sub(1) / self.block_size;
+        let mut parent = 0u64;
+        for b in 0..max_blocks {
+            let h = identity.block_hash(parent, b, self.block_size);
+            match self.pool.get_cached_block(h) {
+                Some(id) => found.blocks.push(id),
+                None => break,
+            }
+            parent = h;
+        }
+        found.num_tokens = found.blocks.len() as u32 * self.block_size;
+        found
+    }
+
+    /// Admits a new sequence: reuses `computed` cached blocks, then allocates for `num_new_tokens`,
+    /// keeping `watermark_blocks` free. False (and nothing changed) when the pool is too short.
+    pub fn admit(
+        &mut self,
+        seq: SeqId,
+        request: RequestId,
+        identity: TokenIdentity,
+        computed: &ComputedBlocks,
+        num_new_tokens: u32,
+        query_tokens: u32,
+    ) -> bool {
+        assert!(self.table(seq).is_none(), "seq {seq} admitted twice");
+        let total = computed.num_tokens + num_new_tokens;
+        let new_blocks = self.blocks_for(total) - computed.blocks.len() as u32;
+        let revived = computed.blocks.iter().filter(|&&b| self.pool.block(b).ref_cnt == 0).count() as u32;
+        let free = self.pool.num_free_blocks();
+        if free < revived + new_blocks + self.watermark_blocks {
+            return false;
+        }
+        for &b in &computed.blocks {
+            if self.pool.block(b).ref_cnt == 0 {
+                self.live_tokens += u64::from(self.pool.block(b).filled);
+            }
+            self.pool.touch(b, request);
+        }
+        self.prefix_query_tokens += u64::from(query_tokens);
+        self.prefix_hit_tokens += u64::from(computed.num_tokens);
+        let idx = seq as usize;
+        if self.tables.len() <= idx {
+            self.tables.resize(idx + 1, None);
+        }
+        self.tables[idx] = Some(BlockTable {
+            request,
+            identity,
+            blocks: computed.blocks.clone(),
+            num_tokens: computed.num_tokens,
+        });
+        let ok = self.allocate_slots(seq, num_new_tokens);
+        debug_assert!(ok.is_some());
+        true
+    }
+
+    /// Free blocks `allocate_slots(seq, num_new_tokens)` would take (copy-on-write included).
+    pub fn blocks_needed(&self, seq: SeqId, num_new_tokens: u32) -> u32 {
+        let t = self.table(seq).expect("blocks_needed on unknown seq");
+        let need = self.blocks_for(t.num_tokens + num_new_tokens).saturating_sub(t.blocks.len() as u32);
+        let cow = t.num_tokens % self.block_size != 0
+            && num_new_tokens > 0
+            && t.blocks.last().is_some_and(|&b| self.pool.block(b).ref_cnt > 1);
+        need + u32::from(cow)
+    }
+
+    /// Makes room for `num_new_tokens` more tokens of `seq` and writes them: copy-on-write of a
+    /// shared partial last block, then new blocks as needed. None (nothing changed) if short.
+    pub fn allocate_slots(&mut self, seq: SeqId, num_new_tokens: u32) -> Option<()> {
+        let bs = self.block_size;
+        let table = self.tables[seq as usize].as_ref().expect("allocate_slots on unknown seq");
+        let (cur, request) = (table.num_tokens, table.request);
+        let total = cur + num_new_tokens;
+        let need = self.blocks_for(total).saturating_sub(table.blocks.len() as u32);
+        let cow = cur % bs != 0
+            && num_new_tokens > 0
+            && table.blocks.last().is_some_and(|&b| self.pool.block(b).ref_cnt > 1);
+        if self.pool.num_free_blocks() < need + u32::from(cow) {
+            return None;
+        }
+        if cow {
+            let old = *self.tables[seq as usize].as_ref().unwrap().blocks.last().unwrap();
+            let new = self.pool.get_new_block(request).expect("checked free count");
+            let filled = self.pool.block(old).filled;
+            self.pool.set_filled(new, filled);
+            self.pool.mark_copied(new);
+            self.pool.free_block(old); // still referenced by the other samples
+            self.live_tokens += u64::from(filled);
+            self.cow_copies += 1;
+            *self.tables[seq as usize].as_mut().unwrap().blocks.last_mut().unwrap() = new;
+        }
+        for _ in 0..need {
+            let b = self.pool.get_new_block(request).expect("checked free count");
+            self.tables[seq as usize].as_mut().unwrap().blocks.push(b);
+        }
+        // Write the tokens: fill blocks from `cur` to `total`; cache blocks that became full.
+        let table = self.tables[seq as usize].as_mut().unwrap();
+        table.num_tokens = total;
+        let first = cur / bs;
+        let last = total.div_ceil(bs);
+        for lb in first..last {
+            let id = table.blocks[lb as usize];
+            let filled = (total - lb * bs).min(bs);
+            self.pool.set_filled(id, filled);
+        }
+        self.live_tokens += u64::from(num_new_tokens);
+        if self.prefix_caching {
+            let full_now = total / bs;
+            let full_before = cur / bs;
+            if full_now > full_before {
+                let identity = table.identity;
+                let ids: Vec<u32> = table.blocks[..full_now as usize].to_vec();
+                let mut parent = 0u64;
+                for (b, &id) in ids.iter().enumerate() {
+                    let h = identity.block_hash(parent, b as u32, bs);
+                    if b as u32 >= full_before {
+                        self.pool.cache_full_block(id, h);
+                    }
+                    parent = h;
+                }
+            }
+        }
+        Some(())
+    }
+
+    /// A new sample shares every block of its parent (ref counts go up).
+    pub fn fork(&mut self, parent: SeqId, child: SeqId, identity: TokenIdentity) {
+        let p = self.table(parent).expect("fork from unknown seq").clone();
+        for &b in &p.blocks {
+            self.pool.touch(b, p.request);
+        }
+        let idx = child as usize;
+        if self.tables.len() <= idx {
+            self.tables.resize(idx + 1, None);
+        }
+        self.tables[idx] = Some(BlockTable { identity, ..p });
+    }
+
+    /// Releases the sequence's blocks, last block first (so tail blocks are evicted first).
+    pub fn free(&mut self, seq: SeqId) {
+        let Some(table) = self.tables.get_mut(seq as usize).and_then(Option::take) else { return };
+        for &b in table.blocks.iter().rev() {
+            let filled = self.pool.block(b).filled;
+            if self.pool.free_block(b) {
+                self.live_tokens -= u64::from(filled);
+            }
+        }
+    }
+
+    /// Unique blocks the given sequences hold (what a swap-out would move).
+    pub fn unique_blocks(&self, seqs: &[SeqId]) -> u32 {
+        let mut ids: Vec<u32> =
+            seqs.iter().filter_map(|&s| self.table(s)).flat_map(|t| t.blocks.iter().copied()).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids.len() as u32
+    }
+
+    /// Moves the sequences' KV to CPU (keeping which blocks they share) and frees their blocks.
+    pub fn swap_out(&mut self, seqs: &[SeqId]) -> SwappedKv {
+        let mut out = SwappedKv::default();
+        let mut index: Vec<(u32, u32)> = Vec::new(); // (gpu block, cpu index), sorted by block
+        for &s in seqs {
+            let Some(t) = self.table(s) else { continue };
+            let mut cpu_table = Vec::with_capacity(t.blocks.len());
+            for &b in &t.blocks {
+                let cpu = match index.binary_search_by_key(&b, |&(g, _)| g) {
+                    Ok(i) => index[i].1,
+                    Err(i) => {
+                        let c = out.block_fill.len() as u32;
+                        out.block_fill.push(self.pool.block(b).filled);
+                        index.insert(i, (b, c));
+                        c
+                    }
+                };
+                cpu_table.push(cpu);
+            }
+            out.seqs.push((s, t.request, t.identity, cpu_table, t.num_tokens));
+        }
+        for &s in seqs {
+            self.free(s);
+        }
+        out
+    }
+
+    /// Brings swapped KV back into fresh blocks; false (nothing changed) if they do not fit
+    /// above the watermark.
+    pub fn swap_in(&mut self, kv: &SwappedKv) -> bool {
+        if self.pool.num_free_blocks() < kv.num_blocks() + self.watermark_blocks {
+            return false;
+        }
+        let owner = kv.seqs.first().map_or(0, |s| s.1);
+        let gpu: Vec<u32> = kv
+            .block_fill
+            .iter()
+            .map(|&filled| {
+                let b = self.pool.get_new_block(owner).expect("checked free count");
+                self.pool.set_filled(b, filled);
+                self.live_tokens += u64::from(filled);
+                b
+            })
+            .collect();
+        let mut used = vec![false; gpu.len()];
+        for (seq, request, identity, cpu_table, num_tokens) in &kv.seqs {
+            let blocks: Vec<u32> = cpu_table
+                .iter()
+                .map(|&c| {
+                    if std::mem::replace(&mut used[c as usize], true) {
+                        self.pool.touch(gpu[c as usize], *request);
+                    }
+                    gpu[c as usize]
+                })
+                .collect();
+            let idx = *seq as usize;
+            if self.tables.len() <= idx {
+                self.tables.resize(idx + 1, None);
+            }
+            self.tables[idx] =
+                Some(BlockTable { request: *request, identity: *identity, blocks, num_tokens: *num_tokens });
+        }
+        true
+    }
+
+    /// free + referenced = total; each block's ref count equals the block-table references to it;
+    /// tables hold exactly ⌈tokens / block size⌉ blocks; live tokens match the referenced blocks.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        self.pool.check_invariants()?;
+        let n = self.pool.num_blocks() as usize;
+        let mut refs = vec![0u32; n];
+        for (seq, t) in self.tables() {
+            if t.blocks.len() as u32 != self.blocks_for(t.num_tokens) {
+                return Err(format!(
+                    "seq {seq} holds {} blocks for {} tokens (block size {})",
+                    t.blocks.len(),
+                    t.num_tokens,
+                    self.block_size
+                ));
+            }
+            for &b in &t.blocks {
+                refs[b as usize] += 1;
+            }
+        }
+        let mut referenced = 0u32;
+        let mut live = 0u64;
+        for (id, b) in self.pool.blocks().iter().enumerate() {
+            if b.ref_cnt != refs[id] {
+                return Err(format!("block {id}: ref count {} but {} table references", b.ref_cnt, refs[id]));
+            }
+            if b.filled > self.block_size {
+                return Err(format!("block {id} holds {} tokens > block size", b.filled));
+            }
+            if b.ref_cnt > 0 {
+                referenced += 1;
+                live += u64::from(b.filled);
+            }
+        }
+        if referenced + self.pool.num_free_blocks() != self.pool.num_blocks() {
+            return Err(format!(
+                "free ({}) + referenced ({referenced}) != total ({})",
+                self.pool.num_free_blocks(),
+                self.pool.num_blocks()
+            ));
+        }
+        if live != self.live_tokens {
+            return Err(format!("live tokens counter {} != {live} in referenced blocks", self.live_tokens));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,297 @@
+//! The validated simulation configuration. Presets (JSON) and Rust callers both end here, and
+//! `SimConfig::validate` names the offending field by its preset path (`scheduler.max_num_seqs`)
+//! with the allowed range, so one set of rules serves the CLI, the page and the tests.
+
+use std::fmt;
+
+use super::alloc::Fit;
+use super::model::{gpu_preset, model_preset, GpuSpec, KvDtype, ModelSpec, GIB};
+use super::timing::Calibration;
+use super::workload::{Arrival, LengthDist, UserClass, WorkloadConfig};
+
+/// How big a contiguous slab is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reserve {
+    PromptPlusMaxTokens,
+    MaxModelLen,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum AllocatorConfig {
+    Contiguous { reserve: Reserve, fit: Fit },
+    Paged { block_size: u32, prefix_caching: bool },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PreemptionMode {
+    Recompute,
+    Swap,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct SchedulerConfig {
+    pub max_num_seqs: u32,
+    pub max_num_batched_tokens: u32,
+    pub preemption: PreemptionMode,
+    pub swap_space_gib: f64,
+    pub max_model_len: u32,
+    pub chunked_prefill: bool,
+    /// Fraction of blocks admission keeps free (vLLM's watermark).
+    pub watermark: f64,
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        SchedulerConfig {
+            max_num_seqs: 256,
+            max_num_batched_tokens: 8192,
+            preemption: PreemptionMode::Recompute,
+            swap_space_gib: 4.0,
+            max_model_len: 8192,
+            chunked_prefill: false,
+            watermark: 0.01,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct SimConfig {
+    pub id: String,
+    pub title: String,
+    pub seed: u64,
+    pub duration_s: f64,
+    pub model: ModelSpec,
+    pub kv_dtype: KvDtype,
+    pub gpu: GpuSpec,
+    pub kv_memory_gib: f64,
+    pub allocator: AllocatorConfig,
+    pub scheduler: SchedulerConfig,
+    pub workload: WorkloadConfig,
+    pub calibration: Option<Calibration>,
+}
+
+impl Default for SimConfig {
+    /// The lab's default: Llama-3-8B, FP16 KV, 10 GiB, contiguous first-fit reserving
+    /// prompt + max_tokens, chat traffic (prompt 1,100, output 250 with p99 1,150, max 2,048).
+    fn default() -> Self {
+        SimConfig {
+            id: "default".into(),
+            title: "Contiguous default on 10 GiB".into(),
+            seed: 1,
+            duration_s: 60.0,
+            model: model_preset("llama-3-8b").expect("preset"),
+            kv_dtype: KvDtype::Fp16,
+            gpu: gpu_preset("h100-sxm").expect("preset"),
+            kv_memory_gib: 10.0,
+            allocator: AllocatorConfig::Contiguous { reserve: Reserve::PromptPlusMaxTokens, fit: Fit::FirstFit },
+            scheduler: SchedulerConfig::default(),
+            workload: WorkloadConfig {
+                arrival: Arrival::Poisson { rate_per_s: 8.0, bursts: Vec::new() },
+                classes: vec![UserClass {
+                    name: "chat".into(),
+                    weight: 1.0,
+                    prompt_tokens: LengthDist { mean: 1100.0, p99: 2600.0 },
+                    output_tokens: LengthDist { mean: 250.0, p99: 1150.0 },
+                    max_tokens: 2048,
+                    n: 1,
+                    shared_prefix_tokens: 0,
+                }],
+            },
+            calibration: None,
+        }
+    }
+}
+
+/// A configuration error: the field (as a preset path) and what to do about it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    pub field: String,
+    pub message: String,
+}
+
+impl ConfigError {
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+        ConfigError { field: field.into(), message: message.into() }
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.field.is_empty() {
+            write!(f, "{}", self.message)
+        } else {
+            write!(f, "{}: {}", self.field, self.message)
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+fn check_range<T: PartialOrd + fmt::Display + Copy>(
+    field: &str,
+    v: T,
+    lo: T,
+    hi: T,
+) -> Result<(), ConfigError> {
+    if v >= lo && v <= hi {
+        Ok(())
+    } else {
+        Err(ConfigError::new(field, format!("{v} is out of range; use a value from {lo} to {hi}")))
+    }
+}
+
+fn check_f64(field: &str, v: f64, lo: f64, hi: f64) -> Result<(), ConfigError> {
+    if v.is_finite() && v >= lo && v <= hi {
+        Ok(())
+    } else {
+        Err(ConfigError::new(field, format!("{v} is out of range; use a number from {lo} to {hi}")))
+    }
+}
+
+impl SimConfig {
+    pub fn kv_bytes_per_token(&self) -> u64 {
+        self.model.kv_bytes_per_token(self.kv_dtype)
+    }
+
+    pub fn kv_bytes(&self) -> u64 {
+        (self.kv_memory_gib * GIB as f64) as u64
+    }
+
+    /// Token slots the allocator manages (whole blocks when paged).
+    pub fn capacity_tokens(&self) -> u64 {
+        let raw = self.kv_bytes() / self.kv_bytes_per_token();
+        match self.allocator {
+            AllocatorConfig::Paged { block_size, .. } => raw / u64::from(block_size) * u64::from(block_size),
+            AllocatorConfig::Contiguous { .. } => raw,
+        }
+    }
+
+    pub fn duration_us(&self) -> u64 {
+        super::workload::secs_to_us(self.duration_s)
+    }
+
+    /// Checks every range and that a typical request of every class can ever fit.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        check_f64("duration_s", self.duration_s, 1.0, 600.0)?;
+        let m = &self.model;
+        check_range("model.layers", m.layers, 1, 256)?;
+        check_range("model.kv_heads", m.kv_heads, 1, 256)?;
+        check_range("model.head_dim", m.head_dim, 1, 1024)?;
+        check_f64("model.params_b", m.params_b, 0.01, 5000.0)?;
+        check_f64("kv_memory_gib", self.kv_memory_gib, 0.01, 4096.0)?;
+        let s = &self.scheduler;
+        check_range("scheduler.max_num_seqs", s.max_num_seqs, 1, 4096)?;
+        check_range("scheduler.max_num_batched_tokens", s.max_num_batched_tokens, 1, 1 << 20)?;
+        check_range("scheduler.max_model_len", s.max_model_len, 2, 1 << 20)?;
+        check_f64("scheduler.swap_space_gib", s.swap_space_gib, 0.0, 4096.0)?;
+        check_f64("scheduler.watermark", s.watermark, 0.0, 0.5)?;
+        if let AllocatorConfig::Paged { block_size, .. } = self.allocator {
+            check_range("allocator.block_size", block_size, 1, 256)?;
+        }
+        let capacity = self.capacity_tokens();
+        if capacity == 0 {
+            return Err(ConfigError::new(
+                "kv_memory_gib",
+                format!(
+                    "{} GiB holds no token of {} bytes; raise kv_memory_gib",
+                    self.kv_memory_gib,
+                    self.kv_bytes_per_token()
+                ),
+            ));
+        }
+        if let AllocatorConfig::Contiguous { reserve: Reserve::MaxModelLen, .. } = self.allocator {
+            if u64::from(s.max_model_len) > capacity {
+                return Err(ConfigError::new(
+                    "scheduler.max_model_len",
+                    format!(
+                        "a {}-token slab cannot fit in the {capacity}-token pool; lower max_model_len or raise kv_memory_gib",
+                        s.max_model_len
+                    ),
+                ));
+            }
+        }
+        self.validate_workload(capacity)
+    }
+
+    fn validate_workload(&self, capacity: u64) -> Result<(), ConfigError> {
+        let s = &self.scheduler;
+        match &self.workload.arrival {
+            Arrival::Poisson { rate_per_s, bursts } => {
+                check_f64("workload.arrival.rate_per_s", *rate_per_s, 0.0, 10_000.0)?;
+                for (i, b) in bursts.iter().enumerate() {
+                    let f = |k: &str| format!("workload.arrival.bursts[{i}].{k}");
+                    check_f64(&f("start_s"), b.start_s, 0.0, self.duration_s)?;
+                    check_f64(&f("end_s"), b.end_s, b.start_s, self.duration_s.max(b.start_s))?;
+                    check_f64(&f("rate_per_s"), b.rate_per_s, 0.0, 10_000.0)?;
+                }
+                if self.workload.classes.is_empty() {
+                    return Err(ConfigError::new("workload.classes", "add at least one user class"));
+                }
+            }
+            Arrival::Trace { max_tokens, .. } => {
+                check_range("workload.arrival.max_tokens", *max_tokens, 1, s.max_model_len)?;
+            }
+        }
+        for (i, c) in self.workload.classes.iter().enumerate() {
+            let f = |k: &str| format!("workload.classes[{i}].{k}");
+            check_f64(&f("weight"), c.weight, 1e-9, 1e9)?;
+            c.prompt_tokens.lognormal_params().map_err(|e| ConfigError::new(f("prompt_tokens"), e))?;
+            c.output_tokens.lognormal_params().map_err(|e| ConfigError::new(f("output_tokens"), e))?;
+            check_range(&f("max_tokens"), c.max_tokens, 1, s.max_model_len)?;
+            check_range(&f("n"), c.n, 1, 16)?;
+            if c.n > s.max_num_seqs {
+                return Err(ConfigError::new(
+                    f("n"),
+                    format!("{} samples can never run under scheduler.max_num_seqs = {}", c.n, s.max_num_seqs),
+                ));
+            }
+            check_range(&f("shared_prefix_tokens"), c.shared_prefix_tokens, 0, s.max_model_len - 1)?;
+            let prompt = (c.prompt_tokens.mean as u64).max(u64::from(c.shared_prefix_tokens) + 1);
+            if prompt >= u64::from(s.max_model_len) {
+                return Err(ConfigError::new(
+                    f("prompt_tokens"),
+                    format!("the mean prompt ({prompt}) does not fit max_model_len ({}); raise scheduler.max_model_len", s.max_model_len),
+                ));
+            }
+            if !s.chunked_prefill && prompt > u64::from(s.max_num_batched_tokens) {
+                return Err(ConfigError::new(
+                    "scheduler.max_num_batched_tokens",
+                    format!("a {prompt}-token prompt of class {i} never fits one step; raise it or turn on chunked_prefill"),
+                ));
+            }
+            let need = self.worst_case_tokens(prompt as u32, c.max_tokens, c.n);
+            if need > capacity {
+                return Err(ConfigError::new(
+                    f("max_tokens"),
+                    format!(
+                        "a typical request of this class needs {need} tokens of KV but the pool holds {capacity}; lower max_tokens, n or the prompt, or raise kv_memory_gib"
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Tokens of KV a request may need at worst: the slabs it reserves (contiguous), or its
+    /// prompt blocks plus every sample's own blocks up to max_tokens (paged), above the watermark.
+    pub fn worst_case_tokens(&self, prompt: u32, max_tokens: u32, n: u32) -> u64 {
+        let s = &self.scheduler;
+        let out = u64::from(max_tokens.min(s.max_model_len.saturating_sub(prompt)));
+        match self.allocator {
+            AllocatorConfig::Contiguous { reserve, .. } => {
+                let slab = match reserve {
+                    Reserve::PromptPlusMaxTokens => (u64::from(prompt) + out).min(u64::from(s.max_model_len)),
+                    Reserve::MaxModelLen => u64::from(s.max_model_len),
+                };
+                slab * u64::from(n)
+            }
+            AllocatorConfig::Paged { block_size, .. } => {
+                let bs = u64::from(block_size);
+                let blocks = u64::from(prompt).div_ceil(bs) + u64::from(n) * (out.div_ceil(bs) + 1);
+                let capacity_blocks = self.capacity_tokens() / bs;
+                let watermark = (s.watermark * capacity_blocks as f64) as u64;
+                (blocks + watermark) * bs
+            }
+        }
+    }
+}

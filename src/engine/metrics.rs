@@ -1,0 +1,120 @@
+//! What a run measured: the per-step series a chart draws, time-weighted KV fractions, counters,
+//! latency percentiles, and the report of DESIGN.md (`kvlab run --json`, `report()` in the page).
+
+use serde::Serialize;
+
+/// The state of the server during one step (after scheduling, before finished requests free).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct StepSample {
+    /// Simulated time at the end of the step, µs.
+    pub t_us: u64,
+    pub allocated_tokens: u32,
+    pub live_tokens: u32,
+    pub running: u32,
+    pub waiting: u32,
+    pub swapped: u32,
+    pub preemptions: u32,
+}
+
+/// Time integrals over the run, so means are weighted by simulated time, not by step count.
+#[derive(Clone, Debug, Default)]
+pub struct Integrals {
+    pub time_us: f64,
+    pub allocated_time_us: f64,
+    pub utilization_us: f64,
+    pub allocated_fraction_us: f64,
+    pub live_fraction_us: f64,
+    pub running_us: f64,
+}
+
+impl Integrals {
+    pub fn add(&mut self, dt_us: u64, s: &StepSample, capacity: u64) {
+        let dt = dt_us as f64;
+        self.time_us += dt;
+        self.running_us += dt * f64::from(s.running);
+        self.allocated_fraction_us += dt * f64::from(s.allocated_tokens) / capacity as f64;
+        self.live_fraction_us += dt * f64::from(s.live_tokens) / capacity as f64;
+        if s.allocated_tokens > 0 {
+            self.allocated_time_us += dt;
+            self.utilization_us += dt * f64::from(s.live_tokens) / f64::from(s.allocated_tokens);
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RequestCounts {
+    pub arrived: u32,
+    pub finished: u32,
+    pub running_at_end: u32,
+    pub waiting_at_end: u32,
+    pub swapped_at_end: u32,
+    pub rejected: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct KvSummary {
+    /// Share of allocated (reserved) KV memory that holds tokens, time-weighted over steps where
+    /// anything is allocated.
+    pub utilization_mean: f64,
+    /// Allocated share of capacity, time-weighted.
+    pub allocated_fraction_mean: f64,
+    /// Live (token-holding) share of capacity, time-weighted.
+    pub live_fraction_mean: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LatencyMs {
+    pub ttft_p50: f64,
+    pub ttft_p95: f64,
+    pub tpot_p50: f64,
+    pub tpot_p95: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Rejection {
+    pub request: u32,
+    pub reason: String,
+}
+
+/// The report contract of DESIGN.md (extended, never renamed).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Report {
+    pub preset: String,
+    pub allocator: String,
+    pub kv_bytes_per_token: u64,
+    pub capacity_tokens: u64,
+    pub capacity_line: String,
+    pub sim_time_s: f64,
+    pub steps: u64,
+    pub requests: RequestCounts,
+    pub kv: KvSummary,
+    pub running_mean: f64,
+    pub running_max: u32,
+    pub preemptions: u64,
+    pub swap_preemptions: u64,
+    pub hol_blocked_steps: u64,
+    pub hol_blocked_with_free_memory_steps: u64,
+    pub cow_copies: u64,
+    pub prefix_cache_hit_rate: f64,
+    pub latency_ms: LatencyMs,
+    pub output_tokens_per_s: f64,
+    pub paged_overhead: f64,
+    pub calibration: Option<String>,
+    pub rejections: Vec<Rejection>,
+}
+
+/// Nearest-rank percentile of an unsorted list (0 when empty).
+pub fn percentile(values: &mut [f64], p: f64) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    values.sort_by(f64::total_cmp);
+    let rank = libm::ceil(p / 100.0 * values.len() as f64) as usize;
+    values[rank.clamp(1, values.len()) - 1]
+}
+
+/// Rounds for the report so that JSON stays readable (and exact across platforms).
+pub fn round_to(x: f64, digits: i32) -> f64 {
+    let m = libm::pow(10.0, f64::from(digits));
+    libm::round(x * m) / m
+}

@@ -1,0 +1,89 @@
+//! A request as the scheduler sees it: a `SequenceGroup` of `n` samples that share one prefill.
+//! Token counting follows vLLM: a sample has `num_tokens` (prompt + generated) of which
+//! `num_computed` have KV in the cache; a step computes the difference and, once caught up,
+//! samples one more token. Recompute preemption sets `num_computed` back to zero.
+
+use super::alloc::{RequestId, SeqId, SwappedKv, TokenIdentity};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GroupStatus {
+    Waiting,
+    Running,
+    Swapped,
+    Finished,
+    Rejected,
+}
+
+#[derive(Clone, Debug)]
+pub struct Sample {
+    pub seq: SeqId,
+    pub num_tokens: u32,
+    pub num_computed: u32,
+    pub generated: u32,
+    /// Hidden output length: known to the workload, learned by the scheduler only at the end.
+    pub target: u32,
+    pub finished: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct SequenceGroup {
+    pub request: RequestId,
+    pub arrival_us: u64,
+    pub class: u16,
+    pub prompt_tokens: u32,
+    pub max_tokens: u32,
+    pub shared_prefix_tokens: u32,
+    pub status: GroupStatus,
+    /// The prompt has been computed and the samples hold their own block tables.
+    pub forked: bool,
+    /// Prompt tokens with KV in the parent's (samples[0]'s) table while not forked.
+    pub prefill_computed: u32,
+    pub samples: Vec<Sample>,
+    pub first_token_us: Option<u64>,
+    pub finish_us: Option<u64>,
+    pub swapped: Option<SwappedKv>,
+    pub preemptions: u32,
+    pub reject_reason: Option<String>,
+}
+
+impl SequenceGroup {
+    pub fn n(&self) -> u32 {
+        self.samples.len() as u32
+    }
+
+    pub fn parent(&self) -> SeqId {
+        self.samples[0].seq
+    }
+
+    pub fn identity(&self, seq: SeqId) -> TokenIdentity {
+        TokenIdentity {
+            request: self.request,
+            seq,
+            prefix_key: if self.shared_prefix_tokens > 0 { u32::from(self.class) + 1 } else { 0 },
+            shared_prefix_tokens: self.shared_prefix_tokens,
+            prompt_tokens: self.prompt_tokens,
+        }
+    }
+
+    /// Sequences that hold KV right now.
+    pub fn live_seqs(&self) -> Vec<SeqId> {
+        if self.forked {
+            self.samples.iter().filter(|s| !s.finished).map(|s| s.seq).collect()
+        } else {
+            vec![self.parent()]
+        }
+    }
+
+    /// Sequences this group counts against max_num_seqs.
+    pub fn num_seqs(&self) -> u32 {
+        if self.forked {
+            self.samples.iter().filter(|s| !s.finished).count() as u32
+        } else {
+            self.n()
+        }
+    }
+
+    pub fn generated(&self) -> u64 {
+        self.samples.iter().map(|s| u64::from(s.generated)).sum()
+    }
+}

@@ -1,0 +1,294 @@
+//! The scheduler: an FCFS waiting queue, continuous batching bounded by `max_num_seqs` and
+//! `max_num_batched_tokens`, and preemption of the most recently admitted group when a running
+//! sequence needs a block the pool does not have (recompute, or swap to a bounded CPU space).
+//!
+//! Order within a step follows vLLM: running groups first (in admission order), then swapped
+//! groups come back if nothing was preempted, then new requests if nothing is swapped out. When
+//! the head of the waiting queue cannot be admitted nothing behind it is (head-of-line blocking).
+
+use std::collections::VecDeque;
+
+use super::alloc::{AdmitRequest, Blocked, KvCacheManager, RequestId, SeqId};
+use super::config::{PreemptionMode, Reserve, SchedulerConfig};
+use super::request::{GroupStatus, SequenceGroup};
+
+/// Which sequence of a group a piece of work is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// The shared prefill of a group that has not forked yet.
+    Prefill,
+    /// Sample index within the group.
+    Sample(u32),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScheduledWork {
+    pub request: RequestId,
+    pub target: Target,
+    pub num_new_tokens: u32,
+    /// Context length after this step (what attention reads).
+    pub context_tokens: u32,
+}
+
+/// Why the head of the queue waited this step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HolReason {
+    Memory(Blocked),
+    SeqLimit,
+    TokenBudget,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct SchedulerOutput {
+    pub work: Vec<ScheduledWork>,
+    pub preempted: u32,
+    pub swapped_blocks: u64,
+    pub hol: Option<HolReason>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Scheduler {
+    cfg: SchedulerConfig,
+    /// None when paged.
+    reserve: Option<Reserve>,
+    pub waiting: VecDeque<RequestId>,
+    /// In admission order: the last is the newest, the first to be preempted.
+    pub running: Vec<RequestId>,
+    pub swapped: VecDeque<RequestId>,
+    swap_capacity_blocks: u64,
+    pub swap_used_blocks: u64,
+    pub num_preemptions: u64,
+    pub num_swap_preemptions: u64,
+}
+
+impl Scheduler {
+    pub fn new(cfg: SchedulerConfig, reserve: Option<Reserve>, swap_capacity_blocks: u64) -> Self {
+        Scheduler {
+            cfg,
+            reserve,
+            waiting: VecDeque::new(),
+            running: Vec::new(),
+            swapped: VecDeque::new(),
+            swap_capacity_blocks,
+            swap_used_blocks: 0,
+            num_preemptions: 0,
+            num_swap_preemptions: 0,
+        }
+    }
+
+    pub fn config(&self) -> &SchedulerConfig {
+        &self.cfg
+    }
+
+    pub fn is_idle(&self) -> bool {
+        self.waiting.is_empty() && self.running.is_empty() && self.swapped.is_empty()
+    }
+
+    fn running_seqs(&self, groups: &[SequenceGroup]) -> u32 {
+        self.running.iter().map(|&r| groups[r as usize].num_seqs()).sum()
+    }
+
+    /// Slab length per sample for a contiguous allocator.
+    pub fn reservation(&self, g: &SequenceGroup) -> u32 {
+        match self.reserve {
+            Some(Reserve::MaxModelLen) | None => self.cfg.max_model_len,
+            Some(Reserve::PromptPlusMaxTokens) => {
+                (g.prompt_tokens + g.max_tokens).min(self.cfg.max_model_len)
+            }
+        }
+    }
+
+    /// Plans one step and makes its allocations.
+    pub fn schedule(&mut self, groups: &mut [SequenceGroup], kv: &mut KvCacheManager) -> SchedulerOutput {
+        let mut out = SchedulerOutput::default();
+        let mut budget = self.cfg.max_num_batched_tokens;
+        self.schedule_running(groups, kv, &mut out, &mut budget);
+        if out.preempted == 0 {
+            self.schedule_swapped(groups, kv, &mut out);
+        }
+        if out.preempted == 0 && self.swapped.is_empty() {
+            self.schedule_waiting(groups, kv, &mut out, &mut budget);
+        } else if !self.waiting.is_empty() {
+            out.hol = Some(HolReason::Memory(Blocked { enough_total_free: false }));
+        }
+        out
+    }
+
+    fn schedule_running(
+        &mut self,
+        groups: &mut [SequenceGroup],
+        kv: &mut KvCacheManager,
+        out: &mut SchedulerOutput,
+        budget: &mut u32,
+    ) {
+        let mut i = 0;
+        let mut items: Vec<(SeqId, ScheduledWork)> = Vec::new();
+        while i < self.running.len() && *budget > 0 {
+            let r = self.running[i];
+            items.clear();
+            let g = &groups[r as usize];
+            let mut left = *budget;
+            if !g.forked {
+                let remaining = g.prompt_tokens - g.prefill_computed;
+                let new = if self.cfg.chunked_prefill { remaining.min(left) } else { remaining };
+                if new > left {
+                    i += 1;
+                    continue;
+                }
+                items.push((
+                    g.parent(),
+                    ScheduledWork {
+                        request: r,
+                        target: Target::Prefill,
+                        num_new_tokens: new,
+                        context_tokens: g.prefill_computed + new,
+                    },
+                ));
+            } else {
+                for (k, s) in g.samples.iter().enumerate() {
+                    if s.finished || left == 0 {
+                        continue;
+                    }
+                    let new = (s.num_tokens - s.num_computed).min(left);
+                    left -= new;
+                    items.push((
+                        s.seq,
+                        ScheduledWork {
+                            request: r,
+                            target: Target::Sample(k as u32),
+                            num_new_tokens: new,
+                            context_tokens: s.num_computed + new,
+                        },
+                    ));
+                }
+            }
+            let pairs: Vec<(SeqId, u32)> = items.iter().map(|(s, w)| (*s, w.num_new_tokens)).collect();
+            // Preempt from the newest end until this group's tokens fit (or it is the victim).
+            let mut self_preempted = false;
+            while !kv.can_allocate(&pairs) {
+                let victim = *self.running.last().expect("running is not empty");
+                self.preempt(victim, groups, kv, out);
+                if victim == r {
+                    self_preempted = true;
+                    break;
+                }
+            }
+            if self_preempted {
+                break;
+            }
+            for (seq, w) in &items {
+                kv.allocate_slots(*seq, w.num_new_tokens).expect("checked by can_allocate");
+                *budget -= w.num_new_tokens;
+                out.work.push(*w);
+            }
+            i += 1;
+        }
+    }
+
+    fn preempt(&mut self, r: RequestId, groups: &mut [SequenceGroup], kv: &mut KvCacheManager, out: &mut SchedulerOutput) {
+        let pos = self.running.iter().rposition(|&x| x == r).expect("victim is running");
+        self.running.remove(pos);
+        let g = &mut groups[r as usize];
+        let seqs = g.live_seqs();
+        g.preemptions += 1;
+        self.num_preemptions += 1;
+        out.preempted += 1;
+        if let (PreemptionMode::Swap, KvCacheManager::Paged(p)) = (self.cfg.preemption, &mut *kv) {
+            let blocks = u64::from(p.unique_blocks(&seqs));
+            if self.swap_used_blocks + blocks <= self.swap_capacity_blocks {
+                g.swapped = Some(p.swap_out(&seqs));
+                g.status = GroupStatus::Swapped;
+                self.swap_used_blocks += blocks;
+                self.num_swap_preemptions += 1;
+                out.swapped_blocks += blocks;
+                self.swapped.push_back(r);
+                return;
+            }
+        }
+        // Recompute: drop the KV; the group prefills prompt + generated tokens again later.
+        for s in seqs {
+            kv.free(s);
+        }
+        g.forked = false;
+        g.prefill_computed = 0;
+        for s in &mut g.samples {
+            s.num_computed = 0;
+        }
+        g.status = GroupStatus::Waiting;
+        self.waiting.push_front(r);
+    }
+
+    fn schedule_swapped(&mut self, groups: &mut [SequenceGroup], kv: &mut KvCacheManager, out: &mut SchedulerOutput) {
+        let mut seqs = self.running_seqs(groups);
+        while let Some(&r) = self.swapped.front() {
+            let g = &mut groups[r as usize];
+            if seqs + g.num_seqs() > self.cfg.max_num_seqs {
+                break;
+            }
+            seqs += g.num_seqs();
+            let KvCacheManager::Paged(p) = &mut *kv else { unreachable!("only paged groups swap") };
+            let swapped = g.swapped.as_ref().expect("swapped group holds its KV");
+            if !p.swap_in(swapped) {
+                break;
+            }
+            let blocks = u64::from(swapped.num_blocks());
+            self.swap_used_blocks -= blocks;
+            out.swapped_blocks += blocks;
+            g.swapped = None;
+            g.status = GroupStatus::Running;
+            self.swapped.pop_front();
+            self.running.push(r);
+        }
+    }
+
+    fn schedule_waiting(
+        &mut self,
+        groups: &mut [SequenceGroup],
+        kv: &mut KvCacheManager,
+        out: &mut SchedulerOutput,
+        budget: &mut u32,
+    ) {
+        let mut seqs = self.running_seqs(groups);
+        while let Some(&r) = self.waiting.front() {
+            let g = &groups[r as usize];
+            if seqs + g.n() > self.cfg.max_num_seqs {
+                out.hol = Some(HolReason::SeqLimit);
+                return;
+            }
+            let identity = g.identity(g.parent());
+            let computed = kv.computed_blocks(&identity, g.prompt_tokens);
+            let remaining = g.prompt_tokens - computed.num_tokens;
+            let first = if self.cfg.chunked_prefill { remaining.min(*budget) } else { remaining };
+            if first == 0 || first > *budget {
+                out.hol = Some(HolReason::TokenBudget);
+                return;
+            }
+            let sample_seqs: Vec<SeqId> = g.samples.iter().map(|s| s.seq).collect();
+            let req = AdmitRequest {
+                request: r,
+                parent: g.parent(),
+                samples: &sample_seqs,
+                identity,
+                prompt_tokens: g.prompt_tokens,
+                reserve_tokens: self.reservation(g),
+            };
+            if let Err(blocked) = kv.admit(&req, &computed, first) {
+                out.hol = Some(HolReason::Memory(blocked));
+                return;
+            }
+            let g = &mut groups[r as usize];
+            g.status = GroupStatus::Running;
+            g.prefill_computed = computed.num_tokens;
+            seqs += g.n();
+            *budget -= first;
+            out.work.push(ScheduledWork {
+                request: r,
+                target: Target::Prefill,
+                num_new_tokens: first,
+                context_tokens: computed.num_tokens + first,
+            });
+            self.waiting.pop_front();
+            self.running.push(r);
+        }
+    }
+}

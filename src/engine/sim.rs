@@ -1,0 +1,544 @@
+//! `Simulation`: one seeded run of one configuration. `step()` admits arrivals, asks the
+//! scheduler for a batch, advances simulated time by the step-time model, and applies the results
+//! (prompts fork into samples, tokens are sampled, finished sequences free their KV).
+
+use serde::Serialize;
+
+use super::alloc::{ContiguousAllocator, KvCacheManager, PagedAllocator, RequestId, SeqId};
+use super::config::{AllocatorConfig, ConfigError, SimConfig};
+use super::memory_map::MemoryMap;
+use super::metrics::{
+    percentile, round_to, Integrals, KvSummary, LatencyMs, Rejection, Report, RequestCounts, StepSample,
+};
+use super::model::GIB;
+use super::plan::startup_line;
+use super::request::{GroupStatus, Sample, SequenceGroup};
+use super::scheduler::{HolReason, Scheduler, SchedulerOutput, Target};
+use super::timing::{StepTimeModel, StepWork};
+use super::workload::{generate, RequestSpec};
+
+/// Cell size (tokens) of the contiguous memory map, matching vLLM's default block size.
+pub const CONTIGUOUS_CELL_TOKENS: u32 = 16;
+
+#[derive(Clone, Debug)]
+pub struct Simulation {
+    config: SimConfig,
+    requests: Vec<RequestSpec>,
+    groups: Vec<SequenceGroup>,
+    next_seq: SeqId,
+    kv: KvCacheManager,
+    scheduler: Scheduler,
+    timing: StepTimeModel,
+    duration_us: u64,
+    now_us: u64,
+    steps: u64,
+    series: Vec<StepSample>,
+    integrals: Integrals,
+    hol_blocked_steps: u64,
+    hol_blocked_with_free_memory_steps: u64,
+    running_max: u32,
+    finished: u32,
+    output_tokens: u64,
+    ttft_us: Vec<f64>,
+    tpot_us: Vec<f64>,
+    rejections: Vec<Rejection>,
+}
+
+impl Simulation {
+    pub fn new(config: SimConfig) -> Result<Simulation, ConfigError> {
+        config.validate()?;
+        let capacity = config.capacity_tokens();
+        let (kv, reserve, block_size) = match config.allocator {
+            AllocatorConfig::Contiguous { reserve, fit } => (
+                KvCacheManager::Contiguous(ContiguousAllocator::new(capacity as u32, fit)),
+                Some(reserve),
+                None,
+            ),
+            AllocatorConfig::Paged { block_size, prefix_caching } => (
+                KvCacheManager::Paged(PagedAllocator::new(
+                    (capacity / u64::from(block_size)) as u32,
+                    block_size,
+                    prefix_caching,
+                    config.scheduler.watermark,
+                )),
+                None,
+                Some(block_size),
+            ),
+        };
+        let bpt = config.kv_bytes_per_token();
+        let swap_blocks = match block_size {
+            Some(bs) => (config.scheduler.swap_space_gib * GIB as f64) as u64 / (bpt * u64::from(bs)),
+            None => 0,
+        };
+        let duration_us = config.duration_us();
+        let requests = generate(&config.workload, duration_us, config.seed, config.scheduler.max_model_len);
+        Ok(Simulation {
+            timing: StepTimeModel::new(&config.model, &config.gpu, bpt, block_size, config.calibration.as_ref()),
+            scheduler: Scheduler::new(config.scheduler.clone(), reserve, swap_blocks),
+            config,
+            requests,
+            groups: Vec::new(),
+            next_seq: 0,
+            kv,
+            duration_us,
+            now_us: 0,
+            steps: 0,
+            series: Vec::new(),
+            integrals: Integrals::default(),
+            hol_blocked_steps: 0,
+            hol_blocked_with_free_memory_steps: 0,
+            running_max: 0,
+            finished: 0,
+            output_tokens: 0,
+            ttft_us: Vec::new(),
+            tpot_us: Vec::new(),
+            rejections: Vec::new(),
+        })
+    }
+
+    pub fn config(&self) -> &SimConfig {
+        &self.config
+    }
+    pub fn now_us(&self) -> u64 {
+        self.now_us
+    }
+    pub fn duration_us(&self) -> u64 {
+        self.duration_us
+    }
+    pub fn is_done(&self) -> bool {
+        self.now_us >= self.duration_us
+    }
+    pub fn steps(&self) -> u64 {
+        self.steps
+    }
+    pub fn series(&self) -> &[StepSample] {
+        &self.series
+    }
+    pub fn kv(&self) -> &KvCacheManager {
+        &self.kv
+    }
+    pub fn scheduler(&self) -> &Scheduler {
+        &self.scheduler
+    }
+    pub fn requests(&self) -> &[RequestSpec] {
+        &self.requests
+    }
+    pub fn groups(&self) -> &[SequenceGroup] {
+        &self.groups
+    }
+    pub fn timing(&self) -> &StepTimeModel {
+        &self.timing
+    }
+
+    /// The physical KV memory map right now.
+    pub fn memory_map(&self) -> MemoryMap {
+        self.kv.memory_map(CONTIGUOUS_CELL_TOKENS)
+    }
+
+    /// Runs steps until simulated time reaches `t_us` (or the end).
+    pub fn run_until(&mut self, t_us: u64) {
+        while self.now_us < t_us.min(self.duration_us) {
+            self.step();
+        }
+    }
+
+    pub fn run_to_end(&mut self) -> Report {
+        self.run_until(self.duration_us);
+        self.report()
+    }
+
+    /// Allocator, scheduler and request bookkeeping agree (see ARCHITECTURE.md, Invariants).
+    pub fn check_invariants(&self) -> Result<(), String> {
+        self.kv.check_invariants()?;
+        let mut seen = vec![0u8; self.groups.len()];
+        for (queue, status) in [
+            (self.scheduler.running.iter().collect::<Vec<_>>(), GroupStatus::Running),
+            (self.scheduler.waiting.iter().collect(), GroupStatus::Waiting),
+            (self.scheduler.swapped.iter().collect(), GroupStatus::Swapped),
+        ] {
+            for &r in queue {
+                seen[r as usize] += 1;
+                if self.groups[r as usize].status != status {
+                    return Err(format!("request {r} is queued as {status:?} but is {:?}", self.groups[r as usize].status));
+                }
+            }
+        }
+        let running_seqs: u32 = self.scheduler.running.iter().map(|&r| self.groups[r as usize].num_seqs()).sum();
+        if running_seqs > self.config.scheduler.max_num_seqs {
+            return Err(format!("{running_seqs} running sequences > max_num_seqs"));
+        }
+        for g in &self.groups {
+            let queued = seen[g.request as usize];
+            let should = matches!(g.status, GroupStatus::Running | GroupStatus::Waiting | GroupStatus::Swapped);
+            if queued != u8::from(should) {
+                return Err(format!("request {} ({:?}) is in {queued} queues", g.request, g.status));
+            }
+            for s in &g.samples {
+                if s.num_computed > s.num_tokens || s.generated > s.target {
+                    return Err(format!("request {} sample {} counts are inconsistent", g.request, s.seq));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn admit_arrivals(&mut self) {
+        while let Some(spec) = self.requests.get(self.groups.len()) {
+            if spec.arrival_us > self.now_us {
+                break;
+            }
+            let n = spec.n();
+            let samples = (0..n)
+                .map(|k| Sample {
+                    seq: self.next_seq + k,
+                    num_tokens: spec.prompt_tokens,
+                    num_computed: 0,
+                    generated: 0,
+                    target: spec.output_tokens[k as usize],
+                    finished: false,
+                })
+                .collect();
+            self.next_seq += n;
+            let mut g = SequenceGroup {
+                request: spec.id,
+                arrival_us: spec.arrival_us,
+                class: spec.class,
+                prompt_tokens: spec.prompt_tokens,
+                max_tokens: spec.max_tokens,
+                shared_prefix_tokens: spec.shared_prefix_tokens,
+                status: GroupStatus::Waiting,
+                forked: false,
+                prefill_computed: 0,
+                samples,
+                first_token_us: None,
+                finish_us: None,
+                swapped: None,
+                preemptions: 0,
+                reject_reason: None,
+            };
+            if let Some(reason) = self.never_fits(spec) {
+                g.status = GroupStatus::Rejected;
+                self.rejections.push(Rejection { request: spec.id, reason: reason.clone() });
+                g.reject_reason = Some(reason);
+            } else {
+                self.scheduler.waiting.push_back(spec.id);
+            }
+            self.groups.push(g);
+        }
+    }
+
+    /// Why a request can never run to completion under this configuration, if it cannot.
+    fn never_fits(&self, spec: &RequestSpec) -> Option<String> {
+        let s = &self.config.scheduler;
+        if spec.prompt_tokens >= s.max_model_len {
+            return Some(format!("prompt of {} tokens ≥ max_model_len {}", spec.prompt_tokens, s.max_model_len));
+        }
+        if spec.n() > s.max_num_seqs {
+            return Some(format!("n = {} > max_num_seqs {}", spec.n(), s.max_num_seqs));
+        }
+        if !s.chunked_prefill && spec.prompt_tokens > s.max_num_batched_tokens {
+            return Some(format!(
+                "prompt of {} tokens > max_num_batched_tokens {} without chunked prefill",
+                spec.prompt_tokens, s.max_num_batched_tokens
+            ));
+        }
+        let need = self.config.worst_case_tokens(spec.prompt_tokens, spec.max_tokens, spec.n());
+        let capacity = self.config.capacity_tokens();
+        (need > capacity).then(|| format!("needs up to {need} tokens of KV; the pool holds {capacity}"))
+    }
+
+    fn reject_head(&mut self, reason: &str) {
+        if let Some(r) = self.scheduler.waiting.pop_front() {
+            let g = &mut self.groups[r as usize];
+            g.status = GroupStatus::Rejected;
+            g.reject_reason = Some(reason.to_string());
+            self.rejections.push(Rejection { request: r, reason: reason.to_string() });
+        }
+    }
+
+    /// Advances the simulation by one scheduler step (or an idle gap). False once done.
+    pub fn step(&mut self) -> bool {
+        if self.is_done() {
+            return false;
+        }
+        self.admit_arrivals();
+        if self.scheduler.is_idle() {
+            let next = self.requests.get(self.groups.len()).map_or(self.duration_us, |r| r.arrival_us);
+            self.advance_idle(next.min(self.duration_us));
+            return true;
+        }
+        let out = self.scheduler.schedule(&mut self.groups, &mut self.kv);
+        if out.work.is_empty() {
+            if out.preempted == 0 {
+                if self.scheduler.running.is_empty() && self.scheduler.swapped.is_empty() {
+                    self.reject_head("cannot be admitted even into an empty KV cache");
+                } else {
+                    let next = self.now_us + self.timing.step_us(&StepWork::default());
+                    self.advance_idle(next.min(self.duration_us));
+                }
+            }
+            return true;
+        }
+        self.run_batch(out);
+        true
+    }
+
+    fn advance_idle(&mut self, until_us: u64) {
+        if until_us <= self.now_us {
+            self.now_us = until_us.max(self.now_us);
+            return;
+        }
+        let sample = self.sample(until_us);
+        self.integrals.add(until_us - self.now_us, &sample, self.kv.capacity_tokens());
+        self.series.push(sample);
+        self.now_us = until_us;
+    }
+
+    fn sample(&self, t_us: u64) -> StepSample {
+        StepSample {
+            t_us,
+            allocated_tokens: self.kv.allocated_tokens() as u32,
+            live_tokens: self.kv.live_tokens() as u32,
+            running: self.scheduler.running.len() as u32,
+            waiting: self.scheduler.waiting.len() as u32,
+            swapped: self.scheduler.swapped.len() as u32,
+            preemptions: self.scheduler.num_preemptions as u32,
+        }
+    }
+
+    fn run_batch(&mut self, out: SchedulerOutput) {
+        let mut work = StepWork { swap_blocks: out.swapped_blocks, ..StepWork::default() };
+        for w in &out.work {
+            if w.target == Target::Prefill || w.num_new_tokens > 1 {
+                work.prefill_tokens += u64::from(w.num_new_tokens);
+            } else {
+                work.decode_tokens += u64::from(w.num_new_tokens);
+            }
+            work.kv_read_tokens += u64::from(w.context_tokens);
+        }
+        let dt = self.timing.step_us(&work);
+        let end = self.now_us + dt;
+        let sample = self.sample(end);
+        let counted = end.min(self.duration_us) - self.now_us;
+        self.integrals.add(counted, &sample, self.kv.capacity_tokens());
+        self.series.push(sample);
+        self.running_max = self.running_max.max(sample.running);
+        if let Some(reason) = out.hol {
+            self.hol_blocked_steps += 1;
+            if let HolReason::Memory(b) = reason {
+                if b.enough_total_free {
+                    self.hol_blocked_with_free_memory_steps += 1;
+                }
+            }
+        }
+        self.now_us = end;
+        self.steps += 1;
+        for w in &out.work {
+            match w.target {
+                Target::Prefill => self.advance_prefill(w.request, w.num_new_tokens),
+                Target::Sample(k) => {
+                    let s = &mut self.groups[w.request as usize].samples[k as usize];
+                    s.num_computed += w.num_new_tokens;
+                    if s.num_computed == s.num_tokens {
+                        self.emit_token(w.request, k);
+                    }
+                }
+            }
+        }
+    }
+
+    fn advance_prefill(&mut self, r: RequestId, new: u32) {
+        let g = &mut self.groups[r as usize];
+        g.prefill_computed += new;
+        if g.prefill_computed < g.prompt_tokens {
+            return;
+        }
+        // The prompt is in the cache: every unfinished sample forks from the parent's table.
+        let parent = g.parent();
+        for k in 1..g.samples.len() {
+            if !g.samples[k].finished {
+                let seq = g.samples[k].seq;
+                self.kv.fork(parent, seq, g.identity(seq));
+            }
+        }
+        if g.samples[0].finished {
+            self.kv.free(parent);
+        }
+        g.forked = true;
+        let prompt = g.prompt_tokens;
+        let mut first = Vec::new();
+        for (k, s) in g.samples.iter_mut().enumerate() {
+            if s.finished {
+                continue;
+            }
+            s.num_computed = prompt;
+            if s.generated == 0 {
+                first.push(k as u32);
+            }
+        }
+        for k in first {
+            self.emit_token(r, k);
+        }
+    }
+
+    /// Sample `k` of request `r` produces one token; it may finish.
+    fn emit_token(&mut self, r: RequestId, k: u32) {
+        let now = self.now_us;
+        let g = &mut self.groups[r as usize];
+        let s = &mut g.samples[k as usize];
+        s.generated += 1;
+        s.num_tokens += 1;
+        self.output_tokens += 1;
+        if g.first_token_us.is_none() {
+            g.first_token_us = Some(now);
+            self.ttft_us.push((now - g.arrival_us) as f64);
+        }
+        if s.generated < s.target {
+            return;
+        }
+        s.finished = true;
+        let seq = s.seq;
+        self.kv.free(seq);
+        if g.samples.iter().all(|s| s.finished) {
+            g.status = GroupStatus::Finished;
+            g.finish_us = Some(now);
+            let max_gen = g.samples.iter().map(|s| s.generated).max().unwrap_or(1);
+            if max_gen >= 2 {
+                let first = g.first_token_us.unwrap_or(now);
+                self.tpot_us.push((now - first) as f64 / f64::from(max_gen - 1));
+            }
+            self.finished += 1;
+            let pos = self.scheduler.running.iter().position(|&x| x == r).expect("finished group was running");
+            self.scheduler.running.remove(pos);
+        }
+    }
+
+    pub fn report(&self) -> Report {
+        let i = &self.integrals;
+        let ratio = |num: f64, den: f64| if den > 0.0 { round_to(num / den, 4) } else { 0.0 };
+        let ms = |v: &[f64], p: f64| round_to(percentile(&mut v.to_vec(), p) / 1000.0, 2);
+        let allocator = match self.config.allocator {
+            AllocatorConfig::Contiguous { .. } => "contiguous",
+            AllocatorConfig::Paged { .. } => "paged",
+        };
+        let capacity = self.kv.capacity_tokens();
+        Report {
+            preset: self.config.id.clone(),
+            allocator: allocator.into(),
+            kv_bytes_per_token: self.config.kv_bytes_per_token(),
+            capacity_tokens: capacity,
+            capacity_line: startup_line(capacity, self.config.scheduler.max_model_len),
+            sim_time_s: round_to(self.now_us.min(self.duration_us) as f64 / 1e6, 6),
+            steps: self.steps,
+            requests: RequestCounts {
+                arrived: self.groups.len() as u32,
+                finished: self.finished,
+                running_at_end: self.scheduler.running.len() as u32,
+                waiting_at_end: self.scheduler.waiting.len() as u32,
+                swapped_at_end: self.scheduler.swapped.len() as u32,
+                rejected: self.rejections.len() as u32,
+            },
+            kv: KvSummary {
+                utilization_mean: ratio(i.utilization_us, i.allocated_time_us),
+                allocated_fraction_mean: ratio(i.allocated_fraction_us, i.time_us),
+                live_fraction_mean: ratio(i.live_fraction_us, i.time_us),
+            },
+            running_mean: ratio(i.running_us, i.time_us),
+            running_max: self.running_max,
+            preemptions: self.scheduler.num_preemptions,
+            swap_preemptions: self.scheduler.num_swap_preemptions,
+            hol_blocked_steps: self.hol_blocked_steps,
+            hol_blocked_with_free_memory_steps: self.hol_blocked_with_free_memory_steps,
+            cow_copies: self.kv.cow_copies(),
+            prefix_cache_hit_rate: round_to(self.kv.prefix_cache_hit_rate(), 4),
+            latency_ms: LatencyMs {
+                ttft_p50: ms(&self.ttft_us, 50.0),
+                ttft_p95: ms(&self.ttft_us, 95.0),
+                tpot_p50: ms(&self.tpot_us, 50.0),
+                tpot_p95: ms(&self.tpot_us, 95.0),
+            },
+            output_tokens_per_s: round_to(self.output_tokens as f64 / (self.duration_us as f64 / 1e6), 2),
+            paged_overhead: round_to(self.timing.paged_overhead(), 4),
+            calibration: self.config.calibration.as_ref().map(|c| c.name.clone()),
+            rejections: self.rejections.clone(),
+        }
+    }
+}
+
+/// What the page shows when a cell of the map is hovered.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct RequestView {
+    pub request: u32,
+    pub class: u16,
+    pub status: String,
+    pub arrival_s: f64,
+    pub prompt_tokens: u32,
+    pub max_tokens: u32,
+    pub n: u32,
+    pub preemptions: u32,
+    pub samples: Vec<SampleView>,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct SampleView {
+    pub seq: u32,
+    pub generated: u32,
+    pub kv_tokens: u32,
+    pub finished: bool,
+    /// Paged: physical block ids in logical order.
+    pub block_table: Vec<u32>,
+    pub shared_blocks: u32,
+    pub copied_blocks: u32,
+    /// Contiguous: [start, len, live] in token slots.
+    pub slab: Option<[u32; 3]>,
+}
+
+impl Simulation {
+    pub fn request_view(&self, request: u32) -> Option<RequestView> {
+        let g = self.groups.get(request as usize)?;
+        let samples = g
+            .samples
+            .iter()
+            .map(|s| {
+                let mut v = SampleView {
+                    seq: s.seq,
+                    generated: s.generated,
+                    kv_tokens: 0,
+                    finished: s.finished,
+                    block_table: Vec::new(),
+                    shared_blocks: 0,
+                    copied_blocks: 0,
+                    slab: None,
+                };
+                match &self.kv {
+                    KvCacheManager::Paged(p) => {
+                        if let Some(t) = p.table(s.seq) {
+                            v.kv_tokens = t.num_tokens;
+                            v.block_table = t.blocks.clone();
+                            v.shared_blocks = t.blocks.iter().filter(|&&b| p.pool().block(b).ref_cnt > 1).count() as u32;
+                            v.copied_blocks = t.blocks.iter().filter(|&&b| p.pool().block(b).copied).count() as u32;
+                        }
+                    }
+                    KvCacheManager::Contiguous(c) => {
+                        if let Some(slab) = c.slab(s.seq) {
+                            v.kv_tokens = slab.live;
+                            v.slab = Some([slab.start, slab.len, slab.live]);
+                        }
+                    }
+                }
+                v
+            })
+            .collect();
+        Some(RequestView {
+            request,
+            class: g.class,
+            status: format!("{:?}", g.status).to_lowercase(),
+            arrival_s: g.arrival_us as f64 / 1e6,
+            prompt_tokens: g.prompt_tokens,
+            max_tokens: g.max_tokens,
+            n: g.n(),
+            preemptions: g.preemptions,
+            samples,
+        })
+    }
+}

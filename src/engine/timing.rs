@@ -1,0 +1,132 @@
+//! The step-time model: a roofline per scheduler step. Decode streams the weights once plus every
+//! scheduled sequence's KV at the GPU's effective bandwidth; paged attention reads pay a
+//! block-size-dependent overhead (the PagedAttention paper measured 20–26% at the kernel level);
+//! prefill is bound by compute; swaps cross the host link. A calibration replaces the defaults.
+
+use serde::{Deserialize, Serialize};
+
+use super::model::{GpuSpec, ModelSpec};
+
+/// Paged-attention overhead at block size 16 that the defaults aim for (the paper's 20–26%).
+pub const DEFAULT_BANDWIDTH_EFFICIENCY: f64 = 0.8;
+pub const DEFAULT_COMPUTE_EFFICIENCY: f64 = 0.5;
+pub const DEFAULT_FIXED_STEP_US: f64 = 300.0;
+/// Default paged overhead = BASE + PER_BLOCK / block_size: 0.20 at 16, 1.42 at 1, 0.125 at 256.
+pub const DEFAULT_PAGED_OVERHEAD_BASE: f64 = 0.12;
+pub const DEFAULT_PAGED_OVERHEAD_PER_BLOCK: f64 = 1.3;
+
+/// Measured constants that replace the defaults (see docs/CALIBRATION.md).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Calibration {
+    pub schema: String,
+    pub name: String,
+    pub device: String,
+    pub method: String,
+    pub date: String,
+    /// Effective fraction of the GPU's nominal bandwidth that KV and weight reads reach.
+    pub bandwidth_efficiency: f64,
+    /// Fixed cost of one step (launches, scheduling), microseconds.
+    pub fixed_step_us: f64,
+    /// Paged-read overhead relative to contiguous, by block size (sorted by block size).
+    pub paged_overhead: Vec<OverheadPoint>,
+    #[serde(default)]
+    pub measurements: serde_json::Value,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OverheadPoint {
+    pub block_size: u32,
+    pub overhead: f64,
+}
+
+impl Calibration {
+    /// Overhead at `block_size`, interpolated on log2(block size) between measured points.
+    pub fn overhead_at(&self, block_size: u32) -> f64 {
+        let pts = &self.paged_overhead;
+        let x = libm::log2(f64::from(block_size.max(1)));
+        match pts.iter().position(|p| p.block_size >= block_size) {
+            Some(0) => pts[0].overhead,
+            Some(i) => {
+                let (a, b) = (pts[i - 1], pts[i]);
+                let (xa, xb) = (libm::log2(f64::from(a.block_size)), libm::log2(f64::from(b.block_size)));
+                a.overhead + (b.overhead - a.overhead) * (x - xa) / (xb - xa)
+            }
+            None => pts.last().map_or(0.0, |p| p.overhead),
+        }
+    }
+}
+
+/// Work one scheduler step does.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct StepWork {
+    pub prefill_tokens: u64,
+    pub decode_tokens: u64,
+    /// Context tokens attention reads (each scheduled sequence's whole context).
+    pub kv_read_tokens: u64,
+    pub swap_blocks: u64,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct StepTimeModel {
+    weight_bytes: f64,
+    flops_per_token: f64,
+    bandwidth_bytes_per_s: f64,
+    flops_per_s: f64,
+    pcie_bytes_per_s: f64,
+    fixed_step_us: f64,
+    kv_bytes_per_token: f64,
+    /// Multiplier on KV reads (1 + overhead) for the configured allocator.
+    kv_read_factor: f64,
+    swap_block_bytes: f64,
+}
+
+impl StepTimeModel {
+    pub fn new(
+        model: &ModelSpec,
+        gpu: &GpuSpec,
+        kv_bytes_per_token: u64,
+        paged_block_size: Option<u32>,
+        calibration: Option<&Calibration>,
+    ) -> Self {
+        let (bw_eff, fixed) = calibration
+            .map_or((DEFAULT_BANDWIDTH_EFFICIENCY, DEFAULT_FIXED_STEP_US), |c| {
+                (c.bandwidth_efficiency, c.fixed_step_us)
+            });
+        let overhead = paged_block_size.map_or(0.0, |bs| match calibration {
+            Some(c) => c.overhead_at(bs),
+            None => default_paged_overhead(bs),
+        });
+        StepTimeModel {
+            weight_bytes: model.weight_bytes(),
+            flops_per_token: model.flops_per_token(),
+            bandwidth_bytes_per_s: gpu.mem_bandwidth_gb_s * 1e9 * bw_eff,
+            flops_per_s: gpu.peak_tflops * 1e12 * DEFAULT_COMPUTE_EFFICIENCY,
+            pcie_bytes_per_s: gpu.pcie_gb_s * 1e9,
+            fixed_step_us: fixed,
+            kv_bytes_per_token: kv_bytes_per_token as f64,
+            kv_read_factor: 1.0 + overhead,
+            swap_block_bytes: kv_bytes_per_token as f64 * f64::from(paged_block_size.unwrap_or(1)),
+        }
+    }
+
+    /// The paged overhead this model applies (0 for contiguous).
+    pub fn paged_overhead(&self) -> f64 {
+        self.kv_read_factor - 1.0
+    }
+
+    /// Duration of one step in whole microseconds (at least 1).
+    pub fn step_us(&self, w: &StepWork) -> u64 {
+        let mem_bytes = self.weight_bytes + w.kv_read_tokens as f64 * self.kv_bytes_per_token * self.kv_read_factor;
+        let mem_s = mem_bytes / self.bandwidth_bytes_per_s;
+        let compute_s = (w.prefill_tokens + w.decode_tokens) as f64 * self.flops_per_token / self.flops_per_s;
+        let swap_s = w.swap_blocks as f64 * self.swap_block_bytes / self.pcie_bytes_per_s;
+        let us = self.fixed_step_us + (mem_s.max(compute_s) + swap_s) * 1e6;
+        (libm::round(us) as u64).max(1)
+    }
+}
+
+pub fn default_paged_overhead(block_size: u32) -> f64 {
+    DEFAULT_PAGED_OVERHEAD_BASE + DEFAULT_PAGED_OVERHEAD_PER_BLOCK / f64::from(block_size.max(1))
+}

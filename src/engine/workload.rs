@@ -1,0 +1,283 @@
+//! Synthetic traffic: Poisson arrivals under a piecewise rate schedule, weighted user classes,
+//! log-normal prompt and output lengths fitted to a mean and a p99, and CSV trace replay.
+//!
+//! Every draw comes from one seeded RNG in a fixed order, and every transcendental function comes
+//! from `libm`, so the same seed produces the same requests bit for bit on native and wasm.
+
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+
+/// z-score of the 99th percentile of a standard normal.
+const Z99: f64 = 2.326_347_874_040_841;
+
+/// A length distribution given as a mean and a 99th percentile, drawn as a log-normal.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LengthDist {
+    pub mean: f64,
+    pub p99: f64,
+}
+
+impl LengthDist {
+    /// (mu, sigma) of the log-normal with this mean and p99, or why none exists.
+    pub fn lognormal_params(&self) -> Result<(f64, f64), String> {
+        if !(self.mean >= 1.0) || !self.mean.is_finite() {
+            return Err("mean must be at least 1 token".into());
+        }
+        if !self.p99.is_finite() || self.p99 < self.mean {
+            return Err(format!("p99 ({}) must be at least the mean ({})", self.p99, self.mean));
+        }
+        if self.p99 == self.mean {
+            return Ok((libm::log(self.mean), 0.0));
+        }
+        // mean = exp(mu + s²/2), p99 = exp(mu + Z99·s)  ⇒  s² − 2·Z99·s + 2·ln(p99/mean) = 0.
+        let d = libm::log(self.p99) - libm::log(self.mean);
+        let disc = Z99 * Z99 - 2.0 * d;
+        if disc < 0.0 {
+            return Err(format!(
+                "p99 is too far above the mean for a log-normal (at most {:.1}× the mean)",
+                libm::exp(Z99 * Z99 / 2.0)
+            ));
+        }
+        let sigma = Z99 - libm::sqrt(disc);
+        Ok((libm::log(self.mean) - sigma * sigma / 2.0, sigma))
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct UserClass {
+    pub name: String,
+    pub weight: f64,
+    pub prompt_tokens: LengthDist,
+    pub output_tokens: LengthDist,
+    pub max_tokens: u32,
+    /// Samples per request (parallel sampling).
+    pub n: u32,
+    /// The first tokens of every prompt of this class are one shared system prompt.
+    pub shared_prefix_tokens: u32,
+}
+
+/// A rate that holds from `start_s` until the next segment starts.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RateSegment {
+    pub start_us: u64,
+    pub rate_per_s: f64,
+}
+
+/// A burst raises the arrival rate over a window.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Burst {
+    pub start_s: f64,
+    pub end_s: f64,
+    pub rate_per_s: f64,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct TraceRow {
+    pub arrival_s: f64,
+    pub prompt_tokens: u32,
+    pub output_tokens: u32,
+    pub n: u32,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Arrival {
+    Poisson { rate_per_s: f64, bursts: Vec<Burst> },
+    Trace { rows: Vec<TraceRow>, max_tokens: u32 },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct WorkloadConfig {
+    pub arrival: Arrival,
+    pub classes: Vec<UserClass>,
+}
+
+/// One request as the server receives it. `output_tokens` (one per sample) is hidden from the
+/// allocator and scheduler: they learn a sample's length only when it ends.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RequestSpec {
+    pub id: u32,
+    pub arrival_us: u64,
+    pub class: u16,
+    pub prompt_tokens: u32,
+    pub output_tokens: Vec<u32>,
+    pub max_tokens: u32,
+    pub shared_prefix_tokens: u32,
+}
+
+impl RequestSpec {
+    pub fn n(&self) -> u32 {
+        self.output_tokens.len() as u32
+    }
+}
+
+/// The piecewise-constant rate schedule a base rate and its bursts describe (later bursts win).
+pub fn rate_schedule(rate_per_s: f64, bursts: &[Burst], duration_us: u64) -> Vec<RateSegment> {
+    let mut cuts: Vec<u64> = vec![0];
+    for b in bursts {
+        cuts.push(secs_to_us(b.start_s).min(duration_us));
+        cuts.push(secs_to_us(b.end_s).min(duration_us));
+    }
+    cuts.sort_unstable();
+    cuts.dedup();
+    cuts.into_iter()
+        .filter(|&c| c < duration_us)
+        .map(|start_us| {
+            let rate = bursts
+                .iter()
+                .rev()
+                .find(|b| secs_to_us(b.start_s) <= start_us && start_us < secs_to_us(b.end_s))
+                .map_or(rate_per_s, |b| b.rate_per_s);
+            RateSegment { start_us, rate_per_s: rate }
+        })
+        .collect()
+}
+
+pub fn secs_to_us(s: f64) -> u64 {
+    libm::round(s * 1e6).max(0.0) as u64
+}
+
+/// Draws every request that arrives in `[0, duration_us)`.
+pub fn generate(
+    workload: &WorkloadConfig,
+    duration_us: u64,
+    seed: u64,
+    max_model_len: u32,
+) -> Vec<RequestSpec> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    match &workload.arrival {
+        Arrival::Trace { rows, max_tokens } => rows
+            .iter()
+            .filter(|r| secs_to_us(r.arrival_s) < duration_us)
+            .enumerate()
+            .map(|(i, r)| {
+                let prompt = r.prompt_tokens.clamp(1, max_model_len.saturating_sub(1).max(1));
+                let cap = (*max_tokens).min(max_model_len.saturating_sub(prompt)).max(1);
+                RequestSpec {
+                    id: i as u32,
+                    arrival_us: secs_to_us(r.arrival_s),
+                    class: 0,
+                    prompt_tokens: prompt,
+                    output_tokens: vec![r.output_tokens.clamp(1, cap); r.n.max(1) as usize],
+                    max_tokens: *max_tokens,
+                    shared_prefix_tokens: 0,
+                }
+            })
+            .collect(),
+        Arrival::Poisson { rate_per_s, bursts } => {
+            let schedule = rate_schedule(*rate_per_s, bursts, duration_us);
+            let params: Vec<((f64, f64), (f64, f64))> = workload
+                .classes
+                .iter()
+                .map(|c| {
+                    (
+                        c.prompt_tokens.lognormal_params().unwrap_or((0.0, 0.0)),
+                        c.output_tokens.lognormal_params().unwrap_or((0.0, 0.0)),
+                    )
+                })
+                .collect();
+            let total_weight: f64 = workload.classes.iter().map(|c| c.weight).sum();
+            let mut out = Vec::new();
+            for (t, id) in poisson_times(&schedule, duration_us, &mut rng).into_iter().zip(0u32..) {
+                let class = pick_class(&workload.classes, total_weight, &mut rng);
+                let c = &workload.classes[class];
+                let (p, o) = params[class];
+                let min_prompt = (c.shared_prefix_tokens + 1).min(max_model_len.saturating_sub(1));
+                let prompt = draw_lognormal(p, &mut rng)
+                    .clamp(min_prompt.max(1), max_model_len.saturating_sub(1).max(1));
+                let cap = c.max_tokens.min(max_model_len.saturating_sub(prompt)).max(1);
+                let outputs = (0..c.n.max(1)).map(|_| draw_lognormal(o, &mut rng).clamp(1, cap)).collect();
+                out.push(RequestSpec {
+                    id,
+                    arrival_us: t,
+                    class: class as u16,
+                    prompt_tokens: prompt,
+                    output_tokens: outputs,
+                    max_tokens: c.max_tokens,
+                    shared_prefix_tokens: c.shared_prefix_tokens.min(prompt),
+                });
+            }
+            out
+        }
+    }
+}
+
+fn poisson_times(schedule: &[RateSegment], duration_us: u64, rng: &mut StdRng) -> Vec<u64> {
+    let mut times = Vec::new();
+    let mut t = 0.0_f64; // seconds
+    let end = duration_us as f64 / 1e6;
+    for (i, seg) in schedule.iter().enumerate() {
+        let seg_end = schedule.get(i + 1).map_or(end, |s| s.start_us as f64 / 1e6);
+        t = t.max(seg.start_us as f64 / 1e6);
+        if seg.rate_per_s <= 0.0 {
+            continue;
+        }
+        loop {
+            // Exponential gaps; memorylessness lets the next segment restart at its boundary.
+            let u: f64 = 1.0 - rng.random::<f64>(); // (0, 1]
+            let next = t - libm::log(u) / seg.rate_per_s;
+            if next >= seg_end {
+                t = seg_end;
+                break;
+            }
+            t = next;
+            times.push(secs_to_us(t).min(duration_us.saturating_sub(1)));
+        }
+    }
+    times
+}
+
+fn pick_class(classes: &[UserClass], total_weight: f64, rng: &mut StdRng) -> usize {
+    let mut x = rng.random::<f64>() * total_weight;
+    for (i, c) in classes.iter().enumerate() {
+        if x < c.weight {
+            return i;
+        }
+        x -= c.weight;
+    }
+    classes.len() - 1
+}
+
+/// One log-normal draw rounded to whole tokens (Box–Muller on two uniforms).
+fn draw_lognormal((mu, sigma): (f64, f64), rng: &mut StdRng) -> u32 {
+    let u1: f64 = 1.0 - rng.random::<f64>();
+    let u2: f64 = rng.random::<f64>();
+    let z = libm::sqrt(-2.0 * libm::log(u1)) * libm::cos(2.0 * std::f64::consts::PI * u2);
+    let x = libm::exp(mu + sigma * z);
+    libm::round(x.min(4.0e9)).max(1.0) as u32
+}
+
+/// Parses `arrival_s,prompt_tokens,output_tokens[,n]` rows (an optional header line is skipped).
+pub fn parse_trace_csv(text: &str) -> Result<Vec<TraceRow>, String> {
+    let mut rows = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let cols: Vec<&str> = line.split(',').map(str::trim).collect();
+        if i == 0 && cols.first().is_some_and(|c| c.parse::<f64>().is_err()) {
+            continue; // header
+        }
+        let at = |what: &str| format!("line {}: {what}", i + 1);
+        if cols.len() < 3 || cols.len() > 4 {
+            return Err(at("expected arrival_s,prompt_tokens,output_tokens[,n]"));
+        }
+        let arrival_s: f64 = cols[0]
+            .parse()
+            .ok()
+            .filter(|v: &f64| v.is_finite() && *v >= 0.0)
+            .ok_or_else(|| at("arrival_s must be a number of seconds ≥ 0"))?;
+        let int = |s: &str, name: &str, max: u32| -> Result<u32, String> {
+            s.parse::<u32>()
+                .ok()
+                .filter(|v| (1..=max).contains(v))
+                .ok_or_else(|| at(&format!("{name} must be a whole number from 1 to {max}")))
+        };
+        let prompt_tokens = int(cols[1], "prompt_tokens", 1_000_000)?;
+        let output_tokens = int(cols[2], "output_tokens", 1_000_000)?;
+        let n = if cols.len() == 4 { int(cols[3], "n", 16)? } else { 1 };
+        rows.push(TraceRow { arrival_s, prompt_tokens, output_tokens, n });
+    }
+    rows.sort_by(|a, b| a.arrival_s.total_cmp(&b.arrival_s));
+    Ok(rows)
+}
