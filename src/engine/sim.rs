@@ -265,6 +265,9 @@ impl Simulation {
         if self.scheduler.is_idle() {
             let next = self.requests.get(self.groups.len()).map_or(self.duration_us, |r| r.arrival_us);
             self.advance_idle(next.min(self.duration_us));
+            if self.is_done() {
+                self.admit_arrivals();
+            }
             return true;
         }
         let out = self.scheduler.schedule(&mut self.groups, &mut self.kv);
@@ -280,6 +283,9 @@ impl Simulation {
             return true;
         }
         self.run_batch(out);
+        if self.is_done() {
+            self.admit_arrivals(); // every request that arrived before the end is counted
+        }
         true
     }
 
