@@ -118,3 +118,23 @@ pub fn round_to(x: f64, digits: i32) -> f64 {
     let m = libm::pow(10.0, f64::from(digits));
     libm::round(x * m) / m
 }
+
+/// FNV-1a over the series and the report JSON: one number that changes if any output bit does.
+/// Pinned per shipped preset and compared on native and wasm.
+pub fn run_digest(series: &[StepSample], report: &Report) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut eat = |bytes: &[u8]| {
+        for &b in bytes {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    };
+    for s in series {
+        eat(&s.t_us.to_le_bytes());
+        for v in [s.allocated_tokens, s.live_tokens, s.running, s.waiting, s.swapped, s.preemptions] {
+            eat(&v.to_le_bytes());
+        }
+    }
+    eat(serde_json::to_string(report).expect("report serializes").as_bytes());
+    h
+}
