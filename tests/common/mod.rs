@@ -1,0 +1,55 @@
+//! Shared helpers for the integration tests: loading shipped presets and running a simulation
+//! with the invariant checker called after every step.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use kvlab::engine::preset::{parse_preset, parse_preset_dto, PresetDto};
+use kvlab::engine::{Report, SimConfig, Simulation};
+
+pub fn repo_path(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
+}
+
+pub fn preset_text(id: &str) -> String {
+    let path = repo_path(&format!("assets/presets/{id}.json"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
+}
+
+pub fn preset(id: &str) -> SimConfig {
+    parse_preset(&preset_text(id)).unwrap_or_else(|e| panic!("preset {id}: {e}"))
+}
+
+pub fn preset_dto(id: &str) -> PresetDto {
+    parse_preset_dto(&preset_text(id)).unwrap_or_else(|e| panic!("preset {id}: {e}"))
+}
+
+/// Every shipped preset id, sorted.
+pub fn shipped_presets() -> Vec<String> {
+    let mut ids: Vec<String> = std::fs::read_dir(repo_path("assets/presets"))
+        .expect("assets/presets exists")
+        .filter_map(|e| {
+            let p = e.ok()?.path();
+            if p.extension()? == "json" { Some(p.file_stem()?.to_string_lossy().into_owned()) } else { None }
+        })
+        .collect();
+    ids.sort();
+    ids
+}
+
+/// Runs to the end, checking every invariant after every step; panics with the step on failure.
+pub fn run_checked(config: SimConfig) -> (Simulation, Report) {
+    let mut sim = Simulation::new(config).expect("valid config");
+    sim.check_invariants().expect("invariants hold before the first step");
+    while sim.step() {
+        if let Err(e) = sim.check_invariants() {
+            panic!("invariant broken at step {} (t = {} µs): {e}", sim.steps(), sim.now_us());
+        }
+    }
+    let report = sim.report();
+    (sim, report)
+}
+
+pub fn run(config: SimConfig) -> Report {
+    Simulation::new(config).expect("valid config").run_to_end()
+}
