@@ -1,0 +1,140 @@
+//! The `kvlab` binary as a user runs it: every shipped preset, the Belgavi plan, and bad input
+//! that must exit non-zero with a message naming the field — never a panic.
+#![cfg(not(target_arch = "wasm32"))]
+
+mod common;
+
+use std::process::{Command, Output};
+
+use common::{repo_path, shipped_presets};
+
+fn kvlab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kvlab")).args(args).output().expect("kvlab runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn write_tmp(name: &str, text: &str) -> String {
+    let dir = std::env::temp_dir().join(format!("kvlab-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.to_string_lossy().into_owned()
+}
+
+#[test]
+fn run_prints_a_summary_and_the_report_json_for_every_shipped_preset() {
+    for id in shipped_presets() {
+        let path = repo_path(&format!("assets/presets/{id}.json"));
+        let path = path.to_str().unwrap();
+        let o = kvlab(&["run", path]);
+        assert!(o.status.success(), "{id}: {}", stderr(&o));
+        assert!(stdout(&o).contains("GPU KV cache size:"), "{id}");
+        let o = kvlab(&["run", path, "--json"]);
+        assert!(o.status.success(), "{id}: {}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("report JSON");
+        for key in ["kv_bytes_per_token", "capacity_tokens", "steps", "preemptions", "hol_blocked_steps"] {
+            assert!(v.get(key).is_some(), "{id}: report lacks {key}");
+        }
+        assert_eq!(v["preset"], id.as_str());
+        assert!(v["kv"]["utilization_mean"].as_f64().is_some());
+    }
+}
+
+#[test]
+fn run_replays_a_trace() {
+    let preset = repo_path("assets/presets/paged-default.json");
+    let trace = repo_path("assets/traces/sample.csv");
+    let o = kvlab(&["run", preset.to_str().unwrap(), "--trace", trace.to_str().unwrap(), "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["requests"]["arrived"], 7);
+    assert_eq!(v["requests"]["finished"], 7);
+}
+
+const BELGAVI: &[&str] = &[
+    "plan", "--model", "llama-3-8b", "--kv-gib", "24", "--prompt-tokens", "1100", "--output-tokens", "250",
+    "--max-tokens", "2048", "--max-model-len", "8192", "--block-size", "16",
+];
+
+#[test]
+fn plan_prints_the_belgavi_figures_and_the_vllm_startup_line() {
+    let o = kvlab(BELGAVI);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("GPU KV cache size: 196,608 tokens, Maximum concurrency for 8,192 tokens per request: 24.00x"), "{out}");
+    assert!(out.contains("at most 62 sequences"), "{out}");
+    assert!(out.contains("24 sequences"), "{out}");
+    let mut json = BELGAVI.to_vec();
+    json.push("--json");
+    let v: serde_json::Value = serde_json::from_str(&stdout(&kvlab(&json))).unwrap();
+    assert_eq!(v["kv_bytes_per_token"], 131072);
+    assert_eq!(v["capacity_tokens"], 196608);
+    assert_eq!(v["max_seqs"]["contiguous_prompt_plus_max_tokens"], 62);
+    assert_eq!(v["max_seqs"]["contiguous_max_model_len"], 24);
+    let paged = v["max_seqs"]["paged"].as_u64().unwrap();
+    assert!((157..=161).contains(&paged), "{paged}");
+}
+
+#[test]
+fn plan_with_fp8_doubles_capacity() {
+    let mut args = BELGAVI.to_vec();
+    args.extend(["--kv-dtype", "fp8", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&kvlab(&args))).unwrap();
+    assert_eq!(v["capacity_tokens"], 393216);
+}
+
+fn assert_fails_naming(o: &Output, needle: &str) {
+    assert!(!o.status.success(), "should fail");
+    assert_ne!(o.status.code(), Some(101), "a panic reached the user: {}", stderr(o));
+    assert!(stderr(o).contains(needle), "message should name {needle:?}: {}", stderr(o));
+}
+
+#[test]
+fn bad_flags_fail_with_a_message() {
+    assert_fails_naming(&kvlab(&["plan", "--model", "gpt-9", "--kv-gib", "24", "--prompt-tokens", "1", "--output-tokens", "1", "--max-tokens", "1", "--max-model-len", "10"]), "--model");
+    let mut args = BELGAVI.to_vec();
+    args[4] = "-3";
+    assert_fails_naming(&kvlab(&args), "kv-gib");
+    let mut args = BELGAVI.to_vec();
+    args[14] = "0";
+    assert_fails_naming(&kvlab(&args), "block-size");
+    assert_fails_naming(&kvlab(&["run"]), "PRESET");
+    assert_fails_naming(&kvlab(&["frobnicate"]), "frobnicate");
+}
+
+#[test]
+fn bad_presets_fail_naming_the_field() {
+    let cases = [
+        (r#"{"schema":"kvlab/preset@1","scheduler":{"max_num_seqs":0}}"#, "scheduler.max_num_seqs"),
+        (r#"{"schema":"kvlab/preset@1","scheduler":{"max_num_seqs":"many"}}"#, "scheduler.max_num_seqs"),
+        (r#"{"schema":"kvlab/preset@1","kv_memroy_gib":10}"#, "kv_memroy_gib"),
+        (r#"{"schema":"kvlab/preset@2"}"#, "schema"),
+        (r#"{"schema":"kvlab/preset@1","gpu":"tpu"}"#, "gpu"),
+        (r#"{"schema":"kvlab/preset@1","allocator":{"kind":"paged","block_size":512}}"#, "allocator.block_size"),
+        (r#"{"schema":"kvlab/preset@1","workload":{"classes":[{"prompt_tokens":{"mean":100,"p99":50},"output_tokens":{"mean":10,"p99":20}}]}}"#, "workload.classes[0].prompt_tokens"),
+        (r#"{"schema":"kvlab/preset@1","kv_memory_gib":0.1}"#, "workload.classes[0].max_tokens"),
+        (r#"{"schema":"kvlab/preset@1","#, "JSON"),
+    ];
+    for (i, (json, field)) in cases.iter().enumerate() {
+        let path = write_tmp(&format!("bad{i}.json"), json);
+        assert_fails_naming(&kvlab(&["run", &path]), field);
+        assert_fails_naming(&kvlab(&["check", &path]), field);
+    }
+    assert_fails_naming(&kvlab(&["run", "/nonexistent/preset.json"]), "cannot read");
+}
+
+#[test]
+fn check_accepts_every_shipped_preset() {
+    for id in shipped_presets() {
+        let path = repo_path(&format!("assets/presets/{id}.json"));
+        let o = kvlab(&["check", path.to_str().unwrap()]);
+        assert!(o.status.success(), "{id}: {}", stderr(&o));
+    }
+}
