@@ -8,6 +8,7 @@ pub mod alloc;
 pub mod config;
 pub mod memory_map;
 pub mod metrics;
+pub mod mission;
 pub mod model;
 pub mod plan;
 pub mod preset;

@@ -1,0 +1,832 @@
+//! Missions (`kvlab/mission@1`): a broken preset, the knobs a learner may turn, goals on the
+//! report, and star scoring. JSON lives here at the edge, like presets: serde DTOs with
+//! `deny_unknown_fields`, validated into a [`Mission`] whose errors name the field
+//! (`preset.scheduler.max_num_seqs`, `goals[0].metric`, `fix.allocator`).
+//!
+//! Scoring is pure: [`score`] reads a preset and the [`Report`] its run produced.
+//!
+//! - **Metrics** are paths into the report JSON (`kv.utilization_mean`, `latency_ms.ttft_p95`;
+//!   see [`REPORT_METRICS`]) or, with a `config.` prefix, into the submitted preset
+//!   (`config.kv_memory_gib`, `config.allocator.block_size`; booleans read as 1 and 0). A config
+//!   path the preset lacks (a block size on a contiguous allocator) has no value: the goal is unmet.
+//! - **Stars are tiers.** Every goal belongs to star 1, 2 or 3 (`stars`), and every tier has at
+//!   least one goal. A run earns star k when every goal of tiers 1..=k is met: stars = the largest
+//!   such k. Meeting more goals never costs a star, and a mission reads as "first fix the
+//!   problem (★), then without hurting this (★★), then on this budget (★★★)".
+//! - **Knobs** are preset paths the learner may change (`allocator`, `kv_memory_gib`,
+//!   `workload.classes[0].max_tokens`, `workload.classes[*].n`); a knob covers everything below it.
+//!   [`Mission::apply_patch`] rejects a patch that changes anything else. [`score`] never fails:
+//!   a preset that changed a locked path scores 0 stars and lists the paths in `locked_changes`.
+//!   Switching an object's `kind` (allocator, arrival) changes the whole object, so it needs the
+//!   object itself as a knob (`allocator`), not `allocator.kind`.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::config::ConfigError;
+use super::metrics::Report;
+use super::preset::{from_json_with_path, PresetDto, MAX_PRESET_BYTES, PRESET_SCHEMA};
+use super::sim::Simulation;
+
+pub const MISSION_SCHEMA: &str = "kvlab/mission@1";
+pub const MISSION_INDEX_SCHEMA: &str = "kvlab/missions-index@1";
+/// Stars a mission awards at most (and the number of goal tiers).
+pub const MAX_STARS: u8 = 3;
+
+const MAX_GOALS: usize = 12;
+const MAX_KNOBS: usize = 32;
+const MAX_HINTS: usize = 10;
+
+/// The mission file as an instructor writes it. [`parse_mission`] validates it into a [`Mission`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MissionDto {
+    pub schema: String,
+    pub id: String,
+    pub number: u32,
+    pub title: String,
+    pub story: String,
+    pub task: String,
+    /// The broken setup: a complete `kvlab/preset@1` object.
+    pub preset: PresetDto,
+    pub knobs: Vec<String>,
+    pub goals: Vec<GoalDto>,
+    #[serde(default)]
+    pub hints: Vec<String>,
+    /// The documented fix: a partial preset merged into `preset` (see [`Mission::apply_patch`]).
+    pub fix: Value,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GoalDto {
+    pub metric: String,
+    pub comparison: Comparison,
+    pub value: f64,
+    /// The star (tier, 1 to 3) this goal is part of.
+    pub stars: u8,
+    pub label: String,
+    pub explain: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Comparison {
+    #[serde(rename = ">=")]
+    AtLeast,
+    #[serde(rename = "<=")]
+    AtMost,
+    #[serde(rename = ">")]
+    Above,
+    #[serde(rename = "<")]
+    Below,
+    /// Exact; meant for whole-number config values (`config.allocator.block_size == 16`).
+    #[serde(rename = "==")]
+    Equal,
+}
+
+impl Comparison {
+    /// Whether `actual <comparison> value` holds (never for NaN).
+    pub fn holds(self, actual: f64, value: f64) -> bool {
+        match self {
+            Comparison::AtLeast => actual >= value,
+            Comparison::AtMost => actual <= value,
+            Comparison::Above => actual > value,
+            Comparison::Below => actual < value,
+            Comparison::Equal => actual == value,
+        }
+    }
+
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Comparison::AtLeast => ">=",
+            Comparison::AtMost => "<=",
+            Comparison::Above => ">",
+            Comparison::Below => "<",
+            Comparison::Equal => "==",
+        }
+    }
+}
+
+/// Numeric report paths a goal may name, with what each measures.
+pub const REPORT_METRICS: &[(&str, &str)] = &[
+    ("kv_bytes_per_token", "bytes of KV cache one token costs"),
+    ("capacity_tokens", "tokens of KV the pool holds"),
+    ("sim_time_s", "simulated seconds"),
+    ("steps", "scheduler steps run"),
+    ("requests.arrived", "requests that arrived"),
+    ("requests.finished", "requests whose every sample finished"),
+    ("requests.running_at_end", "requests still running at the end"),
+    ("requests.waiting_at_end", "requests still queued at the end"),
+    ("requests.swapped_at_end", "requests swapped out to CPU at the end"),
+    ("requests.rejected", "requests that could never fit and were refused"),
+    ("kv.utilization_mean", "share of allocated KV memory that holds tokens (time-weighted)"),
+    ("kv.allocated_fraction_mean", "allocated share of KV capacity (time-weighted)"),
+    ("kv.live_fraction_mean", "token-holding share of KV capacity (time-weighted)"),
+    ("running_mean", "sequences running per step, time-weighted mean"),
+    ("running_max", "most sequences running at once"),
+    ("preemptions", "preemptions (recompute and swap)"),
+    ("swap_preemptions", "preemptions by swap"),
+    ("hol_blocked_steps", "steps on which the head of the queue could not be admitted"),
+    ("hol_blocked_with_free_memory_steps", "blocked steps on which enough memory was free in total"),
+    ("cow_copies", "copy-on-write block copies (parallel sampling)"),
+    ("prefix_cache_hit_rate", "share of prompt tokens found in the prefix cache"),
+    ("latency_ms.ttft_p50", "median time to first token, ms"),
+    ("latency_ms.ttft_p95", "95th percentile time to first token, ms"),
+    ("latency_ms.tpot_p50", "median time per output token, ms"),
+    ("latency_ms.tpot_p95", "95th percentile time per output token, ms"),
+    ("output_tokens_per_s", "output tokens per simulated second"),
+    ("paged_overhead", "extra cost of paged KV reads (0.12 + 1.3 / block_size by default; 0 contiguous)"),
+];
+
+/// What a preset path holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PathKind {
+    Number,
+    Bool,
+    Text,
+    Object,
+    Array,
+    /// `model`: an id string or an object.
+    TextOrObject,
+}
+
+/// Every path of a `kvlab/preset@1` object; `[]` stands for any array index.
+pub const PRESET_PATHS: &[(&str, PathKind)] = {
+    use PathKind::*;
+    &[
+        ("seed", Number),
+        ("duration_s", Number),
+        ("model", TextOrObject),
+        ("model.name", Text),
+        ("model.layers", Number),
+        ("model.kv_heads", Number),
+        ("model.head_dim", Number),
+        ("model.params_b", Number),
+        ("kv_dtype", Text),
+        ("gpu", Text),
+        ("kv_memory_gib", Number),
+        ("allocator", Object),
+        ("allocator.kind", Text),
+        ("allocator.reserve", Text),
+        ("allocator.fit", Text),
+        ("allocator.block_size", Number),
+        ("allocator.prefix_caching", Bool),
+        ("scheduler", Object),
+        ("scheduler.max_num_seqs", Number),
+        ("scheduler.max_num_batched_tokens", Number),
+        ("scheduler.preemption", Text),
+        ("scheduler.swap_space_gib", Number),
+        ("scheduler.max_model_len", Number),
+        ("scheduler.chunked_prefill", Bool),
+        ("scheduler.watermark", Number),
+        ("workload", Object),
+        ("workload.arrival", Object),
+        ("workload.arrival.kind", Text),
+        ("workload.arrival.rate_per_s", Number),
+        ("workload.arrival.bursts", Array),
+        ("workload.arrival.bursts[]", Object),
+        ("workload.arrival.bursts[].start_s", Number),
+        ("workload.arrival.bursts[].end_s", Number),
+        ("workload.arrival.bursts[].rate_per_s", Number),
+        ("workload.arrival.csv", Text),
+        ("workload.arrival.max_tokens", Number),
+        ("workload.classes", Array),
+        ("workload.classes[]", Object),
+        ("workload.classes[].name", Text),
+        ("workload.classes[].weight", Number),
+        ("workload.classes[].prompt_tokens", Object),
+        ("workload.classes[].prompt_tokens.mean", Number),
+        ("workload.classes[].prompt_tokens.p99", Number),
+        ("workload.classes[].output_tokens", Object),
+        ("workload.classes[].output_tokens.mean", Number),
+        ("workload.classes[].output_tokens.p99", Number),
+        ("workload.classes[].max_tokens", Number),
+        ("workload.classes[].n", Number),
+        ("workload.classes[].shared_prefix_tokens", Number),
+    ]
+};
+
+/// Top-level preset fields that do not change a run (a renamed attempt is the same attempt).
+const COSMETIC: &[&str] = &["schema", "id", "title"];
+
+/// One step of a path: a key, an array index, or `[*]` (any index; knobs only).
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Seg {
+    Key(String),
+    Index(usize),
+    Any,
+}
+
+/// Parses `a.b[0].c` / `a.b[*].c`; None if malformed.
+fn parse_path(s: &str) -> Option<Vec<Seg>> {
+    let mut segs = Vec::new();
+    for part in s.split('.') {
+        let (key, mut rest) = part.split_at(part.find('[').unwrap_or(part.len()));
+        let key_ok = !key.is_empty() && key.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+        if !key_ok {
+            return None;
+        }
+        segs.push(Seg::Key(key.to_string()));
+        while !rest.is_empty() {
+            let close = rest.find(']')?;
+            let inner = rest.strip_prefix('[')?.get(..close - 1)?;
+            segs.push(match inner {
+                "*" => Seg::Any,
+                _ if !inner.is_empty() && inner.len() <= 6 && inner.bytes().all(|b| b.is_ascii_digit()) => {
+                    Seg::Index(inner.parse().ok()?)
+                }
+                _ => return None,
+            });
+            rest = &rest[close + 1..];
+        }
+    }
+    Some(segs)
+}
+
+fn display_path(segs: &[Seg]) -> String {
+    let mut s = String::new();
+    for seg in segs {
+        match seg {
+            Seg::Key(k) => {
+                if !s.is_empty() {
+                    s.push('.');
+                }
+                s.push_str(k);
+            }
+            Seg::Index(i) => s.push_str(&format!("[{i}]")),
+            Seg::Any => s.push_str("[*]"),
+        }
+    }
+    s
+}
+
+/// The `PRESET_PATHS` pattern of a path (`workload.classes[].n`).
+fn pattern(segs: &[Seg]) -> String {
+    let mut s = String::new();
+    for seg in segs {
+        match seg {
+            Seg::Key(k) => {
+                if !s.is_empty() {
+                    s.push('.');
+                }
+                s.push_str(k);
+            }
+            Seg::Index(_) | Seg::Any => s.push_str("[]"),
+        }
+    }
+    s
+}
+
+/// What a preset path (`workload.classes[0].n`, `workload.classes[*].n`) holds, or None when no
+/// preset has that path.
+pub fn preset_path_kind(path: &str) -> Option<PathKind> {
+    let segs = parse_path(path)?;
+    let p = pattern(&segs);
+    PRESET_PATHS.iter().find(|(q, _)| *q == p).map(|&(_, k)| k)
+}
+
+/// Whether knob `knob` lets the learner change `path`.
+fn covers(knob: &[Seg], path: &[Seg]) -> bool {
+    knob.len() <= path.len()
+        && knob.iter().zip(path).all(|(k, p)| match (k, p) {
+            (Seg::Any, Seg::Index(_)) => true,
+            _ => k == p,
+        })
+}
+
+fn get_path<'a>(mut v: &'a Value, segs: &[Seg]) -> Option<&'a Value> {
+    for seg in segs {
+        v = match seg {
+            Seg::Key(k) => v.get(k.as_str())?,
+            Seg::Index(i) => v.get(*i)?,
+            Seg::Any => return None,
+        };
+    }
+    Some(v)
+}
+
+fn number(v: &Value) -> Option<f64> {
+    match v {
+        Value::Number(n) => n.as_f64(),
+        Value::Bool(b) => Some(if *b { 1.0 } else { 0.0 }),
+        _ => None,
+    }
+}
+
+/// Why `metric` cannot name a goal's value, or None when it can.
+pub fn metric_problem(metric: &str) -> Option<String> {
+    if let Some(rest) = metric.strip_prefix("config.") {
+        let segs = match parse_path(rest) {
+            Some(s) if !s.contains(&Seg::Any) => s,
+            _ => return Some(format!("\"{metric}\" is not a path; write config.<preset path>, e.g. config.kv_memory_gib")),
+        };
+        return match preset_path_kind(rest) {
+            Some(PathKind::Number | PathKind::Bool) => None,
+            Some(_) => Some(format!("{} is not a number", display_path(&segs))),
+            None => Some(format!("no preset has the path {rest}; see the preset fields in docs/SCHEMA.md")),
+        };
+    }
+    if REPORT_METRICS.iter().any(|(m, _)| *m == metric) {
+        None
+    } else {
+        Some(format!(
+            "unknown metric \"{metric}\"; use a report metric ({}) or config.<preset path>",
+            REPORT_METRICS.iter().map(|(m, _)| *m).collect::<Vec<_>>().join(", ")
+        ))
+    }
+}
+
+/// The value of `metric` for a run of `preset` that produced `report` (None when absent).
+pub fn metric_value(metric: &str, preset: &PresetDto, report: &Report) -> Option<f64> {
+    resolve(metric, &serde_json::to_value(preset).ok()?, &serde_json::to_value(report).ok()?)
+}
+
+fn resolve(metric: &str, preset: &Value, report: &Value) -> Option<f64> {
+    let (root, path) = match metric.strip_prefix("config.") {
+        Some(rest) => (preset, rest),
+        None => (report, metric),
+    };
+    let segs = parse_path(path)?;
+    get_path(root, &segs).and_then(number)
+}
+
+/// A validated mission. Serializes as the mission file (its preset with defaults filled in).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Mission {
+    dto: MissionDto,
+    knobs: Vec<Vec<Seg>>,
+    fix_preset: PresetDto,
+}
+
+impl Serialize for Mission {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.dto.serialize(s)
+    }
+}
+
+/// One goal, judged.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GoalResult {
+    pub label: String,
+    pub metric: String,
+    /// The run's value of the metric (None when the preset has no such path).
+    pub actual: Option<f64>,
+    pub comparison: Comparison,
+    pub value: f64,
+    /// The star (tier) this goal is part of.
+    pub stars: u8,
+    pub met: bool,
+    pub explain: String,
+}
+
+/// Stars earned and why: every goal in file order, and any locked paths the preset changed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Score {
+    pub stars: u8,
+    pub max_stars: u8,
+    pub goals: Vec<GoalResult>,
+    /// Preset paths changed that are not knobs of the mission; non-empty means 0 stars.
+    pub locked_changes: Vec<String>,
+}
+
+/// Scores a run: stars = the largest k such that every goal of tiers 1..=k is met, or 0 if the
+/// preset changed a path that is not a knob. Never fails and never panics.
+pub fn score(mission: &Mission, preset: &PresetDto, report: &Report) -> Score {
+    let preset_v = serde_json::to_value(preset).unwrap_or(Value::Null);
+    let report_v = serde_json::to_value(report).unwrap_or(Value::Null);
+    let goals: Vec<GoalResult> = mission
+        .dto
+        .goals
+        .iter()
+        .map(|g| {
+            let actual = resolve(&g.metric, &preset_v, &report_v);
+            GoalResult {
+                label: g.label.clone(),
+                metric: g.metric.clone(),
+                actual,
+                comparison: g.comparison,
+                value: g.value,
+                stars: g.stars,
+                met: actual.is_some_and(|a| g.comparison.holds(a, g.value)),
+                explain: g.explain.clone(),
+            }
+        })
+        .collect();
+    let locked_changes = mission.locked_changes(preset);
+    let mut stars = 0;
+    if locked_changes.is_empty() {
+        for tier in 1..=MAX_STARS {
+            if goals.iter().filter(|g| g.stars == tier).all(|g| g.met) {
+                stars = tier;
+            } else {
+                break;
+            }
+        }
+    }
+    Score { stars, max_stars: MAX_STARS, goals, locked_changes }
+}
+
+/// Parses and validates a mission; errors name the field (`goals[1].metric`,
+/// `preset.scheduler.max_num_seqs`, `fix.allocator.block_size`).
+pub fn parse_mission(json: &str) -> Result<Mission, ConfigError> {
+    if json.len() > MAX_PRESET_BYTES {
+        return Err(ConfigError::new(
+            "",
+            format!("the mission is {} bytes; the limit is {MAX_PRESET_BYTES} bytes", json.len()),
+        ));
+    }
+    let dto: MissionDto = from_json_with_path(json).map_err(name_missing_field)?;
+    Mission::from_dto(dto)
+}
+
+/// serde says "missing field `x`" at the parent's path; name the field itself.
+fn name_missing_field(mut e: ConfigError) -> ConfigError {
+    if let Some(name) = e.message.strip_prefix("missing field `").and_then(|r| r.split('`').next()) {
+        e.field = if e.field.is_empty() { name.to_string() } else { format!("{}.{name}", e.field) };
+    } else if e.field.is_empty() && !e.message.starts_with("not valid JSON") {
+        e.message = format!("a mission is a JSON object with \"schema\": \"{MISSION_SCHEMA}\" ({})", e.message);
+    }
+    e
+}
+
+fn within(prefix: &str, e: ConfigError) -> ConfigError {
+    let field = if e.field.is_empty() { prefix.to_string() } else { format!("{prefix}.{}", e.field) };
+    ConfigError { field, message: e.message }
+}
+
+fn check_text(field: &str, text: &str, max_chars: usize) -> Result<(), ConfigError> {
+    if text.trim().is_empty() {
+        return Err(ConfigError::new(field, "write something here; it is shown to the learner"));
+    }
+    let n = text.chars().count();
+    if n > max_chars {
+        return Err(ConfigError::new(field, format!("{n} characters; keep it to {max_chars}")));
+    }
+    Ok(())
+}
+
+fn preset_from_value(v: Value) -> Result<PresetDto, ConfigError> {
+    let dto: PresetDto = serde_path_to_error::deserialize(v).map_err(|e| {
+        let path = e.path().to_string();
+        let field = if path == "." { String::new() } else { path };
+        name_missing_field(ConfigError::new(field, e.into_inner().to_string()))
+    })?;
+    if dto.schema != PRESET_SCHEMA {
+        return Err(ConfigError::new("schema", format!("\"{}\" is not a preset schema; use \"{PRESET_SCHEMA}\"", dto.schema)));
+    }
+    Ok(dto)
+}
+
+/// Merges `patch` into `base`: objects merge key by key; anything else replaces. An object whose
+/// `kind` differs from the base's replaces it whole (switching allocator kinds). `null` is refused.
+fn merge(base: &mut Value, patch: &Value, path: &mut Vec<Seg>) -> Result<(), ConfigError> {
+    match (base, patch) {
+        (Value::Object(b), Value::Object(p)) => {
+            for (k, pv) in p {
+                path.push(Seg::Key(k.clone()));
+                if pv.is_null() {
+                    return Err(ConfigError::new(
+                        display_path(path),
+                        "null is not a value; give the value you want, or leave the field out to keep the mission's",
+                    ));
+                }
+                match b.get_mut(k) {
+                    Some(bv) if bv.is_object() && pv.is_object() && !switches_kind(bv, pv) => merge(bv, pv, path)?,
+                    _ => {
+                        b.insert(k.clone(), pv.clone());
+                    }
+                }
+                path.pop();
+            }
+        }
+        (b, p) => *b = p.clone(),
+    }
+    Ok(())
+}
+
+fn switches_kind(base: &Value, patch: &Value) -> bool {
+    patch.get("kind").is_some_and(|k| Some(k) != base.get("kind"))
+}
+
+/// Paths where `new` differs from `base` (both normalized presets). A changed `kind` or a
+/// resized array reports the object or array itself.
+fn diff(base: &Value, new: &Value, path: &mut Vec<Seg>, out: &mut Vec<Vec<Seg>>) {
+    match (base, new) {
+        (Value::Object(a), Value::Object(b)) => {
+            if a.get("kind") != b.get("kind") {
+                out.push(path.clone());
+                return;
+            }
+            let keys: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+            for k in keys {
+                if path.is_empty() && COSMETIC.contains(&k.as_str()) {
+                    continue;
+                }
+                path.push(Seg::Key(k.clone()));
+                match (a.get(k), b.get(k)) {
+                    (Some(x), Some(y)) => diff(x, y, path, out),
+                    _ => out.push(path.clone()),
+                }
+                path.pop();
+            }
+        }
+        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => {
+            for (i, (x, y)) in a.iter().zip(b).enumerate() {
+                path.push(Seg::Index(i));
+                diff(x, y, path, out);
+                path.pop();
+            }
+        }
+        _ => {
+            if base != new {
+                out.push(path.clone());
+            }
+        }
+    }
+}
+
+impl Mission {
+    /// Validates a deserialized mission file (everything [`parse_mission`] checks after JSON).
+    pub fn from_dto(dto: MissionDto) -> Result<Mission, ConfigError> {
+        if dto.schema != MISSION_SCHEMA {
+            return Err(ConfigError::new(
+                "schema",
+                format!("\"{}\" is not a mission schema this lab reads; use \"{MISSION_SCHEMA}\"", dto.schema),
+            ));
+        }
+        let id_ok = (1..=64).contains(&dto.id.len())
+            && dto.id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && !dto.id.starts_with('-');
+        if !id_ok {
+            return Err(ConfigError::new("id", "use 1 to 64 lowercase letters, digits and dashes, e.g. \"m1-paging\""));
+        }
+        if !(1..=99).contains(&dto.number) {
+            return Err(ConfigError::new("number", format!("{} is out of range; use 1 to 99", dto.number)));
+        }
+        check_text("title", &dto.title, 120)?;
+        check_text("story", &dto.story, 4000)?;
+        check_text("task", &dto.task, 1000)?;
+        if dto.preset.schema != PRESET_SCHEMA {
+            return Err(ConfigError::new(
+                "preset.schema",
+                format!("\"{}\" is not a preset schema; use \"{PRESET_SCHEMA}\"", dto.preset.schema),
+            ));
+        }
+        dto.preset.to_config().map_err(|e| within("preset", e))?;
+        let knobs = Self::validate_knobs(&dto.knobs)?;
+        Self::validate_goals(&dto.goals)?;
+        if dto.hints.len() > MAX_HINTS {
+            return Err(ConfigError::new("hints", format!("{} hints; keep it to {MAX_HINTS}", dto.hints.len())));
+        }
+        for (i, h) in dto.hints.iter().enumerate() {
+            check_text(&format!("hints[{i}]"), h, 1000)?;
+        }
+        if !dto.fix.is_object() {
+            return Err(ConfigError::new("fix", "the fix is a JSON object shaped like a preset, e.g. {\"kv_memory_gib\": 4}"));
+        }
+        let fix_preset = patch_preset(&dto.preset, &knobs, &dto.knobs, &dto.fix).map_err(|e| within("fix", e))?;
+        if changed_paths(&dto.preset, &fix_preset).is_empty() {
+            return Err(ConfigError::new("fix", "the fix changes nothing in the preset; write the change that earns three stars"));
+        }
+        Ok(Mission { dto, knobs, fix_preset })
+    }
+
+    fn validate_knobs(knobs: &[String]) -> Result<Vec<Vec<Seg>>, ConfigError> {
+        if knobs.is_empty() {
+            return Err(ConfigError::new("knobs", "list at least one preset path the learner may change, e.g. \"kv_memory_gib\""));
+        }
+        if knobs.len() > MAX_KNOBS {
+            return Err(ConfigError::new("knobs", format!("{} knobs; keep it to {MAX_KNOBS}", knobs.len())));
+        }
+        let mut out = Vec::new();
+        for (i, k) in knobs.iter().enumerate() {
+            let field = format!("knobs[{i}]");
+            let segs = parse_path(k).ok_or_else(|| {
+                ConfigError::new(&field, format!("\"{k}\" is not a preset path; write e.g. \"scheduler.max_num_seqs\""))
+            })?;
+            if preset_path_kind(k).is_none() {
+                return Err(ConfigError::new(&field, format!("no preset has the path \"{k}\"; see the preset fields in docs/SCHEMA.md")));
+            }
+            if let Some(parent) = k.strip_suffix(".kind") {
+                return Err(ConfigError::new(
+                    &field,
+                    format!("switching kinds replaces the whole object; list \"{parent}\" instead"),
+                ));
+            }
+            if out.contains(&segs) {
+                return Err(ConfigError::new(&field, format!("\"{k}\" is listed twice")));
+            }
+            out.push(segs);
+        }
+        Ok(out)
+    }
+
+    fn validate_goals(goals: &[GoalDto]) -> Result<(), ConfigError> {
+        if goals.is_empty() || goals.len() > MAX_GOALS {
+            return Err(ConfigError::new("goals", format!("{} goals; write 1 to {MAX_GOALS}, at least one per star", goals.len())));
+        }
+        for (i, g) in goals.iter().enumerate() {
+            let f = |k: &str| format!("goals[{i}].{k}");
+            if let Some(problem) = metric_problem(&g.metric) {
+                return Err(ConfigError::new(f("metric"), problem));
+            }
+            if !g.value.is_finite() {
+                return Err(ConfigError::new(f("value"), "use a finite number"));
+            }
+            if !(1..=MAX_STARS).contains(&g.stars) {
+                return Err(ConfigError::new(f("stars"), format!("{} is out of range; use 1, 2 or 3 (the star this goal is part of)", g.stars)));
+            }
+            check_text(&f("label"), &g.label, 120)?;
+            check_text(&f("explain"), &g.explain, 1000)?;
+        }
+        for tier in 1..=MAX_STARS {
+            if !goals.iter().any(|g| g.stars == tier) {
+                return Err(ConfigError::new(
+                    "goals",
+                    format!("no goal has \"stars\": {tier}; every star from 1 to {MAX_STARS} needs at least one goal"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn dto(&self) -> &MissionDto {
+        &self.dto
+    }
+    pub fn id(&self) -> &str {
+        &self.dto.id
+    }
+    pub fn number(&self) -> u32 {
+        self.dto.number
+    }
+    pub fn title(&self) -> &str {
+        &self.dto.title
+    }
+    pub fn story(&self) -> &str {
+        &self.dto.story
+    }
+    pub fn task(&self) -> &str {
+        &self.dto.task
+    }
+    pub fn knobs(&self) -> &[String] {
+        &self.dto.knobs
+    }
+    pub fn goals(&self) -> &[GoalDto] {
+        &self.dto.goals
+    }
+    pub fn hints(&self) -> &[String] {
+        &self.dto.hints
+    }
+    /// The broken setup the mission loads.
+    pub fn preset(&self) -> &PresetDto {
+        &self.dto.preset
+    }
+    /// The documented fix as a patch (what "show solution" applies).
+    pub fn fix(&self) -> &Value {
+        &self.dto.fix
+    }
+    /// The broken setup with the fix applied.
+    pub fn fix_preset(&self) -> &PresetDto {
+        &self.fix_preset
+    }
+
+    /// Merges a knob patch (a partial preset: `{"allocator": {"kind": "paged"}}`) into the
+    /// mission's preset. Objects merge key by key, anything else replaces, an object with a
+    /// different `kind` replaces the whole object, and `null` is refused. The result must be a
+    /// valid preset that changes only knobs; errors name the preset path.
+    pub fn apply_patch(&self, patch: &Value) -> Result<PresetDto, ConfigError> {
+        patch_preset(&self.dto.preset, &self.knobs, &self.dto.knobs, patch)
+    }
+
+    /// Paths `preset` changes that no knob covers (empty when the preset plays by the rules).
+    pub fn locked_changes(&self, preset: &PresetDto) -> Vec<String> {
+        locked_changes(&self.dto.preset, &self.knobs, preset)
+    }
+
+    /// Runs `preset` to the end and scores it.
+    pub fn run(&self, preset: &PresetDto) -> Result<(Report, Score), ConfigError> {
+        let config = preset.to_config()?;
+        let report = Simulation::new(config)?.run_to_end();
+        let s = score(self, preset, &report);
+        Ok((report, s))
+    }
+
+    /// Applies a knob patch, runs it and scores it.
+    pub fn run_patch(&self, patch: &Value) -> Result<(PresetDto, Report, Score), ConfigError> {
+        let preset = self.apply_patch(patch)?;
+        let (report, s) = self.run(&preset)?;
+        Ok((preset, report, s))
+    }
+}
+
+fn patch_preset(base: &PresetDto, knobs: &[Vec<Seg>], knob_names: &[String], patch: &Value) -> Result<PresetDto, ConfigError> {
+    if !patch.is_object() {
+        return Err(ConfigError::new("", "a patch is a JSON object shaped like a preset, e.g. {\"kv_memory_gib\": 4}"));
+    }
+    let mut merged =
+        serde_json::to_value(base).map_err(|e| ConfigError::new("preset", format!("cannot be written as JSON: {e}")))?;
+    merge(&mut merged, patch, &mut Vec::new())?;
+    let dto = preset_from_value(merged)?;
+    if let Some(path) = locked_changes(base, knobs, &dto).into_iter().next() {
+        return Err(ConfigError::new(
+            &path,
+            format!("this mission keeps {path} as it is; you may change {}", knob_names.join(", ")),
+        ));
+    }
+    dto.to_config()?;
+    Ok(dto)
+}
+
+fn changed_paths(base: &PresetDto, preset: &PresetDto) -> Vec<Vec<Seg>> {
+    let (Ok(base), Ok(new)) = (serde_json::to_value(base), serde_json::to_value(preset)) else {
+        return vec![Vec::new()];
+    };
+    let mut out = Vec::new();
+    diff(&base, &new, &mut Vec::new(), &mut out);
+    out
+}
+
+fn locked_changes(base: &PresetDto, knobs: &[Vec<Seg>], preset: &PresetDto) -> Vec<String> {
+    changed_paths(base, preset)
+        .into_iter()
+        .filter(|p| !knobs.iter().any(|k| covers(k, p)))
+        .map(|p| if p.is_empty() { "(the whole preset)".to_string() } else { display_path(&p) })
+        .collect()
+}
+
+/// `assets/missions/index.json`: the missions in order, for the series hub.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MissionIndex {
+    pub schema: String,
+    pub missions: Vec<MissionIndexEntry>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MissionIndexEntry {
+    pub id: String,
+    pub number: u32,
+    pub title: String,
+    /// The mission file, relative to the index.
+    pub file: String,
+}
+
+/// Parses the mission index: ids unique, numbers strictly increasing, files plain `*.json` names.
+pub fn parse_mission_index(json: &str) -> Result<MissionIndex, ConfigError> {
+    let index: MissionIndex = from_json_with_path(json).map_err(name_missing_field)?;
+    if index.schema != MISSION_INDEX_SCHEMA {
+        return Err(ConfigError::new("schema", format!("use \"{MISSION_INDEX_SCHEMA}\"")));
+    }
+    let mut last = 0;
+    let mut ids = BTreeSet::new();
+    for (i, m) in index.missions.iter().enumerate() {
+        let f = |k: &str| format!("missions[{i}].{k}");
+        if !ids.insert(m.id.as_str()) {
+            return Err(ConfigError::new(f("id"), format!("\"{}\" is listed twice", m.id)));
+        }
+        if m.number <= last {
+            return Err(ConfigError::new(f("number"), "list missions in increasing order of number"));
+        }
+        last = m.number;
+        let file_ok = m.file.ends_with(".json")
+            && !m.file.contains("..")
+            && !m.file.starts_with('/')
+            && !m.file.contains('\\');
+        if !file_ok {
+            return Err(ConfigError::new(f("file"), "use a relative path to a .json file next to the index"));
+        }
+    }
+    Ok(index)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_parse_and_cover() {
+        let p = |s: &str| parse_path(s).unwrap();
+        assert_eq!(display_path(&p("workload.classes[0].n")), "workload.classes[0].n");
+        assert!(covers(&p("allocator"), &p("allocator.block_size")));
+        assert!(covers(&p("workload.classes[*].n"), &p("workload.classes[3].n")));
+        assert!(!covers(&p("workload.classes[*].n"), &p("workload.classes")));
+        assert!(!covers(&p("scheduler.max_num_seqs"), &p("scheduler")));
+        for bad in ["", "a..b", "A", "a[", "a[x]", "a]", "a[1", "[0]", "a.[0]"] {
+            assert!(parse_path(bad).is_none(), "{bad}");
+        }
+        assert_eq!(preset_path_kind("workload.classes[2].prompt_tokens.p99"), Some(PathKind::Number));
+        assert_eq!(preset_path_kind("allocator.kind"), Some(PathKind::Text));
+        assert_eq!(preset_path_kind("allocator.colour"), None);
+    }
+
+    #[test]
+    fn comparisons() {
+        assert!(Comparison::AtLeast.holds(1.0, 1.0));
+        assert!(!Comparison::Below.holds(1.0, 1.0));
+        assert!(!Comparison::AtMost.holds(f64::NAN, 1.0));
+        assert!(Comparison::Equal.holds(16.0, 16.0));
+    }
+}
