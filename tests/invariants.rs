@@ -39,10 +39,7 @@ fn config(
     shared_prefix: u32,
     rate: f64,
 ) -> SimConfig {
-    let mut c = SimConfig::default();
-    c.seed = seed;
-    c.duration_s = 8.0;
-    c.kv_memory_gib = kv_memory_gib;
+    let mut c = SimConfig { seed, duration_s: 8.0, kv_memory_gib, ..SimConfig::default() };
     c.allocator = if paged {
         AllocatorConfig::Paged { block_size, prefix_caching }
     } else {
@@ -143,9 +140,8 @@ fn swap_preemption_moves_groups_out_and_back() {
 
 #[test]
 fn requests_that_can_never_fit_are_rejected_with_a_reason() {
-    let mut c = SimConfig::default();
-    c.duration_s = 20.0;
-    c.kv_memory_gib = 0.5; // 4,096 tokens
+    // 0.5 GiB holds 4,096 tokens.
+    let mut c = SimConfig { duration_s: 20.0, kv_memory_gib: 0.5, ..SimConfig::default() };
     c.workload.classes[0].prompt_tokens = LengthDist { mean: 1500.0, p99: 4000.0 };
     c.workload.classes[0].max_tokens = 1024;
     let (_, r) = run_checked(c);

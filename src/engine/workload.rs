@@ -20,7 +20,7 @@ pub struct LengthDist {
 impl LengthDist {
     /// (mu, sigma) of the log-normal with this mean and p99, or why none exists.
     pub fn lognormal_params(&self) -> Result<(f64, f64), String> {
-        if !(self.mean >= 1.0) || !self.mean.is_finite() {
+        if self.mean.is_nan() || self.mean < 1.0 || !self.mean.is_finite() {
             return Err("mean must be at least 1 token".into());
         }
         if !self.p99.is_finite() || self.p99 < self.mean {
