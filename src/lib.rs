@@ -7,4 +7,11 @@
 pub mod engine;
 
 #[cfg(not(target_arch = "wasm32"))]
+pub mod calibrate;
+#[cfg(not(target_arch = "wasm32"))]
 pub mod cli;
+
+pub mod render;
+
+#[cfg(target_arch = "wasm32")]
+pub mod web;

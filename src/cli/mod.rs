@@ -1,6 +1,8 @@
-//! The native command line: `kvlab run`, `kvlab plan` and `kvlab check`, over the same engine
+//! The native command line: `kvlab run`, `kvlab plan`, `kvlab check` and `kvlab calibrate`, over the same engine
 //! the browser lab runs. Bad input exits non-zero with a message naming the field.
 
+mod calibrate;
+mod check;
 mod plan;
 mod run;
 
@@ -21,8 +23,12 @@ pub enum Command {
     Run(run::RunArgs),
     /// Capacity planning: KV bytes per token, tokens that fit, concurrency per policy.
     Plan(plan::PlanArgs),
-    /// Validate a preset file without running it.
-    Check(run::CheckArgs),
+    /// Validate a preset, a mission (and run its broken setup and fix) or the mission index.
+    Check(check::CheckArgs),
+    /// Score a mission's broken setup, its fix (--fix) or a knob patch (--patch).
+    Mission(check::MissionArgs),
+    /// Measure the step-time model's constants on a real block pool (host memory or CUDA).
+    Calibrate(calibrate::CalibrateArgs),
 }
 
 /// Parses `std::env::args` and runs the command; every error becomes a message and exit code 1.
@@ -31,7 +37,9 @@ pub fn main() -> ExitCode {
     let result = std::panic::catch_unwind(|| match cli.command {
         Command::Run(args) => run::run(&args),
         Command::Plan(args) => plan::plan(&args),
-        Command::Check(args) => run::check(&args),
+        Command::Check(args) => check::check(&args),
+        Command::Mission(args) => check::mission(&args),
+        Command::Calibrate(args) => calibrate::calibrate(&args),
     });
     match result {
         Ok(Ok(())) => ExitCode::SUCCESS,

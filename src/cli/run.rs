@@ -1,4 +1,4 @@
-//! `kvlab run` and `kvlab check`.
+//! `kvlab run` (`kvlab check` lives in check.rs).
 
 use std::path::PathBuf;
 
@@ -23,12 +23,9 @@ pub struct RunArgs {
     /// Also write the per-step series as CSV.
     #[arg(long, value_name = "CSV")]
     pub series: Option<PathBuf>,
-}
-
-#[derive(Args, Debug)]
-pub struct CheckArgs {
-    /// Preset JSON file to validate.
-    pub file: PathBuf,
+    /// Step-time constants from a calibration file (kvlab/calibration@1, see docs/CALIBRATION.md).
+    #[arg(long, value_name = "FILE")]
+    pub calibration: Option<PathBuf>,
 }
 
 fn read(path: &PathBuf) -> Result<String, String> {
@@ -47,23 +44,15 @@ pub fn load_config(path: &PathBuf, trace: Option<&PathBuf>) -> Result<SimConfig,
     dto.to_config().map_err(|e| format!("{}: {e}", path.display()))
 }
 
-pub fn check(args: &CheckArgs) -> Result<(), String> {
-    let config = load_config(&args.file, None)?;
-    println!(
-        "{}: ok ({} on {}, {} GiB of KV, {} tokens)",
-        args.file.display(),
-        config.model.id,
-        config.gpu.id,
-        config.kv_memory_gib,
-        config.capacity_tokens()
-    );
-    Ok(())
-}
-
 pub fn run(args: &RunArgs) -> Result<(), String> {
     let mut config = load_config(&args.preset, args.trace.as_ref())?;
     if let Some(seed) = args.seed {
         config.seed = seed;
+    }
+    if let Some(path) = &args.calibration {
+        let text = read(path)?;
+        let c = crate::engine::timing::parse_calibration(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        config.calibration = Some(c);
     }
     let mut sim = Simulation::new(config).map_err(|e| format!("{}: {e}", args.preset.display()))?;
     let report = sim.run_to_end();

@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 
 pub mod alloc;
+pub mod backend;
 pub mod config;
 pub mod memory_map;
 pub mod metrics;

@@ -5,7 +5,14 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::config::ConfigError;
 use super::model::{GpuSpec, ModelSpec};
+use super::preset::from_json_with_path;
+
+/// The `schema` every calibration file carries.
+pub const CALIBRATION_SCHEMA: &str = "kvlab/calibration@1";
+/// Largest calibration file accepted.
+pub const MAX_CALIBRATION_BYTES: usize = 4 << 20;
 
 /// Paged-attention overhead at block size 16 that the defaults aim for (the paper's 20–26%).
 pub const DEFAULT_BANDWIDTH_EFFICIENCY: f64 = 0.8;
@@ -55,6 +62,64 @@ impl Calibration {
             }
             None => pts.last().map_or(0.0, |p| p.overhead),
         }
+    }
+}
+
+/// Parses and validates a calibration file (`kvlab/calibration@1`, see docs/CALIBRATION.md).
+/// Unknown fields and out-of-range values are errors that name the field
+/// (`paged_overhead[2].overhead: ...`).
+pub fn parse_calibration(json: &str) -> Result<Calibration, ConfigError> {
+    if json.len() > MAX_CALIBRATION_BYTES {
+        return Err(ConfigError::new("", format!("calibration file is {} bytes; the limit is {MAX_CALIBRATION_BYTES}", json.len())));
+    }
+    let c: Calibration = from_json_with_path(json)?;
+    c.validate()?;
+    Ok(c)
+}
+
+fn check_number(field: &str, v: f64, lo: f64, lo_open: bool, hi: f64) -> Result<(), ConfigError> {
+    let above = if lo_open { v > lo } else { v >= lo };
+    if v.is_finite() && above && v <= hi {
+        Ok(())
+    } else {
+        let range = if lo_open { format!("greater than {lo} and at most {hi}") } else { format!("from {lo} to {hi}") };
+        Err(ConfigError::new(field, format!("{v} is out of range; use a number {range}")))
+    }
+}
+
+impl Calibration {
+    /// Checks the schema, the ranges and the order of the overhead points.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.schema != CALIBRATION_SCHEMA {
+            return Err(ConfigError::new(
+                "schema",
+                format!("\"{}\" is not a calibration file; expected \"{CALIBRATION_SCHEMA}\"", self.schema),
+            ));
+        }
+        if self.name.trim().is_empty() {
+            return Err(ConfigError::new("name", "give the calibration a name (it appears in reports)"));
+        }
+        check_number("bandwidth_efficiency", self.bandwidth_efficiency, 0.0, true, 1.5)?;
+        check_number("fixed_step_us", self.fixed_step_us, 0.0, false, 1e6)?;
+        if self.paged_overhead.is_empty() {
+            return Err(ConfigError::new("paged_overhead", "list at least one {block_size, overhead} point"));
+        }
+        let mut prev = 0;
+        for (i, p) in self.paged_overhead.iter().enumerate() {
+            let field = |k: &str| format!("paged_overhead[{i}].{k}");
+            if !(1..=256).contains(&p.block_size) {
+                return Err(ConfigError::new(field("block_size"), format!("{} is out of range; use a block size from 1 to 256", p.block_size)));
+            }
+            if p.block_size <= prev {
+                return Err(ConfigError::new(
+                    field("block_size"),
+                    format!("{} follows {prev}; list points by strictly increasing block size", p.block_size),
+                ));
+            }
+            prev = p.block_size;
+            check_number(&field("overhead"), p.overhead, -0.5, false, 20.0)?;
+        }
+        Ok(())
     }
 }
 
