@@ -40,10 +40,9 @@ fn load_mission(path: &Path) -> Result<Mission, String> {
 
 pub fn check(args: &CheckArgs) -> Result<(), String> {
     let text = read(&args.file)?;
-    let schema = serde_json::from_str::<Value>(&text)
-        .ok()
-        .and_then(|v| v.get("schema").and_then(Value::as_str).map(str::to_string));
-    match schema.as_deref() {
+    let value: Value =
+        serde_json::from_str(&text).map_err(|e| format!("{}: not valid JSON ({e})", args.file.display()))?;
+    match value.get("schema").and_then(Value::as_str) {
         Some(MISSION_SCHEMA) => check_mission(&args.file),
         Some(MISSION_INDEX_SCHEMA) => check_index(&args.file, &text),
         _ => {

@@ -282,8 +282,10 @@ fn pattern(segs: &[Seg]) -> String {
 /// What a preset path (`workload.classes[0].n`, `workload.classes[*].n`) holds, or None when no
 /// preset has that path.
 pub fn preset_path_kind(path: &str) -> Option<PathKind> {
-    let segs = parse_path(path)?;
-    let p = pattern(&segs);
+    kind_of_pattern(&pattern(&parse_path(path)?))
+}
+
+fn kind_of_pattern(p: &str) -> Option<PathKind> {
     PRESET_PATHS.iter().find(|(q, _)| *q == p).map(|&(_, k)| k)
 }
 
@@ -437,8 +439,54 @@ pub fn parse_mission(json: &str) -> Result<Mission, ConfigError> {
             format!("the mission is {} bytes; the limit is {MAX_PRESET_BYTES} bytes", json.len()),
         ));
     }
+    let value: Value =
+        serde_json::from_str(json).map_err(|e| ConfigError::new("", format!("not valid JSON ({e})")))?;
+    let Value::Object(root) = &value else {
+        return Err(ConfigError::new("", format!("a mission is a JSON object with \"schema\": \"{MISSION_SCHEMA}\"")));
+    };
+    if let Some(preset) = root.get("preset") {
+        check_preset_shape(preset, &mut Vec::new()).map_err(|e| within("preset", e))?;
+    }
+    if let Some(Value::Array(goals)) = root.get("goals") {
+        if let Some(i) = goals.iter().position(|g| !g.is_object()) {
+            return Err(ConfigError::new(format!("goals[{i}]"), "write each goal as an object {\"metric\": …}"));
+        }
+    }
     let dto: MissionDto = from_json_with_path(json).map_err(name_missing_field)?;
     Mission::from_dto(dto)
+}
+
+/// serde would read a JSON array where a struct is expected, field by field in order; refuse it
+/// so that `"scheduler": [64]` is an error naming the field rather than a silent positional read.
+fn check_preset_shape(v: &Value, path: &mut Vec<Seg>) -> Result<(), ConfigError> {
+    match v {
+        Value::Array(items) => {
+            let kind = if path.is_empty() { Some(PathKind::Object) } else { kind_of_pattern(&pattern(path)) };
+            match kind {
+                Some(PathKind::Array) => {
+                    for (i, item) in items.iter().enumerate() {
+                        path.push(Seg::Index(i));
+                        check_preset_shape(item, path)?;
+                        path.pop();
+                    }
+                    Ok(())
+                }
+                Some(PathKind::Object | PathKind::TextOrObject) => {
+                    Err(ConfigError::new(display_path(path), "write an object { … } here, not an array"))
+                }
+                _ => Ok(()), // a type or unknown-field error that serde names
+            }
+        }
+        Value::Object(map) => {
+            for (k, x) in map {
+                path.push(Seg::Key(k.clone()));
+                check_preset_shape(x, path)?;
+                path.pop();
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
 }
 
 /// serde says "missing field `x`" at the parent's path; name the field itself.
@@ -728,6 +776,7 @@ fn patch_preset(base: &PresetDto, knobs: &[Vec<Seg>], knob_names: &[String], pat
     let mut merged =
         serde_json::to_value(base).map_err(|e| ConfigError::new("preset", format!("cannot be written as JSON: {e}")))?;
     merge(&mut merged, patch, &mut Vec::new())?;
+    check_preset_shape(&merged, &mut Vec::new())?;
     let dto = preset_from_value(merged)?;
     if let Some(path) = locked_changes(base, knobs, &dto).into_iter().next() {
         return Err(ConfigError::new(

@@ -1,0 +1,248 @@
+#![cfg(not(target_arch = "wasm32"))]
+//! Missions: every shipped mission's broken setup earns 0 stars and its documented fix 3, and
+//! both runs are pinned in `tests/golden/missions/<id>.json`. A changed figure fails with the
+//! mission and the field; regenerate on purpose with `KVLAB_BLESS=1 cargo test --test missions`.
+
+use std::path::{Path, PathBuf};
+
+use kvlab::engine::mission::{parse_mission, parse_mission_index, score, Mission, Score};
+use kvlab::engine::preset::PresetDto;
+use kvlab::engine::{Report, Simulation};
+use serde_json::{json, Value};
+
+fn repo(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
+}
+
+fn load(file: &str) -> Mission {
+    let path = repo(&format!("assets/missions/{file}"));
+    parse_mission(&read(&path)).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The shipped mission files (not the index, not examples/), sorted.
+fn mission_files() -> Vec<String> {
+    let mut files: Vec<String> = std::fs::read_dir(repo("assets/missions"))
+        .expect("assets/missions exists")
+        .filter_map(|e| {
+            let p = e.ok()?.path();
+            let name = p.file_name()?.to_str()?.to_string();
+            (p.is_file() && name.ends_with(".json") && name != "index.json").then_some(name)
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// Runs a preset, checking the engine's invariants after every step.
+fn run_checked(preset: &PresetDto) -> Report {
+    let config = preset.to_config().expect("valid preset");
+    let mut sim = Simulation::new(config).expect("valid config");
+    while sim.step() {
+        if let Err(e) = sim.check_invariants() {
+            panic!("invariant broken at step {}: {e}", sim.steps());
+        }
+    }
+    sim.report()
+}
+
+fn pinned(score: &Score, report: &Report) -> Value {
+    let goals: Vec<Value> =
+        score.goals.iter().map(|g| json!({ "metric": g.metric, "actual": g.actual, "met": g.met })).collect();
+    json!({ "stars": score.stars, "goals": goals, "report": report })
+}
+
+/// Paths where two JSON values differ, as `path: golden X, now Y`.
+fn json_diff(golden: &Value, now: &Value, path: &str, out: &mut Vec<String>) {
+    match (golden, now) {
+        (Value::Object(a), Value::Object(b)) => {
+            let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
+            keys.sort();
+            keys.dedup();
+            for k in keys {
+                let p = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
+                json_diff(a.get(k).unwrap_or(&Value::Null), b.get(k).unwrap_or(&Value::Null), &p, out);
+            }
+        }
+        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => {
+            for (i, (x, y)) in a.iter().zip(b).enumerate() {
+                json_diff(x, y, &format!("{path}[{i}]"), out);
+            }
+        }
+        _ if golden != now => out.push(format!("{path}: golden {golden}, now {now}")),
+        _ => {}
+    }
+}
+
+fn check_golden(id: &str, now: &Value) {
+    let path = repo(&format!("tests/golden/missions/{id}.json"));
+    let text = serde_json::to_string_pretty(now).expect("serializes") + "\n";
+    if std::env::var_os("KVLAB_BLESS").is_some() {
+        std::fs::create_dir_all(path.parent().expect("has a parent")).expect("create golden dir");
+        std::fs::write(&path, text).expect("write golden");
+        return;
+    }
+    let golden: Value = match std::fs::read_to_string(&path) {
+        Ok(t) => serde_json::from_str(&t).unwrap_or_else(|e| panic!("{}: {e}", path.display())),
+        Err(_) => panic!(
+            "mission {id}: no golden file {}; create it with KVLAB_BLESS=1 cargo test --test missions",
+            path.display()
+        ),
+    };
+    let mut diffs = Vec::new();
+    json_diff(&golden, now, "", &mut diffs);
+    if !diffs.is_empty() {
+        let shown: Vec<String> = diffs.iter().take(25).map(|d| format!("  {d}")).collect();
+        panic!(
+            "mission {id}: {} field(s) differ from {}:\n{}\nIf the change is intended, regenerate with KVLAB_BLESS=1 cargo test --test missions",
+            diffs.len(),
+            path.display(),
+            shown.join("\n")
+        );
+    }
+}
+
+/// The one check every mission goes through: broken = 0 stars, fix = 3 stars, both pinned.
+fn check(file: &str) {
+    let m = load(file);
+    assert_eq!(format!("{}.json", m.id()), file, "a mission's file is named after its id");
+    let broken_report = run_checked(m.preset());
+    let broken = score(&m, m.preset(), &broken_report);
+    let fix_report = run_checked(m.fix_preset());
+    let fixed = score(&m, m.fix_preset(), &fix_report);
+    let now = json!({
+        "mission": m.id(),
+        "broken": pinned(&broken, &broken_report),
+        "fix": pinned(&fixed, &fix_report),
+    });
+    check_golden(m.id(), &now);
+    assert_eq!(broken.stars, 0, "mission {}: the broken setup must earn 0 stars: {broken:#?}", m.id());
+    assert_eq!(fixed.stars, 3, "mission {}: the documented fix must earn 3 stars: {fixed:#?}", m.id());
+    assert!(fixed.locked_changes.is_empty(), "mission {}: the fix changes locked paths", m.id());
+}
+
+#[test]
+fn m1_paging() {
+    check("m1-paging.json");
+}
+
+#[test]
+fn m2_block_size() {
+    check("m2-block-size.json");
+}
+
+#[test]
+fn m3_preemption_storm() {
+    check("m3-preemption-storm.json");
+}
+
+#[test]
+fn m4_burst_budget() {
+    check("m4-burst-budget.json");
+}
+
+#[test]
+fn m5_prefix_cache() {
+    check("m5-prefix-cache.json");
+}
+
+#[test]
+fn m6_fp8_kv() {
+    check("m6-fp8-kv.json");
+}
+
+#[test]
+fn every_mission_file_has_a_test_and_an_index_entry() {
+    let tested = [
+        "m1-paging.json",
+        "m2-block-size.json",
+        "m3-preemption-storm.json",
+        "m4-burst-budget.json",
+        "m5-prefix-cache.json",
+        "m6-fp8-kv.json",
+    ];
+    assert_eq!(mission_files(), tested, "add a test (and a golden) for every mission file");
+    let index = parse_mission_index(&read(&repo("assets/missions/index.json"))).expect("index parses");
+    let listed: Vec<&str> = index.missions.iter().map(|e| e.file.as_str()).collect();
+    assert_eq!(listed, tested, "assets/missions/index.json lists every mission, in order");
+    for entry in &index.missions {
+        let m = load(&entry.file);
+        assert_eq!((m.id(), m.number(), m.title()), (entry.id.as_str(), entry.number, entry.title.as_str()));
+    }
+}
+
+/// The claims in each story that the report can check, so the text cannot drift from the engine.
+#[test]
+fn stories_match_the_engine() {
+    let m = load("m1-paging.json");
+    let r = run_checked(m.preset());
+    assert!((0.40..=0.45).contains(&r.kv.utilization_mean), "m1: {}", r.kv.utilization_mean);
+    assert!((18.0..=24.0).contains(&r.running_mean), "m1: {}", r.running_mean);
+    assert!(r.hol_blocked_with_free_memory_steps >= 1000, "m1: {}", r.hol_blocked_with_free_memory_steps);
+
+    let m = load("m3-preemption-storm.json");
+    let r = run_checked(m.preset());
+    assert!((40..=100).contains(&r.preemptions), "m3: dozens of preemptions, got {}", r.preemptions);
+    // Lowering max_num_seqs trades preemptions for queueing: ★ but not ★★.
+    let (_, capped, s) = m.run_patch(&json!({ "scheduler": { "max_num_seqs": 5 } })).expect("patch applies");
+    assert!(capped.preemptions <= 5 && capped.latency_ms.ttft_p95 > 20_000.0, "{capped:?}");
+    assert_eq!(s.stars, 1);
+    // Plenty of memory fixes both but is not the modest budget: ★★.
+    let (_, _, s) = m.run_patch(&json!({ "kv_memory_gib": 8 })).expect("patch applies");
+    assert_eq!(s.stars, 2);
+
+    let m = load("m2-block-size.json");
+    let stars = |bs: u32| m.run_patch(&json!({ "allocator": { "block_size": bs } })).expect("patch applies").2.stars;
+    assert_eq!([stars(256), stars(64), stars(32), stars(8), stars(4), stars(1)], [0, 0, 3, 2, 1, 1]);
+
+    let m = load("m4-burst-budget.json");
+    let stars = |seqs: u32, gib: f64| {
+        let patch = json!({ "kv_memory_gib": gib, "scheduler": { "max_num_seqs": seqs } });
+        m.run_patch(&patch).expect("patch applies").2.stars
+    };
+    assert_eq!([stars(64, 40.0), stars(48, 10.0), stars(64, 9.0), stars(256, 10.0)], [2, 1, 1, 0]);
+
+    let m = load("m6-fp8-kv.json");
+    let (_, r, s) = m.run_patch(&json!({ "kv_memory_gib": 20 })).expect("patch applies");
+    assert!(r.latency_ms.ttft_p95 <= 1000.0 && r.latency_ms.tpot_p95 > 28.0, "{r:?}");
+    assert_eq!(s.stars, 1);
+}
+
+#[test]
+fn a_locked_change_scores_zero_stars_and_a_patch_on_it_is_refused() {
+    let m = load("m1-paging.json");
+    let mut preset = m.fix_preset().clone();
+    preset.seed = 7;
+    let report = run_checked(&preset);
+    let s = score(&m, &preset, &report);
+    assert_eq!(s.locked_changes, ["seed"]);
+    assert_eq!(s.stars, 0);
+    let e = m.apply_patch(&json!({ "seed": 7 })).unwrap_err();
+    assert_eq!(e.field, "seed");
+    assert!(e.message.contains("allocator, kv_memory_gib, scheduler.max_num_seqs"), "{e}");
+    // Renaming an attempt is not a change.
+    let mut renamed = m.fix_preset().clone();
+    renamed.title = "my attempt".into();
+    assert!(m.locked_changes(&renamed).is_empty());
+}
+
+/// docs/SCHEMA.md shows assets/missions/examples/first-mission.json verbatim; both must agree,
+/// pass validation, and score 0 then 3, so the instructor's starting point cannot rot.
+#[test]
+fn schema_doc_example_mission_is_the_shipped_example_and_it_works() {
+    let doc = read(&repo("docs/SCHEMA.md"));
+    let marker = "<!-- example: assets/missions/examples/first-mission.json -->";
+    let after = doc.split_once(marker).expect("docs/SCHEMA.md carries the example marker").1;
+    let block = after.split_once("```json\n").expect("a json block follows the marker").1;
+    let block = block.split_once("```").expect("the block is closed").0;
+    let from_doc: Value = serde_json::from_str(block).expect("the doc example is JSON");
+    let file = read(&repo("assets/missions/examples/first-mission.json"));
+    let from_file: Value = serde_json::from_str(&file).expect("the example file is JSON");
+    assert_eq!(from_doc, from_file, "docs/SCHEMA.md and assets/missions/examples/first-mission.json differ");
+    let m = parse_mission(block).unwrap_or_else(|e| panic!("doc example: {e}"));
+    assert_eq!(m.run(m.preset()).expect("runs").1.stars, 0);
+    assert_eq!(m.run(m.fix_preset()).expect("runs").1.stars, 3);
+}
