@@ -73,6 +73,39 @@ pub fn fit_line(points: &[(f64, f64)]) -> Option<Line> {
     Some(Line { intercept: my - slope * mx, slope, r2, points: points.len() })
 }
 
+/// Theil–Sen line: the median of pairwise slopes, and the median intercept under it. Robust to
+/// the outliers a shared machine produces (a neighbour's burst lands on a few samples only).
+/// When that intercept is negative, the line is refitted through the origin (intercept 0).
+pub fn fit_line_robust(points: &[(f64, f64)]) -> Option<Line> {
+    let mut slopes = Vec::with_capacity(points.len() * points.len().saturating_sub(1) / 2);
+    for (i, a) in points.iter().enumerate() {
+        for b in &points[i + 1..] {
+            if (b.0 - a.0).abs() > f64::EPSILON * a.0.abs().max(1.0) {
+                slopes.push((b.1 - a.1) / (b.0 - a.0));
+            }
+        }
+    }
+    if slopes.is_empty() {
+        return None;
+    }
+    let mut slope = median(&slopes);
+    let mut intercept = median(&points.iter().map(|p| p.1 - slope * p.0).collect::<Vec<_>>());
+    if intercept < 0.0 {
+        // A fixed cost cannot be negative (small reads that hit in cache bend the line): fit
+        // through the origin instead, with the median time per byte.
+        let per_byte: Vec<f64> = points.iter().filter(|p| p.0 > 0.0).map(|p| p.1 / p.0).collect();
+        if !per_byte.is_empty() {
+            slope = median(&per_byte);
+            intercept = 0.0;
+        }
+    }
+    let my = points.iter().map(|p| p.1).sum::<f64>() / points.len() as f64;
+    let ss_res: f64 = points.iter().map(|p| (p.1 - intercept - slope * p.0).powi(2)).sum();
+    let ss_tot: f64 = points.iter().map(|p| (p.1 - my).powi(2)).sum();
+    let r2 = if ss_tot > 0.0 { 1.0 - ss_res / ss_tot } else { 1.0 };
+    Some(Line { intercept, slope, r2, points: points.len() })
+}
+
 /// Per block size: what paged reads cost relative to contiguous reads of the same bytes.
 #[derive(Clone, Debug, Serialize)]
 pub struct BlockSizeFigures {

@@ -20,7 +20,7 @@ use crate::engine::backend::{BlockPoolBackend, GatherResult, PoolGeometry};
 use crate::engine::timing::{Calibration, OverheadPoint, CALIBRATION_SCHEMA};
 use crate::engine::SimConfig;
 
-use fit::{batch_figures, block_size_figures, fit_line, round, BlockSizeFigures, Sample};
+use fit::{batch_figures, block_size_figures, fit_line, fit_line_robust, round, Line, BlockSizeFigures, Sample};
 use trace::{paged_config, StepBatch, TraceReplayer};
 
 /// The block sizes a calibration measures by default.
@@ -207,7 +207,8 @@ fn build(
         .map(|&bs| block_size_figures(bs, &samples.iter().filter(|s| s.block_size == bs).collect::<Vec<_>>()))
         .collect();
     let points: Vec<(f64, f64)> = samples.iter().map(|s| (s.bytes as f64, s.contiguous_median_us())).collect();
-    let line = fit_line(&points);
+    let line = fit_line_robust(&points);
+    let ols = fit_line(&points);
     let total_bytes: u64 = samples.iter().map(|s| s.bytes).sum();
     let total_us: f64 = samples.iter().map(Sample::contiguous_median_us).sum();
     // Effective bandwidth of contiguous reads: the slope of time against bytes (GB/s = bytes/µs/1e3).
@@ -251,12 +252,9 @@ fn build(
         "pool_read_gb_s": round(measured_read, 3),
         "effective_gb_s": round(effective_gb_s, 3),
         "bandwidth_efficiency_unclamped": round(raw_efficiency, 4),
-        "fit_contiguous_us_vs_bytes": line.map(|l| json!({
-            "intercept_us": round(l.intercept, 3),
-            "ns_per_kib": round(l.slope * 1024.0 * 1e3, 4),
-            "r2": round(l.r2, 4),
-            "points": l.points,
-        })),
+        "fit_contiguous_us_vs_bytes": line.map(|l| line_json(l, "Theil-Sen (median of pairwise slopes); through the origin (median µs per byte) when its intercept is negative")),
+        "fit_contiguous_us_vs_bytes_least_squares": ols.map(|l| line_json(l, "ordinary least squares")),
+        "contiguous_gb_s_of_sums": round(fit::gb_s(total_bytes, total_us), 3),
         "fixed_step_us_rule": format!("max(0, intercept) × {layers} layers (one gather per layer per step)"),
         "block_sizes": figures.iter().map(|f| json!({
             "block_size": f.block_size,
@@ -302,6 +300,16 @@ fn build(
     calibration.validate().map_err(|e| format!("the fitted calibration is invalid ({e}); the measurement was too noisy"))?;
     let summary = summarize(&calibration, &figures, nominal_gb_s, effective_gb_s, intercept_us, samples.len());
     Ok(CalibrationRun { calibration, figures, summary })
+}
+
+fn line_json(l: Line, method: &str) -> serde_json::Value {
+    json!({
+        "method": method,
+        "intercept_us": round(l.intercept, 3),
+        "ns_per_kib": round(l.slope * 1024.0 * 1e3, 4),
+        "r2": round(l.r2, 4),
+        "points": l.points,
+    })
 }
 
 fn summarize(c: &Calibration, figures: &[BlockSizeFigures], nominal: f64, effective: f64, intercept_us: f64, n: usize) -> String {

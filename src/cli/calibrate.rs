@@ -46,10 +46,10 @@ pub struct CalibrateArgs {
     /// Block sizes to measure, comma-separated.
     #[arg(long, value_delimiter = ',', default_values_t = DEFAULT_BLOCK_SIZES.to_vec())]
     pub block_sizes: Vec<u32>,
-    /// Measured steps per block size (default: 12 on host, 32 on cuda).
+    /// Measured steps per block size (default: 16 on host, 32 on cuda).
     #[arg(long)]
     pub samples: Option<usize>,
-    /// Timed (paged, contiguous) read pairs per measured step (default: 3 on host, 7 on cuda).
+    /// Timed (paged, contiguous) read pairs per measured step (default: 7).
     #[arg(long)]
     pub reps: Option<usize>,
     /// CUDA device ordinal.
@@ -145,8 +145,8 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<(), String> {
     let opts = CalibrateOptions {
         duration_s: args.duration_s.or(if host && args.preset.is_some() { Some(8.0) } else { None }),
         block_sizes: args.block_sizes.clone(),
-        samples: args.samples.unwrap_or(if host { 12 } else { 32 }),
-        reps: args.reps.unwrap_or(if host { 3 } else { 7 }),
+        samples: args.samples.unwrap_or(if host { 16 } else { 32 }),
+        reps: args.reps.unwrap_or(7),
         name: name.clone(),
         date,
         device,
