@@ -59,6 +59,10 @@ pub struct Scheduler {
     pub swap_used_blocks: u64,
     pub num_preemptions: u64,
     pub num_swap_preemptions: u64,
+    /// Reused per step so the hot loop does not allocate.
+    scratch_items: Vec<(SeqId, ScheduledWork)>,
+    scratch_pairs: Vec<(SeqId, u32)>,
+    scratch_work: Vec<ScheduledWork>,
 }
 
 impl Scheduler {
@@ -73,7 +77,15 @@ impl Scheduler {
             swap_used_blocks: 0,
             num_preemptions: 0,
             num_swap_preemptions: 0,
+            scratch_items: Vec::new(),
+            scratch_pairs: Vec::new(),
+            scratch_work: Vec::new(),
         }
+    }
+
+    /// Hands a step's work list back so the next step reuses its memory.
+    pub fn recycle(&mut self, work: Vec<ScheduledWork>) {
+        self.scratch_work = work;
     }
 
     pub fn config(&self) -> &SchedulerConfig {
@@ -100,7 +112,8 @@ impl Scheduler {
 
     /// Plans one step and makes its allocations.
     pub fn schedule(&mut self, groups: &mut [SequenceGroup], kv: &mut KvCacheManager) -> SchedulerOutput {
-        let mut out = SchedulerOutput::default();
+        let mut out = SchedulerOutput { work: std::mem::take(&mut self.scratch_work), ..SchedulerOutput::default() };
+        out.work.clear();
         let mut budget = self.cfg.max_num_batched_tokens;
         self.schedule_running(groups, kv, &mut out, &mut budget);
         if out.preempted == 0 {
@@ -122,7 +135,8 @@ impl Scheduler {
         budget: &mut u32,
     ) {
         let mut i = 0;
-        let mut items: Vec<(SeqId, ScheduledWork)> = Vec::new();
+        let mut items = std::mem::take(&mut self.scratch_items);
+        let mut pairs = std::mem::take(&mut self.scratch_pairs);
         while i < self.running.len() && *budget > 0 {
             let r = self.running[i];
             items.clear();
@@ -162,7 +176,8 @@ impl Scheduler {
                     ));
                 }
             }
-            let pairs: Vec<(SeqId, u32)> = items.iter().map(|(s, w)| (*s, w.num_new_tokens)).collect();
+            pairs.clear();
+            pairs.extend(items.iter().map(|(s, w)| (*s, w.num_new_tokens)));
             // Preempt from the newest end until this group's tokens fit (or it is the victim).
             let mut self_preempted = false;
             while !kv.can_allocate(&pairs) {
@@ -183,6 +198,8 @@ impl Scheduler {
             }
             i += 1;
         }
+        self.scratch_items = items;
+        self.scratch_pairs = pairs;
     }
 
     fn preempt(&mut self, r: RequestId, groups: &mut [SequenceGroup], kv: &mut KvCacheManager, out: &mut SchedulerOutput) {

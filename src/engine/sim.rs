@@ -356,6 +356,7 @@ impl Simulation {
                 }
             }
         }
+        self.scheduler.recycle(out.work);
     }
 
     fn advance_prefill(&mut self, r: RequestId, new: u32) {

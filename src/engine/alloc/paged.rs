@@ -170,8 +170,20 @@ impl PagedAllocator {
     /// shared partial last block, then new blocks as needed. None (nothing changed) if short.
     pub fn allocate_slots(&mut self, seq: SeqId, num_new_tokens: u32) -> Option<()> {
         let bs = self.block_size;
-        let table = self.tables[seq as usize].as_ref().expect("allocate_slots on unknown seq");
-        let (cur, request) = (table.num_tokens, table.request);
+        let table = self.tables[seq as usize].as_mut().expect("allocate_slots on unknown seq");
+        // Fast path of every decode step: one token into a private, partly filled last block.
+        let cur = table.num_tokens;
+        if num_new_tokens == 1 && cur % bs != 0 && (cur + 1) % bs != 0 {
+            let last = *table.blocks.last().expect("a partial block exists");
+            if self.pool.block(last).ref_cnt == 1 {
+                table.num_tokens += 1;
+                self.pool.set_filled(last, cur % bs + 1);
+                self.live_tokens += 1;
+                return Some(());
+            }
+        }
+        let request = table.request;
+        let table = self.tables[seq as usize].as_ref().expect("checked above");
         let total = cur + num_new_tokens;
         let need = self.blocks_for(total).saturating_sub(table.blocks.len() as u32);
         let cow = cur % bs != 0
