@@ -1,0 +1,495 @@
+//! Pure drawing logic of the browser lab, compiled on every target so that native tests check it
+//! too: the colour-blind-safe palette, the memory-map grid (layout, hit-testing) and the
+//! function that turns the engine's `MemoryMap` cells into one RGBA buffer (the page hands it
+//! to the canvas as a single `ImageData`), plus the chart's downsampling and the CSV export.
+//! Nothing here touches the DOM or the clock.
+
+use crate::engine::{MapCell, StepSample};
+
+/// One pixel, in the byte order of a canvas `ImageData` (R, G, B, A).
+pub type Rgba = [u8; 4];
+
+/// Colours of the map. Owners use Paul Tol's "light" qualitative scheme (readable with the
+/// common colour-vision deficiencies); "allocated but empty" is a dark red that differs from
+/// every owner colour by lightness as well as hue, and is hatched when cells are large enough.
+pub mod palette {
+    use super::Rgba;
+
+    /// Gaps between cells and the space right of the last column.
+    pub const BACKGROUND: Rgba = [0xFF, 0xFF, 0xFF, 0xFF];
+    /// A free cell.
+    pub const FREE: Rgba = [0xE3, 0xE6, 0xEB, 0xFF];
+    /// Allocated (reserved or held) but holding no token.
+    pub const EMPTY: Rgba = [0x8C, 0x1C, 0x2E, 0xFF];
+    /// The hatch lines drawn over `EMPTY` in cells of 6 px and more.
+    pub const EMPTY_HATCH: Rgba = [0xA8, 0x3B, 0x4A, 0xFF];
+    /// Slab-start markers, shared-block dots, the keyboard cursor.
+    pub const INK: Rgba = [0x1E, 0x23, 0x2E, 0xFF];
+    /// Copy-on-write dots.
+    pub const PAPER: Rgba = [0xFF, 0xFF, 0xFF, 0xFF];
+    /// Free blocks that still hold a cached prefix.
+    pub const CACHED: Rgba = [0x2B, 0x7F, 0x77, 0xFF];
+    /// Owner colours, ordered so that consecutive request ids differ strongly.
+    pub const OWNERS: [Rgba; 8] = [
+        [0x77, 0xAA, 0xDD, 0xFF], // light blue
+        [0xEE, 0xDD, 0x88, 0xFF], // light yellow
+        [0x44, 0xBB, 0x99, 0xFF], // mint
+        [0xFF, 0xAA, 0xBB, 0xFF], // pink
+        [0x99, 0xDD, 0xFF, 0xFF], // light cyan
+        [0xEE, 0x88, 0x66, 0xFF], // orange
+        [0xBB, 0xCC, 0x33, 0xFF], // pear
+        [0xAA, 0xAA, 0x00, 0xFF], // olive
+    ];
+
+    /// CSS `#rrggbb` of a colour, for the legend and the chart.
+    pub fn css(c: Rgba) -> String {
+        format!("#{:02x}{:02x}{:02x}", c[0], c[1], c[2])
+    }
+}
+
+/// The stable colour of a request: one of eight hues, in two tones (ids 8–15 are a shade
+/// darker than ids 0–7, and so on), so neighbours in memory rarely look alike.
+pub fn owner_colour(request: u32) -> Rgba {
+    let base = palette::OWNERS[(request % 8) as usize];
+    if (request / 8) % 2 == 1 {
+        mix(base, [0x30, 0x30, 0x40, 0xFF], 0.22)
+    } else {
+        base
+    }
+}
+
+/// Linear mix: `t = 0` gives `a`, `t = 1` gives `b`.
+pub fn mix(a: Rgba, b: Rgba, t: f32) -> Rgba {
+    let t = t.clamp(0.0, 1.0);
+    let f = |x: u8, y: u8| (f32::from(x) + (f32::from(y) - f32::from(x)) * t).round() as u8;
+    [f(a[0], b[0]), f(a[1], b[1]), f(a[2], b[2]), 0xFF]
+}
+
+/// Largest cell pitch (cell plus gap), in device pixels.
+pub const MAX_PITCH: u32 = 28;
+
+/// Where each cell of the map goes: a row-major grid of square cells, `pitch` pixels apart,
+/// `cell` pixels wide (a one-pixel gap from a pitch of 4 up).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MapLayout {
+    pub width: u32,
+    pub height: u32,
+    pub cols: u32,
+    pub rows: u32,
+    pub pitch: u32,
+    pub cell: u32,
+    pub cells: usize,
+}
+
+impl MapLayout {
+    /// The largest pitch at which `cells` cells fit `width` × `max_height` pixels; pitch 1 (one
+    /// pixel a cell, height growing past `max_height`) when nothing larger fits.
+    pub fn fit(cells: usize, width: u32, max_height: u32) -> MapLayout {
+        let width = width.max(1);
+        let pitch = (1..=MAX_PITCH)
+            .rev()
+            .find(|&p| {
+                let cols = width / p;
+                cols > 0 && (cells as u64).div_ceil(u64::from(cols)) * u64::from(p) <= u64::from(max_height)
+            })
+            .unwrap_or(1);
+        Self::with_pitch(cells, width, pitch)
+    }
+
+    /// A grid of fixed pitch over `width` pixels.
+    pub fn with_pitch(cells: usize, width: u32, pitch: u32) -> MapLayout {
+        let width = width.max(1);
+        let pitch = pitch.clamp(1, width);
+        let cols = (width / pitch).max(1);
+        let rows = (cells as u64).div_ceil(u64::from(cols)).max(1) as u32;
+        MapLayout {
+            width,
+            height: rows * pitch,
+            cols,
+            rows,
+            pitch,
+            cell: if pitch >= 4 { pitch - 1 } else { pitch },
+            cells,
+        }
+    }
+
+    /// Top-left pixel of cell `i`.
+    pub fn origin(&self, i: usize) -> (u32, u32) {
+        let i = i as u32;
+        ((i % self.cols) * self.pitch, (i / self.cols) * self.pitch)
+    }
+
+    /// The cell under pixel (x, y), gaps included.
+    pub fn cell_at(&self, x: f64, y: f64) -> Option<usize> {
+        if !(x >= 0.0 && y >= 0.0) {
+            return None;
+        }
+        let (col, row) = ((x as u32) / self.pitch, (y as u32) / self.pitch);
+        if col >= self.cols || row >= self.rows {
+            return None;
+        }
+        let i = (row * self.cols + col) as usize;
+        (i < self.cells).then_some(i)
+    }
+}
+
+/// What to emphasise when drawing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RenderOptions {
+    /// Draw this owner (request id + 1, as in `MapCell::owner`) at full strength, fade the rest.
+    pub highlight_owner: Option<u32>,
+    /// Outline this cell (keyboard cursor).
+    pub cursor: Option<usize>,
+}
+
+/// The colour a whole cell shows when it is too small for detail (pitch under 3 px), and the
+/// base colour of its filled part otherwise.
+pub fn cell_colour(c: &MapCell, cell_tokens: u32) -> Rgba {
+    match c.request() {
+        None if c.flags & MapCell::CACHED != 0 => mix(palette::FREE, palette::CACHED, 0.35),
+        None => palette::FREE,
+        Some(r) => {
+            if c.live_tokens == 0 {
+                palette::EMPTY
+            } else {
+                let f = f32::from(c.live_tokens) / cell_tokens.max(1) as f32;
+                mix(palette::EMPTY, owner_colour(r), 0.35 + 0.65 * f)
+            }
+        }
+    }
+}
+
+/// Rows of a `size`-pixel cell that show live tokens (bottom-up): at least one when any token
+/// is live, all of them only when the cell is full.
+pub fn filled_rows(live: u16, cell_tokens: u32, size: u32) -> u32 {
+    if live == 0 {
+        return 0;
+    }
+    let ct = cell_tokens.max(1);
+    if u32::from(live) >= ct {
+        return size;
+    }
+    let rows = (u64::from(live) * u64::from(size)).div_ceil(u64::from(ct)) as u32;
+    rows.clamp(1, size.saturating_sub(1).max(1))
+}
+
+/// Draws the memory map into `buf` (resized to `layout.width × layout.height × 4` bytes, RGBA).
+/// Each cell: neutral when free (a teal dot when it holds a cached prefix); otherwise its live
+/// share is filled bottom-up in the owner's colour over dark red (allocated, empty; hatched);
+/// a dark bar on the left edge marks the first cell of a contiguous slab, a dark dot a block
+/// shared by several sequences, a white dot a copy-on-write copy.
+pub fn render_map(cells: &[MapCell], cell_tokens: u32, layout: &MapLayout, opts: &RenderOptions, buf: &mut Vec<u8>) {
+    let (w, h) = (layout.width as usize, layout.height as usize);
+    buf.clear();
+    buf.resize(w * h * 4, 0);
+    for px in buf.chunks_exact_mut(4) {
+        px.copy_from_slice(&palette::BACKGROUND);
+    }
+    let mut canvas = Pixels { buf, stride: w, height: h };
+    let n = cells.len().min(layout.cells);
+    for (i, c) in cells.iter().take(n).enumerate() {
+        let (x, y) = layout.origin(i);
+        let faded = match opts.highlight_owner {
+            Some(owner) => c.owner != owner,
+            None => false,
+        };
+        draw_cell(&mut canvas, x, y, layout.cell, c, cell_tokens, faded);
+    }
+    if let Some(i) = opts.cursor.filter(|&i| i < n) {
+        let (x, y) = layout.origin(i);
+        canvas.outline(x, y, layout.cell, palette::INK);
+    }
+}
+
+struct Pixels<'a> {
+    buf: &'a mut Vec<u8>,
+    stride: usize,
+    height: usize,
+}
+
+impl Pixels<'_> {
+    fn fill(&mut self, x: u32, y: u32, w: u32, h: u32, c: Rgba) {
+        let (x, y) = (x as usize, y as usize);
+        let x_end = (x + w as usize).min(self.stride);
+        let y_end = (y + h as usize).min(self.height);
+        for row in y..y_end {
+            let start = (row * self.stride + x) * 4;
+            let end = (row * self.stride + x_end) * 4;
+            if start >= end {
+                continue;
+            }
+            for px in self.buf[start..end].chunks_exact_mut(4) {
+                px.copy_from_slice(&c);
+            }
+        }
+    }
+
+    fn put(&mut self, x: u32, y: u32, c: Rgba) {
+        let (x, y) = (x as usize, y as usize);
+        if x < self.stride && y < self.height {
+            let o = (y * self.stride + x) * 4;
+            self.buf[o..o + 4].copy_from_slice(&c);
+        }
+    }
+
+    fn outline(&mut self, x: u32, y: u32, s: u32, c: Rgba) {
+        if s < 3 {
+            self.fill(x, y, s, s, c);
+            return;
+        }
+        self.fill(x, y, s, 1, c);
+        self.fill(x, y + s - 1, s, 1, c);
+        self.fill(x, y, 1, s, c);
+        self.fill(x + s - 1, y, 1, s, c);
+    }
+}
+
+fn fade(c: Rgba, faded: bool) -> Rgba {
+    if faded {
+        mix(c, palette::BACKGROUND, 0.7)
+    } else {
+        c
+    }
+}
+
+fn draw_cell(px: &mut Pixels<'_>, x: u32, y: u32, s: u32, c: &MapCell, cell_tokens: u32, faded: bool) {
+    if s < 3 {
+        px.fill(x, y, s, s, fade(cell_colour(c, cell_tokens), faded));
+        return;
+    }
+    let dot = |px: &mut Pixels<'_>, colour: Rgba, size: u32| {
+        let d = size.min(s);
+        let o = (s - d) / 2;
+        px.fill(x + o, y + o, d, d, fade(colour, faded));
+    };
+    let Some(request) = c.request() else {
+        px.fill(x, y, s, s, fade(palette::FREE, faded));
+        if c.flags & MapCell::CACHED != 0 {
+            dot(px, palette::CACHED, (s / 3).max(1));
+        }
+        return;
+    };
+    let filled = filled_rows(c.live_tokens, cell_tokens, s);
+    let empty_rows = s - filled;
+    if empty_rows > 0 {
+        px.fill(x, y, s, empty_rows, fade(palette::EMPTY, faded));
+        if s >= 6 {
+            let hatch = fade(palette::EMPTY_HATCH, faded);
+            for dy in 0..empty_rows {
+                for dx in 0..s {
+                    // Global coordinates keep the hatch continuous across cells.
+                    if (x + dx + y + dy) % 4 == 0 {
+                        px.put(x + dx, y + dy, hatch);
+                    }
+                }
+            }
+        }
+    }
+    if filled > 0 {
+        px.fill(x, y + empty_rows, s, filled, fade(owner_colour(request), faded));
+    }
+    if c.flags & MapCell::SLAB_START != 0 {
+        let bar = if s >= 5 { (s / 4).max(2) } else { 1 };
+        px.fill(x, y, bar, s, fade(palette::INK, faded));
+    }
+    if s >= 5 {
+        if c.flags & MapCell::SHARED != 0 {
+            dot(px, palette::INK, (s / 3).max(1));
+        }
+        if c.flags & MapCell::COPIED != 0 {
+            dot(px, palette::PAPER, (s / 3).max(1));
+        }
+    }
+}
+
+/// At most `buckets` samples for the chart: consecutive samples are merged into one per bucket
+/// of simulated time (the largest allocated/live/queue values, the last time and preemption
+/// count), so peaks survive.
+pub fn downsample(series: &[StepSample], duration_us: u64, buckets: usize) -> Vec<StepSample> {
+    if series.len() <= buckets.max(1) {
+        return series.to_vec();
+    }
+    let buckets = buckets.max(1) as u64;
+    let span = duration_us.max(1);
+    let mut out: Vec<StepSample> = Vec::with_capacity(buckets as usize);
+    let mut current: Option<(u64, StepSample)> = None;
+    for s in series {
+        let b = (s.t_us.min(span - 1) * buckets / span).min(buckets - 1);
+        match &mut current {
+            Some((cb, acc)) if *cb == b => {
+                acc.t_us = s.t_us;
+                acc.allocated_tokens = acc.allocated_tokens.max(s.allocated_tokens);
+                acc.live_tokens = acc.live_tokens.max(s.live_tokens);
+                acc.running = acc.running.max(s.running);
+                acc.waiting = acc.waiting.max(s.waiting);
+                acc.swapped = acc.swapped.max(s.swapped);
+                acc.preemptions = s.preemptions;
+            }
+            _ => {
+                if let Some((_, acc)) = current.take() {
+                    out.push(acc);
+                }
+                current = Some((b, *s));
+            }
+        }
+    }
+    if let Some((_, acc)) = current {
+        out.push(acc);
+    }
+    out
+}
+
+/// The series as CSV, one row per step and run, labelled by allocator.
+pub fn series_csv(runs: &[(&str, &[StepSample])]) -> String {
+    let mut out = String::from("allocator,t_s,allocated_tokens,live_tokens,running,waiting,swapped,preemptions\n");
+    for (label, series) in runs {
+        for s in *series {
+            out.push_str(&format!(
+                "{label},{:.6},{},{},{},{},{},{}\n",
+                s.t_us as f64 / 1e6,
+                s.allocated_tokens,
+                s.live_tokens,
+                s.running,
+                s.waiting,
+                s.swapped,
+                s.preemptions
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell(owner: u32, live: u16, flags: u8) -> MapCell {
+        MapCell { owner, live_tokens: live, flags }
+    }
+
+    fn pixel(buf: &[u8], layout: &MapLayout, x: u32, y: u32) -> Rgba {
+        let o = ((y * layout.width + x) * 4) as usize;
+        [buf[o], buf[o + 1], buf[o + 2], buf[o + 3]]
+    }
+
+    #[test]
+    fn layout_fits_the_largest_pitch() {
+        let l = MapLayout::fit(5120, 900, 400);
+        assert!(l.rows * l.pitch <= 400);
+        assert!(l.cols * l.rows >= 5120);
+        let bigger = MapLayout::with_pitch(5120, 900, l.pitch + 1);
+        assert!(bigger.height > 400, "pitch {} was not the largest", l.pitch);
+        let tiny = MapLayout::fit(200_000, 100, 10);
+        assert_eq!(tiny.pitch, 1);
+        assert_eq!(tiny.height, 2000);
+    }
+
+    #[test]
+    fn hit_testing_maps_pixels_to_cells() {
+        let l = MapLayout::with_pitch(10, 40, 10);
+        assert_eq!((l.cols, l.rows), (4, 3));
+        assert_eq!(l.cell_at(0.0, 0.0), Some(0));
+        assert_eq!(l.cell_at(15.0, 5.0), Some(1));
+        assert_eq!(l.cell_at(5.0, 25.0), Some(8));
+        assert_eq!(l.cell_at(25.0, 25.0), None, "past the last cell");
+        assert_eq!(l.cell_at(-1.0, 0.0), None);
+    }
+
+    #[test]
+    fn cells_draw_free_empty_live_and_markers() {
+        let cells = [
+            cell(0, 0, 0),
+            cell(1, 0, MapCell::SLAB | MapCell::SLAB_START),
+            cell(1, 16, MapCell::SLAB),
+            cell(2, 8, 0),
+        ];
+        let l = MapLayout::with_pitch(cells.len(), 40, 10);
+        let mut buf = Vec::new();
+        render_map(&cells, 16, &l, &RenderOptions::default(), &mut buf);
+        assert_eq!(buf.len(), (40 * 10 * 4) as usize);
+        // free
+        assert_eq!(pixel(&buf, &l, 4, 4), palette::FREE);
+        // gap column
+        assert_eq!(pixel(&buf, &l, 9, 4), palette::BACKGROUND);
+        // slab start: marker on the left, empty (dark red) elsewhere
+        assert_eq!(pixel(&buf, &l, 10, 5), palette::INK);
+        assert_eq!(pixel(&buf, &l, 15, 2), palette::EMPTY);
+        assert_eq!(pixel(&buf, &l, 15, 1), palette::EMPTY_HATCH);
+        // full cell: owner colour everywhere
+        assert_eq!(pixel(&buf, &l, 21, 0), owner_colour(0));
+        assert_eq!(pixel(&buf, &l, 28, 8), owner_colour(0));
+        // half-full: top half empty, bottom half the owner's colour
+        assert_eq!(pixel(&buf, &l, 31, 2), palette::EMPTY);
+        assert_eq!(pixel(&buf, &l, 31, 8), owner_colour(1));
+    }
+
+    #[test]
+    fn highlight_fades_other_owners_and_cursor_outlines() {
+        let cells = [cell(1, 16, 0), cell(2, 16, 0)];
+        let l = MapLayout::with_pitch(2, 20, 10);
+        let mut buf = Vec::new();
+        let opts = RenderOptions { highlight_owner: Some(2), cursor: Some(1) };
+        render_map(&cells, 16, &l, &opts, &mut buf);
+        assert_eq!(pixel(&buf, &l, 4, 4), mix(owner_colour(0), palette::BACKGROUND, 0.7));
+        assert_eq!(pixel(&buf, &l, 14, 4), owner_colour(1));
+        assert_eq!(pixel(&buf, &l, 10, 0), palette::INK);
+    }
+
+    #[test]
+    fn small_cells_blend_instead_of_filling() {
+        let cells = [cell(0, 0, 0), cell(3, 0, 0), cell(3, 16, 0)];
+        let l = MapLayout::with_pitch(3, 6, 2);
+        let mut buf = Vec::new();
+        render_map(&cells, 16, &l, &RenderOptions::default(), &mut buf);
+        assert_eq!(pixel(&buf, &l, 0, 0), palette::FREE);
+        assert_eq!(pixel(&buf, &l, 2, 1), palette::EMPTY);
+        assert_eq!(pixel(&buf, &l, 5, 1), owner_colour(2));
+    }
+
+    #[test]
+    fn filled_rows_never_hide_a_live_token_or_fake_a_full_cell() {
+        assert_eq!(filled_rows(0, 16, 8), 0);
+        assert_eq!(filled_rows(1, 16, 8), 1);
+        assert_eq!(filled_rows(15, 16, 8), 7);
+        assert_eq!(filled_rows(16, 16, 8), 8);
+    }
+
+    #[test]
+    fn owner_colours_are_stable_and_differ_for_neighbours() {
+        assert_eq!(owner_colour(5), owner_colour(5));
+        for r in 0..64 {
+            assert_ne!(owner_colour(r), owner_colour(r + 1));
+            assert_ne!(owner_colour(r), palette::EMPTY);
+        }
+    }
+
+    #[test]
+    fn downsample_keeps_peaks_and_the_last_time() {
+        let series: Vec<StepSample> = (0..100)
+            .map(|i| StepSample {
+                t_us: (i + 1) * 10,
+                allocated_tokens: if i == 42 { 999 } else { 10 },
+                live_tokens: 5,
+                running: 1,
+                waiting: 0,
+                swapped: 0,
+                preemptions: i as u32,
+            })
+            .collect();
+        let d = downsample(&series, 1000, 10);
+        assert_eq!(d.len(), 10);
+        assert!(d.iter().any(|s| s.allocated_tokens == 999));
+        assert_eq!(d.last().map(|s| (s.t_us, s.preemptions)), Some((1000, 99)));
+        assert_eq!(downsample(&series[..5], 1000, 10).len(), 5);
+    }
+
+    #[test]
+    fn csv_has_a_header_and_one_row_per_sample() {
+        let s = [StepSample { t_us: 1_500_000, allocated_tokens: 3, live_tokens: 2, ..StepSample::default() }];
+        let csv = series_csv(&[("paged", &s)]);
+        assert_eq!(
+            csv,
+            "allocator,t_s,allocated_tokens,live_tokens,running,waiting,swapped,preemptions\npaged,1.500000,3,2,0,0,0,0\n"
+        );
+    }
+}

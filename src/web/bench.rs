@@ -1,0 +1,94 @@
+//! In-page measurements for docs/PERFORMANCE.md (driven by scripts/bench-web.sh through
+//! `kvlab.benchFrames` and `kvlab.benchSimulate`). Wall-clock time is read here, in the page,
+//! never in the engine.
+
+use serde::Serialize;
+
+use crate::engine::Simulation;
+use crate::render::RenderOptions;
+
+use super::app::App;
+use super::dom;
+
+fn median(v: &mut [f64]) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn p95(v: &mut [f64]) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(f64::total_cmp);
+    v[((v.len() as f64 * 0.95).ceil() as usize).clamp(1, v.len()) - 1]
+}
+
+#[derive(Serialize)]
+struct FrameBench {
+    frames: u32,
+    cells: usize,
+    median_ms: f64,
+    p95_ms: f64,
+    /// Memory map alone: snapshot from the engine, RGBA buffer, put_image_data.
+    map_median_ms: f64,
+}
+
+/// Full redraws of the current state, each forced to redo every part.
+pub fn frames(app: &App, n: u32) -> String {
+    let lab = app.lab.borrow();
+    let mut view = app.view.borrow_mut();
+    view.render(&lab); // settle the layout first
+    let mut total = Vec::with_capacity(n as usize);
+    let mut map_only = Vec::with_capacity(n as usize);
+    for _ in 0..n {
+        view.invalidate_content();
+        let t0 = dom::now_ms();
+        view.render(&lab);
+        total.push(dom::now_ms() - t0);
+        let t1 = dom::now_ms();
+        for (run, mv) in lab.runs.iter().zip(view.maps.iter_mut()) {
+            let _ = mv.paint(&run.sim.memory_map(), &RenderOptions::default());
+        }
+        map_only.push(dom::now_ms() - t1);
+    }
+    let cells = lab.runs.iter().map(|r| r.sim.memory_map().cells.len()).sum();
+    serde_json::to_string(&FrameBench {
+        frames: n,
+        cells,
+        median_ms: median(&mut total),
+        p95_ms: p95(&mut total),
+        map_median_ms: median(&mut map_only),
+    })
+    .unwrap_or_default()
+}
+
+#[derive(Serialize)]
+struct SimBench {
+    reps: u32,
+    median_ms: f64,
+    min_ms: f64,
+    steps: u64,
+}
+
+/// Simulating the first run's preset from 0 to its end, `reps` times.
+pub fn simulate(app: &App, reps: u32) -> String {
+    let config = match app.lab.borrow().runs.first() {
+        Some(r) => r.config.clone(),
+        None => return "{}".into(),
+    };
+    let mut times = Vec::with_capacity(reps as usize);
+    let mut steps = 0;
+    for _ in 0..reps {
+        let t0 = dom::now_ms();
+        if let Ok(mut sim) = Simulation::new(config.clone()) {
+            let report = sim.run_to_end();
+            steps = report.steps;
+        }
+        times.push(dom::now_ms() - t0);
+    }
+    let min = times.iter().copied().fold(f64::INFINITY, f64::min);
+    serde_json::to_string(&SimBench { reps, median_ms: median(&mut times), min_ms: min, steps }).unwrap_or_default()
+}

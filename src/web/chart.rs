@@ -1,0 +1,259 @@
+//! The charts under the map, drawn with plotters on canvases: allocated vs live KV tokens over
+//! simulated time (the gap between the two is memory reserved but empty), and the scheduler's
+//! queues (running, waiting, swapped, cumulative preemptions). Both show a time cursor; in
+//! compare mode contiguous is drawn solid and paged dashed on the same axes.
+
+use plotters::coord::Shift;
+use plotters::element::DashedPathElement;
+use plotters::prelude::*;
+use plotters_canvas::CanvasBackend;
+use web_sys::HtmlCanvasElement;
+
+use crate::engine::StepSample;
+use crate::render::downsample;
+
+use super::dom;
+
+/// One run's data for the charts.
+pub struct ChartRun<'a> {
+    pub series: &'a [StepSample],
+    pub capacity_tokens: u64,
+    /// Drawn dashed (the paged run in compare mode).
+    pub dashed: bool,
+}
+
+/// Where the plot area of a chart lies, in CSS pixels from the canvas's left edge, so a click
+/// can be turned into a time.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct PlotBox {
+    pub x0: f64,
+    pub x1: f64,
+    pub duration_s: f64,
+}
+
+impl PlotBox {
+    pub fn time_at(&self, css_x: f64) -> Option<f64> {
+        if self.x1 <= self.x0 {
+            return None;
+        }
+        let f = ((css_x - self.x0) / (self.x1 - self.x0)).clamp(0.0, 1.0);
+        Some(f * self.duration_s)
+    }
+}
+
+pub const ALLOCATED: RGBColor = RGBColor(0x8C, 0x1C, 0x2E);
+pub const LIVE: RGBColor = RGBColor(0x33, 0x6B, 0xB0);
+const ALLOCATED_FILL: RGBColor = RGBColor(0xF3, 0xDE, 0xE1);
+const LIVE_FILL: RGBColor = RGBColor(0xCF, 0xDF, 0xF1);
+pub const RUNNING: RGBColor = RGBColor(0x33, 0x6B, 0xB0);
+pub const WAITING: RGBColor = RGBColor(0xDD, 0x77, 0x22);
+pub const SWAPPED: RGBColor = RGBColor(0xAA, 0x33, 0x77);
+pub const PREEMPTIONS: RGBColor = RGBColor(0x22, 0x22, 0x22);
+const INK: RGBColor = RGBColor(0x1E, 0x23, 0x2E);
+const MUTED: RGBColor = RGBColor(0x5B, 0x64, 0x73);
+const GRID: RGBColor = RGBColor(0xEC, 0xEE, 0xF2);
+const AXIS: RGBColor = RGBColor(0xB4, 0xBA, 0xC4);
+
+type Area = DrawingArea<CanvasBackend, Shift>;
+
+/// Matches the canvas's pixel size to its CSS box (device pixels); returns the ratio used.
+fn size_canvas(canvas: &HtmlCanvasElement) -> f64 {
+    let dpr = dom::device_pixel_ratio();
+    let w = (f64::from(canvas.client_width().max(1)) * dpr).round() as u32;
+    let h = (f64::from(canvas.client_height().max(1)) * dpr).round() as u32;
+    if canvas.width() != w {
+        canvas.set_width(w);
+    }
+    if canvas.height() != h {
+        canvas.set_height(h);
+    }
+    dpr
+}
+
+fn area(canvas: &HtmlCanvasElement) -> Result<Area, String> {
+    let backend = CanvasBackend::with_canvas_object(canvas.clone()).ok_or("the chart canvas has no 2d context")?;
+    let root = backend.into_drawing_area();
+    root.fill(&WHITE).map_err(|e| format!("{e:?}"))?;
+    Ok(root)
+}
+
+fn px(v: f64, dpr: f64) -> u32 {
+    (v * dpr).round() as u32
+}
+
+fn points(series: &[StepSample], f: impl Fn(&StepSample) -> f64) -> Vec<(f64, f64)> {
+    let mut out = Vec::with_capacity(series.len() + 1);
+    out.push((0.0, series.first().map_or(0.0, &f)));
+    out.extend(series.iter().map(|s| (s.t_us as f64 / 1e6, f(s))));
+    out
+}
+
+/// Allocated vs live KV tokens.
+pub fn draw_kv(canvas: &HtmlCanvasElement, runs: &[ChartRun<'_>], duration_s: f64, cursor_s: f64) -> Result<PlotBox, String> {
+    let dpr = size_canvas(canvas);
+    let root = area(canvas)?;
+    let capacity = runs.iter().map(|r| r.capacity_tokens).max().unwrap_or(1).max(1) as f64;
+    let err = |e: DrawingAreaErrorKind<_>| format!("{e:?}");
+    let mut chart = ChartBuilder::on(&root)
+        .margin_top(px(12.0, dpr))
+        .margin_right(px(14.0, dpr))
+        .margin_left(px(4.0, dpr))
+        .x_label_area_size(px(24.0, dpr))
+        .y_label_area_size(px(48.0, dpr))
+        .build_cartesian_2d(0f64..duration_s, 0f64..capacity * 1.04)
+        .map_err(err)?;
+    let font = ("system-ui, sans-serif", 11.5 * dpr).into_font().color(&MUTED);
+    chart
+        .configure_mesh()
+        .light_line_style(TRANSPARENT)
+        .bold_line_style(GRID)
+        .axis_style(AXIS)
+        .x_labels(7)
+        .y_labels(5)
+        .x_label_formatter(&|v| format!("{v:.0} s"))
+        .y_label_formatter(&|v| if *v >= 1000.0 { format!("{:.0}k", v / 1000.0) } else { format!("{v:.0}") })
+        .label_style(font)
+        .draw()
+        .map_err(err)?;
+    let width = canvas.width() as usize;
+    let solo = runs.len() == 1;
+    for run in runs {
+        let s = downsample(run.series, (duration_s * 1e6) as u64, width.max(2));
+        let alloc = points(&s, |x| f64::from(x.allocated_tokens));
+        let live = points(&s, |x| f64::from(x.live_tokens));
+        if solo {
+            // Opaque fills: pink is memory allocated but empty, blue memory holding tokens.
+            for (pts, fill) in [(&alloc, ALLOCATED_FILL), (&live, LIVE_FILL)] {
+                let mut poly = pts.clone();
+                if let Some(&(t, _)) = pts.last() {
+                    poly.push((t, 0.0));
+                    poly.push((0.0, 0.0));
+                }
+                chart.draw_series(std::iter::once(Polygon::new(poly, fill.filled()))).map_err(err)?;
+            }
+        }
+        for (pts, colour) in [(alloc, ALLOCATED), (live, LIVE)] {
+            let style = colour.stroke_width(px(if run.dashed { 1.6 } else { 2.0 }, dpr).max(1));
+            if run.dashed {
+                chart
+                    .draw_series(std::iter::once(DashedPathElement::new(pts, px(6.0, dpr), px(4.0, dpr), style)))
+                    .map_err(err)?;
+            } else {
+                chart.draw_series(std::iter::once(PathElement::new(pts, style))).map_err(err)?;
+            }
+        }
+    }
+    // Capacity and the time cursor.
+    let cap_style = AXIS.stroke_width(px(1.0, dpr).max(1));
+    chart
+        .draw_series(std::iter::once(DashedPathElement::new(
+            vec![(0.0, capacity), (duration_s, capacity)],
+            px(4.0, dpr),
+            px(4.0, dpr),
+            cap_style,
+        )))
+        .map_err(err)?;
+    let label = ("system-ui, sans-serif", 11.0 * dpr).into_font().color(&MUTED);
+    chart
+        .draw_series(std::iter::once(Text::new(
+            format!("capacity {}", crate::engine::plan::group_thousands(capacity as u64)),
+            (duration_s * 0.01, capacity * 1.035),
+            label,
+        )))
+        .map_err(err)?;
+    draw_cursor(&mut chart, cursor_s, capacity * 1.04, dpr)?;
+    Ok(plot_box(&chart, dpr, duration_s))
+}
+
+/// Running, waiting and swapped sequence groups, and cumulative preemptions.
+pub fn draw_queues(
+    canvas: &HtmlCanvasElement,
+    runs: &[ChartRun<'_>],
+    duration_s: f64,
+    cursor_s: f64,
+    hidden: &[String],
+) -> Result<PlotBox, String> {
+    let dpr = size_canvas(canvas);
+    let root = area(canvas)?;
+    let shown = |k: &str| !hidden.iter().any(|h| h == k);
+    let err = |e: DrawingAreaErrorKind<_>| format!("{e:?}");
+    let series: [(&str, RGBColor, fn(&StepSample) -> u32); 4] = [
+        ("running", RUNNING, |s| s.running),
+        ("waiting", WAITING, |s| s.waiting),
+        ("swapped", SWAPPED, |s| s.swapped),
+        ("preemptions", PREEMPTIONS, |s| s.preemptions),
+    ];
+    let y_max = runs
+        .iter()
+        .flat_map(|r| r.series.iter())
+        .map(|s| series.iter().filter(|(k, _, _)| shown(k)).map(|(_, _, f)| f(s)).max().unwrap_or(0))
+        .max()
+        .unwrap_or(0)
+        .max(4) as f64
+        * 1.1;
+    let mut chart = ChartBuilder::on(&root)
+        .margin_top(px(8.0, dpr))
+        .margin_right(px(14.0, dpr))
+        .margin_left(px(4.0, dpr))
+        .x_label_area_size(px(22.0, dpr))
+        .y_label_area_size(px(48.0, dpr))
+        .build_cartesian_2d(0f64..duration_s, 0f64..y_max)
+        .map_err(err)?;
+    let font = ("system-ui, sans-serif", 11.5 * dpr).into_font().color(&MUTED);
+    chart
+        .configure_mesh()
+        .light_line_style(TRANSPARENT)
+        .bold_line_style(GRID)
+        .axis_style(AXIS)
+        .x_labels(7)
+        .y_labels(4)
+        .x_label_formatter(&|v| format!("{v:.0} s"))
+        .y_label_formatter(&|v| format!("{v:.0}"))
+        .label_style(font)
+        .draw()
+        .map_err(err)?;
+    let width = canvas.width() as usize;
+    for run in runs {
+        let s = downsample(run.series, (duration_s * 1e6) as u64, width.max(2));
+        for (key, colour, f) in series.iter() {
+            if !shown(key) {
+                continue;
+            }
+            let pts = points(&s, |x| f64::from(f(x)));
+            let style = colour.stroke_width(px(1.6, dpr).max(1));
+            if run.dashed {
+                chart
+                    .draw_series(std::iter::once(DashedPathElement::new(pts, px(6.0, dpr), px(4.0, dpr), style)))
+                    .map_err(err)?;
+            } else {
+                chart.draw_series(std::iter::once(PathElement::new(pts, style))).map_err(err)?;
+            }
+        }
+    }
+    draw_cursor(&mut chart, cursor_s, y_max, dpr)?;
+    Ok(plot_box(&chart, dpr, duration_s))
+}
+
+fn draw_cursor(
+    chart: &mut ChartContext<'_, CanvasBackend, Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>>,
+    cursor_s: f64,
+    y_max: f64,
+    dpr: f64,
+) -> Result<(), String> {
+    chart
+        .draw_series(std::iter::once(PathElement::new(
+            vec![(cursor_s, 0.0), (cursor_s, y_max)],
+            INK.mix(0.75).stroke_width(px(1.5, dpr).max(1)),
+        )))
+        .map_err(|e| format!("{e:?}"))?;
+    Ok(())
+}
+
+fn plot_box(
+    chart: &ChartContext<'_, CanvasBackend, Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>>,
+    dpr: f64,
+    duration_s: f64,
+) -> PlotBox {
+    let (xr, _) = chart.plotting_area().get_pixel_range();
+    PlotBox { x0: f64::from(xr.start) / dpr, x1: f64::from(xr.end) / dpr, duration_s }
+}

@@ -1,0 +1,365 @@
+//! The settings form. Every control names the preset field it edits in `data-path`
+//! (`scheduler.max_num_seqs`, `workload.classes.0.n`; `@…` paths for the allocator settings,
+//! which live in either the preset or the remembered other allocator) and its type in
+//! `data-type`. An edit changes a copy of the lab state through that path; the lab validates
+//! it and either takes it or shows the error and puts the form back. The same paths fill the
+//! form from the state, so the form and the state cannot disagree.
+
+use serde_json::Value;
+use wasm_bindgen::JsCast;
+use web_sys::{Element, HtmlElement, HtmlInputElement, HtmlSelectElement, HtmlTextAreaElement};
+
+use crate::engine::model::{gpu_preset, GPU_IDS, MODEL_IDS};
+use crate::engine::preset::{from_json_with_path, AllocatorDto, ArrivalDto, BurstDto, ClassDto};
+
+use super::dom;
+use super::presets;
+use super::url_state::LabState;
+
+const CUSTOM_MODEL: &str = "__custom";
+
+/// `workload.classes.0.n` → `workload.classes[0].n`, as the engine names fields.
+pub fn display_path(path: &str) -> String {
+    let mut out = String::new();
+    for seg in path.trim_start_matches('@').split('.') {
+        if seg.chars().all(|c| c.is_ascii_digit()) && !seg.is_empty() {
+            out.push_str(&format!("[{seg}]"));
+        } else {
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(seg);
+        }
+    }
+    out
+}
+
+/// Reads a control's value as JSON of its `data-type` (`num`, `int`, `str`, `bool`).
+pub fn parse_value(kind: &str, raw: &str, checked: bool, path: &str) -> Result<Value, String> {
+    let name = display_path(path);
+    match kind {
+        "bool" => Ok(Value::Bool(checked)),
+        "int" => raw
+            .trim()
+            .parse::<u64>()
+            .map(Value::from)
+            .map_err(|_| format!("{name}: \"{raw}\" is not a whole number; enter one like 16")),
+        "num" => raw
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite())
+            .map(Value::from)
+            .ok_or_else(|| format!("{name}: \"{raw}\" is not a number; enter one like 2.5")),
+        _ => Ok(Value::String(raw.to_string())),
+    }
+}
+
+fn set_in(root: &mut Value, path: &str, value: Value) -> Result<(), String> {
+    let segs: Vec<&str> = path.split('.').collect();
+    let mut cur = root;
+    for (i, seg) in segs.iter().enumerate() {
+        let last = i + 1 == segs.len();
+        cur = match cur {
+            Value::Object(map) => {
+                if last {
+                    map.insert((*seg).to_string(), value);
+                    return Ok(());
+                }
+                map.get_mut(*seg).ok_or_else(|| format!("{}: not in this preset", display_path(path)))?
+            }
+            Value::Array(items) => {
+                let idx: usize = seg.parse().map_err(|_| format!("{}: bad index", display_path(path)))?;
+                let item = items.get_mut(idx).ok_or_else(|| format!("{}: no such item", display_path(path)))?;
+                if last {
+                    *item = value;
+                    return Ok(());
+                }
+                item
+            }
+            _ => return Err(format!("{}: not in this preset", display_path(path))),
+        };
+    }
+    Err(format!("{}: empty path", display_path(path)))
+}
+
+fn get_in<'a>(root: &'a Value, path: &str) -> Option<&'a Value> {
+    path.split('.').try_fold(root, |cur, seg| match cur {
+        Value::Object(map) => map.get(seg),
+        Value::Array(items) => items.get(seg.parse::<usize>().ok()?),
+        _ => None,
+    })
+}
+
+/// The state after setting the field at `path` to `value` (not yet validated as a config).
+pub fn edit(state: &LabState, path: &str, value: Value) -> Result<LabState, String> {
+    let mut next = state.clone();
+    if let Some(rest) = path.strip_prefix('@') {
+        if rest == "alloc.kind" {
+            next.switch_allocator(value.as_str() == Some("paged"));
+            return Ok(next);
+        }
+        let (kind, field) = rest.split_once('.').ok_or_else(|| format!("{path}: unknown control"))?;
+        let paged = kind == "paged";
+        let mut alloc = serde_json::to_value(next.allocator_of(paged)).map_err(|e| e.to_string())?;
+        set_in(&mut alloc, field, value)?;
+        let alloc: AllocatorDto = from_json_with_path(&alloc.to_string())
+            .map_err(|e| format!("allocator.{field}: {}", e.message))?;
+        if next.is_paged() == paged {
+            next.preset.allocator = alloc;
+        } else {
+            next.alt = Some(alloc);
+        }
+        return Ok(next);
+    }
+    let mut v = serde_json::to_value(&next.preset).map_err(|e| e.to_string())?;
+    set_in(&mut v, path, value)?;
+    next.preset = from_json_with_path(&v.to_string()).map_err(|e| e.to_string())?;
+    Ok(next)
+}
+
+/// The value the control at `path` shows for `state`, as text (or a bool for checkboxes).
+pub fn value_for(state: &LabState, path: &str) -> Option<Value> {
+    if let Some(rest) = path.strip_prefix('@') {
+        if rest == "alloc.kind" {
+            return Some(Value::from(if state.is_paged() { "paged" } else { "contiguous" }));
+        }
+        let (kind, field) = rest.split_once('.')?;
+        let alloc = serde_json::to_value(state.allocator_of(kind == "paged")).ok()?;
+        return get_in(&alloc, field).cloned();
+    }
+    let v = serde_json::to_value(&state.preset).ok()?;
+    if path == "model" && v.get("model").is_some_and(Value::is_object) {
+        return Some(Value::from(CUSTOM_MODEL));
+    }
+    get_in(&v, path).cloned()
+}
+
+fn text_of(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => match n.as_f64() {
+            Some(f) if f.fract() == 0.0 && f.abs() < 1e15 => format!("{}", f as i64),
+            Some(f) => format!("{f}"),
+            None => n.to_string(),
+        },
+        Value::Bool(b) => b.to_string(),
+        _ => String::new(),
+    }
+}
+
+/// Adds a user class (a copy of the last one) or a burst (10 s at four times the base rate).
+pub fn add_row(state: &LabState, what: &str) -> Result<LabState, String> {
+    let mut next = state.clone();
+    match what {
+        "class" => {
+            let mut c = next.preset.workload.classes.last().cloned().unwrap_or_default();
+            c.name = format!("class{}", next.preset.workload.classes.len() + 1);
+            next.preset.workload.classes.push(ClassDto { weight: 1.0, ..c });
+        }
+        "burst" => {
+            let d = next.preset.duration_s;
+            if let ArrivalDto::Poisson { rate_per_s, bursts } = &mut next.preset.workload.arrival {
+                let start = (d / 3.0).floor();
+                bursts.push(BurstDto { start_s: start, end_s: (start + 10.0).min(d), rate_per_s: (*rate_per_s * 4.0).max(1.0) });
+            }
+        }
+        _ => return Err(format!("unknown row kind {what}")),
+    }
+    Ok(next)
+}
+
+pub fn remove_row(state: &LabState, what: &str, index: usize) -> LabState {
+    let mut next = state.clone();
+    match what {
+        "class" => {
+            if index < next.preset.workload.classes.len() {
+                next.preset.workload.classes.remove(index);
+            }
+        }
+        "burst" => {
+            if let ArrivalDto::Poisson { bursts, .. } = &mut next.preset.workload.arrival {
+                if index < bursts.len() {
+                    bursts.remove(index);
+                }
+            }
+        }
+        _ => {}
+    }
+    next
+}
+
+fn num_input(path: &str, label: &str, kind: &str, extra: &str) -> String {
+    format!(
+        "<label class=\"field\"><span>{}</span><input type=\"number\" {extra} data-path=\"{path}\" data-type=\"{kind}\"></label>",
+        dom::escape(label)
+    )
+}
+
+fn class_row(i: usize, removable: bool) -> String {
+    let p = |f: &str| format!("workload.classes.{i}.{f}");
+    let mut h = format!("<fieldset class=\"row class-row\" data-index=\"{i}\"><legend>User class {}</legend>", i + 1);
+    h.push_str(&format!(
+        "<label class=\"field\"><span>Name</span><input type=\"text\" data-path=\"{}\" data-type=\"str\"></label>",
+        p("name")
+    ));
+    h.push_str("<div class=\"grid2\">");
+    h.push_str(&num_input(&p("weight"), "Weight", "num", "min=\"0\" step=\"any\""));
+    h.push_str(&num_input(&p("n"), "Samples n", "int", "min=\"1\" max=\"16\" step=\"1\""));
+    h.push_str(&num_input(&p("prompt_tokens.mean"), "Prompt mean", "num", "min=\"1\" step=\"any\""));
+    h.push_str(&num_input(&p("prompt_tokens.p99"), "Prompt p99", "num", "min=\"1\" step=\"any\""));
+    h.push_str(&num_input(&p("output_tokens.mean"), "Output mean", "num", "min=\"1\" step=\"any\""));
+    h.push_str(&num_input(&p("output_tokens.p99"), "Output p99", "num", "min=\"1\" step=\"any\""));
+    h.push_str(&num_input(&p("max_tokens"), "max_tokens", "int", "min=\"1\" step=\"1\""));
+    h.push_str(&num_input(&p("shared_prefix_tokens"), "Shared prefix", "int", "min=\"0\" step=\"1\""));
+    h.push_str("</div>");
+    if removable {
+        h.push_str(&format!(
+            "<button type=\"button\" class=\"btn small ghost\" data-action=\"remove-class\" data-index=\"{i}\">Remove class {}</button>",
+            i + 1
+        ));
+    }
+    h.push_str("</fieldset>");
+    h
+}
+
+fn burst_row(i: usize) -> String {
+    let p = |f: &str| format!("workload.arrival.bursts.{i}.{f}");
+    format!(
+        "<fieldset class=\"row burst-row\" data-index=\"{i}\"><legend>Burst {}</legend><div class=\"grid3\">{}{}{}</div>\
+         <button type=\"button\" class=\"btn small ghost\" data-action=\"remove-burst\" data-index=\"{i}\">Remove burst {}</button></fieldset>",
+        i + 1,
+        num_input(&p("start_s"), "From (s)", "num", "min=\"0\" step=\"any\""),
+        num_input(&p("end_s"), "To (s)", "num", "min=\"0\" step=\"any\""),
+        num_input(&p("rate_per_s"), "Rate /s", "num", "min=\"0\" step=\"any\""),
+        i + 1
+    )
+}
+
+/// Fills the option lists that come from the engine (models, GPUs, presets, speeds).
+pub fn fill_options(speeds: &[f64], speed: f64) {
+    if let Some(sel) = dom::by_id::<HtmlSelectElement>("ctl-model") {
+        let mut h: String = MODEL_IDS.iter().map(|m| format!("<option value=\"{m}\">{m}</option>")).collect();
+        h.push_str(&format!("<option value=\"{CUSTOM_MODEL}\" disabled>custom (from the preset JSON)</option>"));
+        sel.set_inner_html(&h);
+    }
+    if let Some(sel) = dom::by_id::<HtmlSelectElement>("ctl-gpu") {
+        let h: String = GPU_IDS
+            .iter()
+            .map(|g| {
+                let name = gpu_preset(g).map(|s| s.name).unwrap_or_default();
+                format!("<option value=\"{g}\">{}</option>", dom::escape(&name))
+            })
+            .collect();
+        sel.set_inner_html(&h);
+    }
+    if let Some(sel) = dom::by_id::<HtmlSelectElement>("preset-select") {
+        let mut h = String::from("<option value=\"\" disabled>custom (edited)</option>");
+        for (id, json) in presets::SHIPPED {
+            let title = presets::dto(id).map(|d| d.title).unwrap_or_default();
+            let _ = json;
+            h.push_str(&format!("<option value=\"{id}\" title=\"{}\">{id}</option>", dom::escape(&title)));
+        }
+        sel.set_inner_html(&h);
+    }
+    if let Some(sel) = dom::by_id::<HtmlSelectElement>("speed-select") {
+        let h: String = speeds
+            .iter()
+            .map(|s| {
+                let label = if *s == 0.0 { "max".to_string() } else { format!("{s}×") };
+                format!("<option value=\"{s}\">{label}</option>")
+            })
+            .collect();
+        sel.set_inner_html(&h);
+        sel.set_value(&speed.to_string());
+    }
+}
+
+/// Puts `state` into the form: rows, values, which allocator settings show, the JSON text.
+pub fn sync(state: &LabState) {
+    let Some(form) = dom::by_id::<HtmlElement>("controls") else { return };
+    // Rows of classes and bursts (rebuilt only when their number changes, so focus survives).
+    let classes = state.preset.workload.classes.len();
+    if let Some(box_) = dom::by_id::<HtmlElement>("classes") {
+        if box_.child_element_count() as usize != classes {
+            box_.set_inner_html(&(0..classes).map(|i| class_row(i, classes > 1)).collect::<String>());
+        }
+    }
+    let (poisson, bursts) = match &state.preset.workload.arrival {
+        ArrivalDto::Poisson { bursts, .. } => (true, bursts.len()),
+        ArrivalDto::Trace { .. } => (false, 0),
+    };
+    if let Some(box_) = dom::by_id::<HtmlElement>("bursts") {
+        if box_.child_element_count() as usize != bursts {
+            box_.set_inner_html(&(0..bursts).map(burst_row).collect::<String>());
+        }
+    }
+    if let Some(el) = dom::by_id::<HtmlElement>("arrival-poisson") {
+        dom::set_hidden(&el, !poisson);
+    }
+    if let Some(el) = dom::by_id::<HtmlElement>("arrival-trace") {
+        dom::set_hidden(&el, poisson);
+    }
+    let paged = state.is_paged();
+    if let Some(el) = dom::by_id::<HtmlElement>("alloc-contiguous") {
+        dom::set_hidden(&el, paged && !state.compare);
+    }
+    if let Some(el) = dom::by_id::<HtmlElement>("alloc-paged") {
+        dom::set_hidden(&el, !paged && !state.compare);
+    }
+    if let Ok(list) = form.query_selector_all("[data-path]") {
+        for i in 0..list.length() {
+            if let Some(el) = list.item(i).and_then(|n| n.dyn_into::<Element>().ok()) {
+                set_control(&el, state);
+            }
+        }
+    }
+    if let Some(cb) = dom::by_id::<HtmlInputElement>("compare-toggle") {
+        cb.set_checked(state.compare);
+    }
+    if let Some(sel) = dom::by_id::<HtmlSelectElement>("preset-select") {
+        sel.set_value(presets::matching_id(&state.preset).unwrap_or(""));
+    }
+    if let Some(ta) = dom::by_id::<HtmlTextAreaElement>("preset-json") {
+        if dom::document().active_element().as_ref() != Some(ta.as_ref()) {
+            ta.set_value(&serde_json::to_string_pretty(&state.preset).unwrap_or_default());
+        }
+    }
+}
+
+fn set_control(el: &Element, state: &LabState) {
+    let path = el.get_attribute("data-path").unwrap_or_default();
+    let Some(v) = value_for(state, &path) else { return };
+    if let Some(input) = el.dyn_ref::<HtmlInputElement>() {
+        match input.type_().as_str() {
+            "checkbox" => input.set_checked(v.as_bool().unwrap_or(false)),
+            "radio" => input.set_checked(input.value() == text_of(&v)),
+            _ => {
+                let text = text_of(&v);
+                if input.value() != text {
+                    input.set_value(&text);
+                }
+            }
+        }
+    } else if let Some(sel) = el.dyn_ref::<HtmlSelectElement>() {
+        sel.set_value(&text_of(&v));
+    }
+}
+
+/// The (path, value) a control event asks for; None for controls without a path (or an
+/// unchecked radio).
+pub fn read_control(el: &Element) -> Option<Result<(String, Value), String>> {
+    let path = el.get_attribute("data-path")?;
+    let kind = el.get_attribute("data-type").unwrap_or_else(|| "str".into());
+    let (raw, checked) = if let Some(input) = el.dyn_ref::<HtmlInputElement>() {
+        if input.type_() == "radio" && !input.checked() {
+            return None;
+        }
+        (input.value(), input.checked())
+    } else if let Some(sel) = el.dyn_ref::<HtmlSelectElement>() {
+        (sel.value(), false)
+    } else {
+        return None;
+    };
+    Some(parse_value(&kind, &raw, checked, &path).map(|v| (path, v)))
+}

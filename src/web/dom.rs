@@ -1,0 +1,85 @@
+//! Small DOM helpers the lab's modules share: finding elements by id, setting text only when
+//! it changes, toggling classes and attributes, and attaching event listeners that live as
+//! long as the page.
+
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::{Document, Element, HtmlElement, Window};
+
+pub fn window() -> Window {
+    web_sys::window().expect("the lab runs in a browser window")
+}
+
+pub fn document() -> Document {
+    window().document().expect("the window has a document")
+}
+
+/// The element with this id, cast to `T`; None when it is missing or of another type.
+pub fn by_id<T: JsCast>(id: &str) -> Option<T> {
+    document().get_element_by_id(id)?.dyn_into::<T>().ok()
+}
+
+/// Like [`by_id`], for elements the page cannot work without.
+pub fn need<T: JsCast>(id: &str) -> Result<T, String> {
+    by_id(id).ok_or_else(|| format!("the page has no element #{id} of the expected type"))
+}
+
+/// Sets the text of an element when it differs (no layout work for unchanged values).
+pub fn set_text(el: &Element, text: &str) {
+    if el.text_content().as_deref() != Some(text) {
+        el.set_text_content(Some(text));
+    }
+}
+
+pub fn set_hidden(el: &HtmlElement, hidden: bool) {
+    if el.hidden() != hidden {
+        el.set_hidden(hidden);
+    }
+}
+
+pub fn toggle_class(el: &Element, class: &str, on: bool) {
+    let _ = el.class_list().toggle_with_force(class, on);
+}
+
+/// Attaches `f` to `target` for `event`; the closure is leaked on purpose (it lives as long
+/// as the page does).
+pub fn listen<E: JsCast + wasm_bindgen::convert::FromWasmAbi + 'static>(target: &web_sys::EventTarget, event: &str, f: impl FnMut(E) + 'static) {
+    let closure = Closure::<dyn FnMut(E)>::new(f);
+    let _ = target.add_event_listener_with_callback(event, closure.as_ref().unchecked_ref());
+    closure.forget();
+}
+
+/// HTML-escapes text for the few places that build markup from strings.
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for ch in s.chars() {
+        match ch {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            _ => out.push(ch),
+        }
+    }
+    out
+}
+
+/// Milliseconds from the page's high-resolution clock (presentation and benchmarks only).
+pub fn now_ms() -> f64 {
+    window().performance().map_or(0.0, |p| p.now())
+}
+
+/// Device pixels per CSS pixel, clamped to a sane range.
+pub fn device_pixel_ratio() -> f64 {
+    window().device_pixel_ratio().clamp(1.0, 3.0)
+}
+
+/// Whether the learner asked the system for reduced motion.
+pub fn prefers_reduced_motion() -> bool {
+    window()
+        .match_media("(prefers-reduced-motion: reduce)")
+        .ok()
+        .flatten()
+        .is_some_and(|m| m.matches())
+}

@@ -1,0 +1,92 @@
+//! How the lab reports trouble on the page. Bad input (a preset, a link, a control value)
+//! becomes a dismissible message in `#messages` while the lab keeps its previous state; a
+//! panic (a bug) is reported once in `#panic` with a reload button, and logged to the
+//! console, so the page never just freezes.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use wasm_bindgen::JsCast;
+use web_sys::HtmlElement;
+
+use super::dom;
+
+static PANICKED: AtomicBool = AtomicBool::new(false);
+
+/// Installs the panic hook (idempotent): console output plus a visible report.
+pub fn install_panic_hook() {
+    static INSTALLED: AtomicBool = AtomicBool::new(false);
+    if INSTALLED.swap(true, Ordering::SeqCst) {
+        return;
+    }
+    std::panic::set_hook(Box::new(|info| {
+        console_error_panic_hook::hook(info);
+        if PANICKED.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        show_panic(&info.to_string());
+    }));
+}
+
+/// Whether a panic has happened (the lab stops drawing; the report stays visible).
+pub fn panicked() -> bool {
+    PANICKED.load(Ordering::SeqCst)
+}
+
+fn show_panic(detail: &str) {
+    let Some(doc) = web_sys::window().and_then(|w| w.document()) else { return };
+    let Some(el) = doc.get_element_by_id("panic").and_then(|e| e.dyn_into::<HtmlElement>().ok()) else { return };
+    el.set_inner_html(&format!(
+        "<strong>The lab hit an internal error and stopped.</strong> \
+         <span>Your link still holds your setup: reload to continue.</span> \
+         <button type=\"button\" onclick=\"location.reload()\">Reload</button>\
+         <details><summary>Details for a bug report</summary><pre>{}</pre></details>",
+        dom::escape(detail)
+    ));
+    el.set_hidden(false);
+    if let Some(root) = doc.get_element_by_id("kvlab") {
+        let _ = root.set_attribute("data-state", "panicked");
+    }
+}
+
+/// Shows a message for bad input; the previous message of the same kind is replaced.
+pub fn show_error(kind: &str, text: &str) {
+    let Some(box_) = dom::by_id::<HtmlElement>("messages") else {
+        web_sys::console::error_1(&text.into());
+        return;
+    };
+    clear_error(kind);
+    let doc = dom::document();
+    let Ok(msg) = doc.create_element("div") else { return };
+    msg.set_class_name("msg error");
+    let _ = msg.set_attribute("data-kind", kind);
+    let _ = msg.set_attribute("role", "alert");
+    msg.set_inner_html(&format!(
+        "<span class=\"msg-text\">{}</span><button type=\"button\" class=\"msg-close\" aria-label=\"Dismiss message\">×</button>",
+        dom::escape(text)
+    ));
+    if let Ok(Some(btn)) = msg.query_selector(".msg-close") {
+        let m = msg.clone();
+        dom::listen::<web_sys::Event>(&btn, "click", move |_| m.remove());
+    }
+    let _ = box_.append_child(&msg);
+}
+
+/// Removes the messages of one kind ("" for all).
+pub fn clear_error(kind: &str) {
+    let Some(box_) = dom::by_id::<HtmlElement>("messages") else { return };
+    let selector = if kind.is_empty() { ".msg".to_string() } else { format!(".msg[data-kind=\"{kind}\"]") };
+    if let Ok(list) = box_.query_selector_all(&selector) {
+        for i in 0..list.length() {
+            if let Some(n) = list.item(i).and_then(|n| n.dyn_into::<web_sys::Element>().ok()) {
+                n.remove();
+            }
+        }
+    }
+}
+
+/// Text of the messages on the page (for the JS API and tests).
+pub fn current_errors() -> Vec<String> {
+    let Some(box_) = dom::by_id::<HtmlElement>("messages") else { return Vec::new() };
+    let Ok(list) = box_.query_selector_all(".msg .msg-text") else { return Vec::new() };
+    (0..list.length()).filter_map(|i| list.item(i)?.text_content()).collect()
+}

@@ -1,0 +1,359 @@
+//! Wires the page's controls to the app: transport (play, step, reset, speed, scrubber),
+//! header (preset picker, compare, share, export), the settings form (one delegated listener),
+//! the maps (hover, tap to pin, keyboard cursor), the charts (click to move the time cursor),
+//! page-wide keyboard shortcuts, and resizing.
+
+use std::rc::Rc;
+
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::{Element, Event, EventTarget, HtmlElement, HtmlInputElement, HtmlSelectElement, HtmlTextAreaElement, KeyboardEvent, MouseEvent};
+
+use super::app::App;
+use super::controls;
+use super::dom;
+use super::errors;
+use super::export;
+use super::lab::{secs_to_us, SPEEDS};
+use super::presets;
+use super::url_state::LabState;
+
+fn target_el(e: &Event) -> Option<Element> {
+    e.target()?.dyn_into::<Element>().ok()
+}
+
+fn on<E: JsCast + wasm_bindgen::convert::FromWasmAbi + 'static>(id: &str, event: &str, f: impl FnMut(E) + 'static) {
+    if let Some(el) = dom::by_id::<EventTarget>(id) {
+        dom::listen(&el, event, f);
+    }
+}
+
+pub fn wire(app: &Rc<App>) {
+    wire_transport(app);
+    wire_header(app);
+    wire_form(app);
+    wire_maps(app);
+    wire_charts(app);
+    wire_keys(app);
+    wire_resize(app);
+}
+
+fn wire_transport(app: &Rc<App>) {
+    let a = app.clone();
+    on::<Event>("play-btn", "click", move |_| a.toggle_play());
+    let a = app.clone();
+    on::<Event>("step-btn", "click", move |_| {
+        a.with_lab(|lab| lab.step());
+        a.update_url();
+    });
+    let a = app.clone();
+    on::<Event>("reset-btn", "click", move |_| a.set_time(0));
+    let a = app.clone();
+    on::<Event>("speed-select", "change", move |e: Event| {
+        if let Some(sel) = target_el(&e).and_then(|t| t.dyn_into::<HtmlSelectElement>().ok()) {
+            let speed = sel.value().parse::<f64>().unwrap_or(1.0);
+            a.with_lab(|lab| lab.speed = speed);
+        }
+    });
+    let a = app.clone();
+    on::<Event>("scrubber", "input", move |e: Event| {
+        if let Some(input) = target_el(&e).and_then(|t| t.dyn_into::<HtmlInputElement>().ok()) {
+            a.set_time(secs_to_us(input.value_as_number()));
+        }
+    });
+}
+
+fn wire_header(app: &Rc<App>) {
+    let a = app.clone();
+    on::<Event>("preset-select", "change", move |e: Event| {
+        let Some(sel) = target_el(&e).and_then(|t| t.dyn_into::<HtmlSelectElement>().ok()) else { return };
+        let id = sel.value();
+        let _ = a.change("preset", false, |s| {
+            let mut next = LabState::new(presets::dto(&id)?);
+            next.compare = s.compare;
+            next.hidden = s.hidden.clone();
+            Ok(next)
+        });
+    });
+    let a = app.clone();
+    on::<Event>("compare-toggle", "change", move |e: Event| {
+        let Some(cb) = target_el(&e).and_then(|t| t.dyn_into::<HtmlInputElement>().ok()) else { return };
+        let on = cb.checked();
+        let _ = a.change("control", true, |s| Ok(LabState { compare: on, ..s.clone() }));
+    });
+    let a = app.clone();
+    on::<Event>("share-btn", "click", move |_| {
+        let url = a.share_url();
+        a.update_url();
+        export::copy_text(&url, "share-btn");
+    });
+    let menu_toggle = |open: Option<bool>| {
+        let (Some(btn), Some(menu)) = (dom::by_id::<HtmlElement>("export-btn"), dom::by_id::<HtmlElement>("export-menu")) else { return };
+        let show = open.unwrap_or(menu.hidden());
+        menu.set_hidden(!show);
+        let _ = btn.set_attribute("aria-expanded", if show { "true" } else { "false" });
+    };
+    on::<Event>("export-btn", "click", move |_| menu_toggle(None));
+    let a = app.clone();
+    on::<Event>("export-menu", "click", move |e: Event| {
+        let Some(what) = target_el(&e).and_then(|t| t.closest("[data-export]").ok().flatten()).and_then(|b| b.get_attribute("data-export")) else {
+            return;
+        };
+        if let Err(err) = export::export(&a, &what) {
+            errors::show_error("export", &format!("Export failed: {err}"));
+        }
+        menu_toggle(Some(false));
+    });
+}
+
+fn wire_form(app: &Rc<App>) {
+    let handler = {
+        let a = app.clone();
+        move |e: Event| {
+            let Some(el) = target_el(&e) else { return };
+            if e.type_() == "input" && el.get_attribute("type").as_deref() != Some("range") {
+                return; // number fields apply on change (Enter or leaving the field)
+            }
+            match controls::read_control(&el) {
+                None => {}
+                Some(Err(msg)) => {
+                    errors::show_error("control", &format!("{msg}. The lab keeps its previous setup."));
+                    controls::sync(&a.lab.borrow().state);
+                }
+                Some(Ok((path, value))) => {
+                    let _ = a.change("control", true, |s| controls::edit(s, &path, value));
+                }
+            }
+        }
+    };
+    let h2 = handler.clone();
+    on::<Event>("controls", "change", handler);
+    on::<Event>("controls", "input", h2);
+    let a = app.clone();
+    on::<Event>("controls", "click", move |e: Event| {
+        let Some(btn) = target_el(&e).and_then(|t| t.closest("[data-action]").ok().flatten()) else { return };
+        let action = btn.get_attribute("data-action").unwrap_or_default();
+        let index: usize = btn.get_attribute("data-index").and_then(|i| i.parse().ok()).unwrap_or(0);
+        match action.as_str() {
+            "add-class" => drop(a.change("control", true, |s| controls::add_row(s, "class"))),
+            "add-burst" => drop(a.change("control", true, |s| controls::add_row(s, "burst"))),
+            "remove-class" => drop(a.change("control", true, |s| Ok(controls::remove_row(s, "class", index)))),
+            "remove-burst" => drop(a.change("control", true, |s| Ok(controls::remove_row(s, "burst", index)))),
+            "apply-json" => {
+                if let Some(ta) = dom::by_id::<HtmlTextAreaElement>("preset-json") {
+                    let _ = super::handle::load_preset_text(&a, &ta.value());
+                }
+            }
+            "download-json" => {
+                let text = serde_json::to_string_pretty(&a.lab.borrow().state.preset).unwrap_or_default();
+                let name = format!("{}.json", a.lab.borrow().state.preset.id);
+                if let Err(err) = export::download_text(&name, "application/json", &text) {
+                    errors::show_error("export", &format!("Download failed: {err}"));
+                }
+            }
+            _ => {}
+        }
+    });
+    let a = app.clone();
+    on::<Event>("preset-file", "change", move |e: Event| {
+        let Some(input) = target_el(&e).and_then(|t| t.dyn_into::<HtmlInputElement>().ok()) else { return };
+        let Some(file) = input.files().and_then(|f| f.get(0)) else { return };
+        let Ok(reader) = web_sys::FileReader::new() else { return };
+        let a2 = a.clone();
+        let r2 = reader.clone();
+        let onload = Closure::once_into_js(move || {
+            if let Some(text) = r2.result().ok().and_then(|v| v.as_string()) {
+                let _ = super::handle::load_preset_text(&a2, &text);
+            }
+        });
+        reader.set_onload(Some(onload.unchecked_ref()));
+        let _ = reader.read_as_text(&file);
+        input.set_value("");
+    });
+}
+
+fn wire_maps(app: &Rc<App>) {
+    for i in 0..2 {
+        let id = format!("map-{i}");
+        let a = app.clone();
+        let cell_at = move |a: &App, e: &MouseEvent| -> Option<usize> {
+            let view = a.view.borrow();
+            let canvas = &view.maps[i].canvas;
+            let rect = canvas.get_bounding_client_rect();
+            view.maps[i].cell_at_css(f64::from(e.client_x()) - rect.left(), f64::from(e.client_y()) - rect.top())
+        };
+        let hover = move |a: &App, cell: Option<usize>| {
+            let mut view = a.view.borrow_mut();
+            let next = cell.map(|c| (i, c));
+            if view.hover != next {
+                view.hover = next;
+                drop(view);
+                a.request_frame();
+            }
+        };
+        on::<MouseEvent>(&id, "mousemove", move |e: MouseEvent| hover(&a, cell_at(&a, &e)));
+        let a = app.clone();
+        on::<MouseEvent>(&id, "mouseleave", move |_| hover(&a, None));
+        let a = app.clone();
+        on::<MouseEvent>(&id, "click", move |e: MouseEvent| {
+            let cell = cell_at(&a, &e).map(|c| (i, c));
+            {
+                let mut view = a.view.borrow_mut();
+                view.pinned = if view.pinned == cell { None } else { cell };
+                view.hover = cell;
+            }
+            a.request_frame();
+        });
+        let a = app.clone();
+        on::<KeyboardEvent>(&id, "keydown", move |e: KeyboardEvent| {
+            let cols = a.view.borrow().maps[i].layout.cols as isize;
+            let n = a.view.borrow().maps[i].cell_count() as isize;
+            let delta = match e.key().as_str() {
+                "ArrowLeft" => -1,
+                "ArrowRight" => 1,
+                "ArrowUp" => -cols,
+                "ArrowDown" => cols,
+                "PageUp" => -cols * 8,
+                "PageDown" => cols * 8,
+                "Escape" => {
+                    let mut view = a.view.borrow_mut();
+                    view.cursor = None;
+                    view.pinned = None;
+                    drop(view);
+                    a.request_frame();
+                    return;
+                }
+                _ => return,
+            };
+            e.prevent_default();
+            e.stop_propagation();
+            {
+                let mut view = a.view.borrow_mut();
+                let cur = view.cursor.filter(|c| c.0 == i).map_or(0, |c| c.1 as isize);
+                let next = if view.cursor.is_some_and(|c| c.0 == i) { (cur + delta).clamp(0, (n - 1).max(0)) } else { 0 };
+                view.cursor = Some((i, next as usize));
+                view.pinned = None;
+            }
+            a.request_frame();
+        });
+        let a = app.clone();
+        on::<Event>(&id, "blur", move |_| {
+            a.view.borrow_mut().cursor = None;
+            a.request_frame();
+        });
+    }
+}
+
+fn wire_charts(app: &Rc<App>) {
+    for (id, kv) in [("chart-kv", true), ("chart-queues", false)] {
+        let a = app.clone();
+        on::<MouseEvent>(id, "click", move |e: MouseEvent| {
+            let t = {
+                let view = a.view.borrow();
+                let (canvas, b) = if kv { (&view.kv_chart, view.kv_box) } else { (&view.queue_chart, view.queue_box) };
+                let rect = canvas.get_bounding_client_rect();
+                b.time_at(f64::from(e.client_x()) - rect.left())
+            };
+            if let Some(t) = t {
+                a.set_time(secs_to_us(t));
+            }
+        });
+    }
+    let a = app.clone();
+    let toggles = dom::document().query_selector(".series-toggles").ok().flatten();
+    if let Some(el) = toggles {
+        dom::listen::<Event>(&el, "change", move |e: Event| {
+            let Some(cb) = target_el(&e).and_then(|t| t.dyn_into::<HtmlInputElement>().ok()) else { return };
+            let Some(series) = cb.get_attribute("data-series") else { return };
+            let show = cb.checked();
+            let _ = a.change("control", true, |s| {
+                let mut next = s.clone();
+                next.hidden.retain(|h| h != &series);
+                if !show {
+                    next.hidden.push(series.clone());
+                }
+                Ok(next)
+            });
+        });
+    }
+}
+
+fn is_typing(el: Option<Element>) -> bool {
+    el.is_some_and(|el| {
+        let tag = el.tag_name().to_ascii_lowercase();
+        let ty = el.get_attribute("type").unwrap_or_default();
+        // Range inputs and radios use the arrow keys themselves.
+        matches!(tag.as_str(), "textarea" | "select") || (tag == "input" && ty != "checkbox")
+    })
+}
+
+fn wire_keys(app: &Rc<App>) {
+    let a = app.clone();
+    dom::listen::<KeyboardEvent>(&dom::document(), "keydown", move |e: KeyboardEvent| {
+        if e.ctrl_key() || e.meta_key() || e.alt_key() || e.default_prevented() {
+            return;
+        }
+        let target = e.target().and_then(|t| t.dyn_into::<Element>().ok());
+        if is_typing(target.clone()) {
+            return;
+        }
+        let on_control = target.as_ref().is_some_and(|t| {
+            matches!(t.tag_name().to_ascii_lowercase().as_str(), "button" | "a" | "summary" | "input")
+        });
+        let step_s = if e.shift_key() { 5.0 } else { 1.0 };
+        match e.key().as_str() {
+            " " | "k" if !on_control || e.key() == "k" => a.toggle_play(),
+            "." | "s" => {
+                a.with_lab(|lab| lab.step());
+                a.update_url();
+            }
+            "r" | "R" => a.set_time(0),
+            "c" | "C" => {
+                let _ = a.change("control", true, |s| Ok(LabState { compare: !s.compare, ..s.clone() }));
+            }
+            "[" | "]" => a.with_lab(|lab| {
+                let i = SPEEDS.iter().position(|s| *s == lab.speed).unwrap_or(2);
+                let j = if e.key() == "]" { (i + 1).min(SPEEDS.len() - 1) } else { i.saturating_sub(1) };
+                lab.speed = SPEEDS[j];
+            }),
+            "ArrowLeft" | "ArrowRight" if !on_control || target.as_ref().is_some_and(|t| t.tag_name() == "BUTTON") => {
+                let t = a.lab.borrow().t_us as f64 / 1e6;
+                let next = if e.key() == "ArrowLeft" { (t - step_s).max(0.0) } else { t + step_s };
+                a.set_time(secs_to_us(next));
+            }
+            "Home" if !on_control => a.set_time(0),
+            "End" if !on_control => {
+                let end = a.lab.borrow().duration_us();
+                a.set_time(end);
+            }
+            "Escape" => {
+                let mut view = a.view.borrow_mut();
+                view.pinned = None;
+                view.cursor = None;
+                drop(view);
+                a.request_frame();
+                return;
+            }
+            _ => return,
+        }
+        e.prevent_default();
+    });
+}
+
+fn wire_resize(app: &Rc<App>) {
+    let a = app.clone();
+    let cb = Closure::<dyn FnMut(JsValue)>::new(move |_| {
+        a.view.borrow_mut().layout_dirty = true;
+        a.request_frame();
+    });
+    if let Ok(observer) = web_sys::ResizeObserver::new(cb.as_ref().unchecked_ref()) {
+        if let Some(el) = dom::by_id::<Element>("maps") {
+            observer.observe(&el);
+        }
+        if let Some(el) = dom::by_id::<Element>("chart-kv") {
+            observer.observe(&el);
+        }
+        std::mem::forget(observer);
+    }
+    cb.forget();
+}

@@ -1,0 +1,143 @@
+//! Exports: the memory map(s) and the charts as PNG (composited with their titles onto one
+//! canvas), the series as CSV, the preset as JSON, and copying the share link.
+
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::{CanvasRenderingContext2d, HtmlAnchorElement, HtmlCanvasElement};
+
+use crate::render::series_csv;
+
+use super::app::App;
+use super::dom;
+use super::errors;
+
+fn js_err(e: JsValue) -> String {
+    e.as_string().unwrap_or_else(|| format!("{e:?}"))
+}
+
+fn file_stem(app: &App) -> String {
+    let lab = app.lab.borrow();
+    let id = if lab.state.preset.id.is_empty() { "custom".to_string() } else { lab.state.preset.id.clone() };
+    let mode = if lab.runs.len() > 1 { "-compare" } else { "" };
+    format!("kvlab-{id}{mode}-{:.1}s", lab.t_us as f64 / 1e6)
+}
+
+pub fn export(app: &App, what: &str) -> Result<(), String> {
+    let stem = file_stem(app);
+    match what {
+        "map" => download_url(&format!("{stem}-map.png"), &map_png(app)?),
+        "chart" => download_url(&format!("{stem}-chart.png"), &chart_png(app)?),
+        "csv" => download_text(&format!("{stem}-series.csv"), "text/csv", &csv(app)),
+        _ => Err(format!("unknown export {what}")),
+    }
+}
+
+pub fn csv(app: &App) -> String {
+    let lab = app.lab.borrow();
+    let runs: Vec<(&str, &[crate::engine::StepSample])> = lab.runs.iter().map(|r| (r.label, r.sim.series())).collect();
+    series_csv(&runs)
+}
+
+/// Draws `parts` (title, canvas) stacked or side by side on one white canvas → PNG data URL.
+fn composite(parts: &[(String, HtmlCanvasElement)], side_by_side: bool) -> Result<String, String> {
+    let doc = dom::document();
+    let out: HtmlCanvasElement = doc.create_element("canvas").map_err(js_err)?.dyn_into().map_err(|_| "no canvas")?;
+    let dpr = dom::device_pixel_ratio();
+    let pad = (16.0 * dpr).round();
+    let title_h = (26.0 * dpr).round();
+    let sizes: Vec<(f64, f64)> = parts.iter().map(|(_, c)| (f64::from(c.width()), f64::from(c.height()))).collect();
+    let (w, h) = if side_by_side {
+        (sizes.iter().map(|s| s.0 + pad).sum::<f64>() + pad, sizes.iter().map(|s| s.1).fold(0.0, f64::max) + title_h + 2.0 * pad)
+    } else {
+        (sizes.iter().map(|s| s.0).fold(0.0, f64::max) + 2.0 * pad, sizes.iter().map(|s| s.1 + title_h + pad).sum::<f64>() + pad)
+    };
+    out.set_width(w as u32);
+    out.set_height(h as u32);
+    let ctx: CanvasRenderingContext2d = out
+        .get_context("2d")
+        .map_err(js_err)?
+        .ok_or("no 2d context")?
+        .dyn_into()
+        .map_err(|_| "no 2d context")?;
+    ctx.set_fill_style_str("#ffffff");
+    ctx.fill_rect(0.0, 0.0, w, h);
+    ctx.set_fill_style_str("#1e232e");
+    ctx.set_font(&format!("600 {}px system-ui, sans-serif", (13.0 * dpr).round()));
+    let (mut x, mut y) = (pad, pad);
+    for ((title, canvas), (cw, ch)) in parts.iter().zip(&sizes) {
+        let _ = ctx.fill_text(title, x, y + title_h * 0.7);
+        ctx.draw_image_with_html_canvas_element(canvas, x, y + title_h).map_err(js_err)?;
+        if side_by_side {
+            x += cw + pad;
+        } else {
+            y += ch + title_h + pad;
+        }
+    }
+    out.to_data_url_with_type("image/png").map_err(js_err)
+}
+
+pub fn map_png(app: &App) -> Result<String, String> {
+    let lab = app.lab.borrow();
+    let view = app.view.borrow();
+    let t = lab.t_us as f64 / 1e6;
+    let parts: Vec<(String, HtmlCanvasElement)> =
+        lab.runs.iter().zip(&view.maps).map(|(r, m)| (format!("{} · t = {t:.1} s", r.title), m.canvas.clone())).collect();
+    composite(&parts, parts.len() > 1)
+}
+
+pub fn chart_png(app: &App) -> Result<String, String> {
+    let view = app.view.borrow();
+    composite(
+        &[
+            ("KV memory: allocated vs holding tokens".to_string(), view.kv_chart.clone()),
+            ("Scheduler queues".to_string(), view.queue_chart.clone()),
+        ],
+        false,
+    )
+}
+
+pub fn download_url(name: &str, url: &str) -> Result<(), String> {
+    let a: HtmlAnchorElement = dom::document().create_element("a").map_err(js_err)?.dyn_into().map_err(|_| "no anchor")?;
+    a.set_href(url);
+    a.set_download(name);
+    let _ = a.style().set_property("display", "none");
+    let body = dom::document().body().ok_or("no body")?;
+    body.append_child(&a).map_err(js_err)?;
+    a.click();
+    a.remove();
+    Ok(())
+}
+
+pub fn download_text(name: &str, mime: &str, text: &str) -> Result<(), String> {
+    let parts = js_sys::Array::of1(&JsValue::from_str(text));
+    let opts = web_sys::BlobPropertyBag::new();
+    opts.set_type(mime);
+    let blob = web_sys::Blob::new_with_str_sequence_and_options(&parts, &opts).map_err(js_err)?;
+    let url = web_sys::Url::create_object_url_with_blob(&blob).map_err(js_err)?;
+    let r = download_url(name, &url);
+    let _ = web_sys::Url::revoke_object_url(&url);
+    r
+}
+
+/// Copies `text` to the clipboard and says so on the button; if the browser refuses, the link
+/// appears in a message to copy by hand.
+pub fn copy_text(text: &str, button_id: &str) {
+    let clipboard = dom::window().navigator().clipboard();
+    let promise = clipboard.write_text(text);
+    let id = button_id.to_string();
+    let ok = Closure::<dyn FnMut(JsValue)>::new(move |_: JsValue| {
+        if let Some(btn) = dom::by_id::<web_sys::HtmlElement>(&id) {
+            btn.set_text_content(Some("Link copied ✓"));
+            let b = btn.clone();
+            let reset = Closure::once_into_js(move || b.set_text_content(Some("Copy link")));
+            let _ = dom::window().set_timeout_with_callback_and_timeout_and_arguments_0(reset.unchecked_ref(), 2000);
+        }
+    });
+    let link = text.to_string();
+    let fail = Closure::<dyn FnMut(JsValue)>::new(move |_: JsValue| {
+        errors::show_error("share", &format!("Copy this link to share the lab as it is now: {link}"));
+    });
+    let _ = promise.then2(&ok, &fail);
+    ok.forget();
+    fail.forget();
+}

@@ -1,0 +1,315 @@
+//! The one object JavaScript sees: `window.kvlab`, a [`LabHandle`] over the running page
+//! (egui's `WebHandle` style). Engine types cross as JSON strings (`report()` is the report
+//! of DESIGN.md). Also the page's boot: read the URL, build the lab, wire the events.
+
+use std::rc::Rc;
+
+use wasm_bindgen::prelude::*;
+
+use crate::engine::preset::parse_preset_dto;
+use crate::engine::Simulation;
+
+use super::app::App;
+use super::dom;
+use super::errors;
+use super::events;
+use super::export;
+use super::lab::{secs_to_us, Lab};
+use super::presets;
+use super::url_state::{LabState, PageOptions};
+use super::view::View;
+use super::{controls, map};
+
+/// The lab as JavaScript drives it (`window.kvlab`). Methods that change the lab validate
+/// first: on bad input they show the message on the page, keep the previous state, and throw
+/// an `Error` with the same message.
+#[wasm_bindgen]
+pub struct LabHandle {
+    app: Rc<App>,
+}
+
+fn to_js(e: String) -> JsError {
+    JsError::new(&e)
+}
+
+/// Loads preset JSON (from the API, the JSON editor or a file), keeping compare mode.
+pub fn load_preset_text(app: &App, text: &str) -> Result<(), String> {
+    app.change("preset", false, |s| {
+        let dto = parse_preset_dto(text).map_err(|e| e.to_string())?;
+        let mut next = LabState::new(dto);
+        next.compare = s.compare;
+        next.hidden = s.hidden.clone();
+        Ok(next)
+    })
+}
+
+#[wasm_bindgen]
+impl LabHandle {
+    /// Replaces the lab's preset with `json` (`kvlab/preset@1`); time goes back to 0.
+    #[wasm_bindgen(js_name = loadPreset)]
+    pub fn load_preset(&self, json: &str) -> Result<(), JsError> {
+        load_preset_text(&self.app, json).map_err(to_js)
+    }
+
+    /// Loads a shipped preset by id (see `presetIds()`).
+    #[wasm_bindgen(js_name = loadPresetId)]
+    pub fn load_preset_id(&self, id: &str) -> Result<(), JsError> {
+        let json = presets::json(id).ok_or_else(|| format!("unknown preset \"{id}\"; use one of {}", presets::ids().join(", ")));
+        match json {
+            Ok(j) => self.load_preset(j),
+            Err(e) => {
+                errors::show_error("preset", &e);
+                Err(to_js(e))
+            }
+        }
+    }
+
+    #[wasm_bindgen(js_name = presetIds)]
+    pub fn preset_ids(&self) -> Vec<String> {
+        presets::ids().into_iter().map(String::from).collect()
+    }
+
+    /// Simulates up to `seconds` of simulated time (from 0 when that is earlier) and pauses.
+    #[wasm_bindgen(js_name = runTo)]
+    pub fn run_to(&self, seconds: f64) {
+        self.app.set_time(secs_to_us(seconds));
+        self.app.draw();
+    }
+
+    /// Simulates to the end of the run and pauses.
+    #[wasm_bindgen(js_name = runToEnd)]
+    pub fn run_to_end(&self) {
+        let end = self.app.lab.borrow().duration_us();
+        self.run_to(end as f64 / 1e6);
+    }
+
+    /// The report (JSON, DESIGN.md's contract) of the first run at the time shown.
+    pub fn report(&self) -> String {
+        let lab = self.app.lab.borrow();
+        lab.runs.first().map(|r| serde_json::to_string(&r.report()).unwrap_or_default()).unwrap_or_default()
+    }
+
+    /// Every run's report as a JSON array (two in compare mode: contiguous, paged).
+    pub fn reports(&self) -> String {
+        let lab = self.app.lab.borrow();
+        let reports: Vec<_> = lab.runs.iter().map(|r| r.report()).collect();
+        serde_json::to_string(&reports).unwrap_or_default()
+    }
+
+    /// The whole lab state as JSON (what the link carries).
+    pub fn state(&self) -> String {
+        self.app.lab.borrow().snapshot().to_json()
+    }
+
+    /// Replaces the whole lab state (JSON as `state()` returns it).
+    #[wasm_bindgen(js_name = setState)]
+    pub fn set_state(&self, json: &str) -> Result<(), JsError> {
+        self.app
+            .change("link", false, |_| LabState::from_json(json).map_err(|e| e.to_string()))
+            .map_err(to_js)
+    }
+
+    /// The link that reproduces the lab as it is now.
+    #[wasm_bindgen(js_name = shareUrl)]
+    pub fn share_url(&self) -> String {
+        self.app.share_url()
+    }
+
+    #[wasm_bindgen(js_name = setCompare)]
+    pub fn set_compare(&self, on: bool) -> Result<(), JsError> {
+        self.app.change("control", true, |s| Ok(LabState { compare: on, ..s.clone() })).map_err(to_js)
+    }
+
+    /// Switches the allocator in use: "contiguous" or "paged" (the other's settings are kept).
+    #[wasm_bindgen(js_name = setAllocator)]
+    pub fn set_allocator(&self, kind: &str) -> Result<(), JsError> {
+        let paged = match kind {
+            "paged" => true,
+            "contiguous" => false,
+            _ => return Err(JsError::new(&format!("allocator \"{kind}\": use \"contiguous\" or \"paged\""))),
+        };
+        self.app
+            .change("control", true, |s| {
+                let mut next = s.clone();
+                next.switch_allocator(paged);
+                Ok(next)
+            })
+            .map_err(to_js)
+    }
+
+    /// Sets one preset field by its path, as the settings form does (`scheduler.max_num_seqs`).
+    #[wasm_bindgen(js_name = setField)]
+    pub fn set_field(&self, path: &str, json_value: &str) -> Result<(), JsError> {
+        let value: serde_json::Value = serde_json::from_str(json_value).map_err(|e| JsError::new(&e.to_string()))?;
+        self.app.change("control", true, |s| controls::edit(s, path, value)).map_err(to_js)
+    }
+
+    pub fn play(&self) {
+        self.app.with_lab(|lab| lab.play());
+    }
+
+    pub fn pause(&self) {
+        self.app.with_lab(|lab| lab.pause());
+        self.app.update_url();
+    }
+
+    pub fn step(&self) {
+        self.app.with_lab(|lab| lab.step());
+        self.app.draw();
+    }
+
+    pub fn reset(&self) {
+        self.app.set_time(0);
+    }
+
+    /// Simulated seconds per real second; 0 runs as fast as the engine goes.
+    #[wasm_bindgen(js_name = setSpeed)]
+    pub fn set_speed(&self, speed: f64) {
+        let s = if speed.is_finite() && speed > 0.0 { speed } else { 0.0 };
+        self.app.with_lab(|lab| lab.speed = s);
+    }
+
+    #[wasm_bindgen(js_name = isPlaying)]
+    pub fn is_playing(&self) -> bool {
+        self.app.lab.borrow().playing
+    }
+
+    /// The simulated time shown, in seconds.
+    pub fn now(&self) -> f64 {
+        self.app.lab.borrow().t_us as f64 / 1e6
+    }
+
+    /// The series of every run as CSV.
+    #[wasm_bindgen(js_name = seriesCsv)]
+    pub fn series_csv(&self) -> String {
+        export::csv(&self.app)
+    }
+
+    /// The memory map(s) as a PNG data URL.
+    #[wasm_bindgen(js_name = mapPng)]
+    pub fn map_png(&self) -> Result<String, JsError> {
+        self.app.draw();
+        export::map_png(&self.app).map_err(to_js)
+    }
+
+    /// The charts as a PNG data URL.
+    #[wasm_bindgen(js_name = chartPng)]
+    pub fn chart_png(&self) -> Result<String, JsError> {
+        self.app.draw();
+        export::chart_png(&self.app).map_err(to_js)
+    }
+
+    /// The messages shown on the page (bad input), oldest first.
+    pub fn errors(&self) -> Vec<String> {
+        errors::current_errors()
+    }
+
+    /// `performance.now()` when the lab became interactive (ms since navigation start).
+    #[wasm_bindgen(js_name = readyMs)]
+    pub fn ready_ms(&self) -> f64 {
+        self.app.ready_ms.get()
+    }
+
+    /// Times `frames` full redraws (maps, charts, metrics, inspector, transport) at the
+    /// current state and returns JSON `{frames, cells, median_ms, p95_ms, map_median_ms}`.
+    #[wasm_bindgen(js_name = benchFrames)]
+    pub fn bench_frames(&self, frames: u32) -> String {
+        super::bench::frames(&self.app, frames.max(1))
+    }
+
+    /// Times simulating the current preset from 0 to the end, `reps` times; JSON
+    /// `{reps, median_ms, min_ms, steps}`.
+    #[wasm_bindgen(js_name = benchSimulate)]
+    pub fn bench_simulate(&self, reps: u32) -> String {
+        super::bench::simulate(&self.app, reps.max(1))
+    }
+
+    /// Panics on purpose, to check that the page reports a panic (tests only).
+    #[wasm_bindgen(js_name = testPanic)]
+    pub fn test_panic(&self) {
+        panic!("testPanic() was called: this is the page's panic report");
+    }
+}
+
+/// Reads the page options from `location.search`.
+fn page_options() -> PageOptions {
+    let search = dom::window().location().search().unwrap_or_default();
+    let params = web_sys::UrlSearchParams::new_with_str(&search).ok();
+    let get = |k: &str| params.as_ref().and_then(|p| p.get(k));
+    let pairs: Vec<(String, String)> =
+        ["embed", "preset", "bench", "autoplay"].iter().filter_map(|k| get(k).map(|v| (k.to_string(), v))).collect();
+    PageOptions::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+}
+
+/// The state the URL asks for, with the messages for whatever in it could not be used.
+fn initial_state(options: &PageOptions) -> (LabState, Vec<(String, String)>) {
+    let mut problems = Vec::new();
+    let default = || LabState::new(presets::dto(presets::DEFAULT_ID).expect("the default preset parses"));
+    let mut state = match options.preset.as_deref().map(presets::dto) {
+        Some(Ok(dto)) => LabState::new(dto),
+        Some(Err(e)) => {
+            problems.push(("link".to_string(), format!("Link not applied: {e}. Showing {}.", presets::DEFAULT_ID)));
+            default()
+        }
+        None => default(),
+    };
+    let hash = dom::window().location().hash().unwrap_or_default();
+    match LabState::from_fragment(&hash) {
+        Ok(Some(s)) => state = s,
+        Ok(None) => {}
+        Err(e) => problems.push(("link".to_string(), format!("{e}. Showing {} instead.", state.preset.id))),
+    }
+    (state, problems)
+}
+
+/// Builds the lab in the page (when the page has one) and publishes `window.kvlab`.
+pub fn boot() -> Result<(), String> {
+    if dom::by_id::<web_sys::Element>("kvlab").is_none() {
+        return Ok(()); // not the lab page (e.g. a test harness)
+    }
+    let options = page_options();
+    let (state, mut problems) = initial_state(&options);
+    let lab = match Lab::new(state.clone(), options.clone()) {
+        Ok(lab) => lab,
+        Err(e) => {
+            problems.push(("link".to_string(), format!("Link not applied: {e}. Showing {}.", presets::DEFAULT_ID)));
+            let fallback = LabState::new(presets::dto(presets::DEFAULT_ID)?);
+            Lab::new(fallback, options.clone())?
+        }
+    };
+    let autoplay = options.autoplay.unwrap_or(!dom::prefers_reduced_motion()) && lab.t_us == 0 && !options.bench;
+    let view = View::new()?;
+    let app = App::new(lab, view);
+    controls::fill_options(super::lab::SPEEDS, app.lab.borrow().speed);
+    controls::sync(&app.lab.borrow().state);
+    map::paint_swatches();
+    events::wire(&app);
+    for (kind, text) in problems {
+        errors::show_error(&kind, &text);
+    }
+    if autoplay {
+        app.lab.borrow_mut().play();
+    }
+    app.update_url();
+    app.draw();
+    app.request_frame();
+    let handle = LabHandle { app: app.clone() };
+    js_sys::Reflect::set(&dom::window(), &JsValue::from_str("kvlab"), &JsValue::from(handle))
+        .map_err(|_| "could not publish window.kvlab".to_string())?;
+    app.ready_ms.set(dom::now_ms());
+    if let Some(root) = dom::by_id::<web_sys::Element>("kvlab") {
+        let _ = root.set_attribute("data-ready", "true");
+    }
+    if let Ok(ev) = web_sys::Event::new("kvlab-ready") {
+        let _ = dom::window().dispatch_event(&ev);
+    }
+    Ok(())
+}
+
+/// Simulates `preset_json` to the end without a page (for scripts and tests): the report JSON.
+#[wasm_bindgen(js_name = simulatePreset)]
+pub fn simulate_preset(preset_json: &str) -> Result<String, JsError> {
+    let config = crate::engine::preset::parse_preset(preset_json).map_err(|e| JsError::new(&e.to_string()))?;
+    let mut sim = Simulation::new(config).map_err(|e| JsError::new(&e.to_string()))?;
+    serde_json::to_string(&sim.run_to_end()).map_err(|e| JsError::new(&e.to_string()))
+}

@@ -1,0 +1,244 @@
+//! The lab's model, apart from any drawing: the state the learner set (`LabState`), the runs
+//! simulating it (one, or contiguous and paged in compare mode), the time shown, and playback.
+//! Every change of state goes through [`Lab::apply`], which validates first and keeps the
+//! previous runs when the new state is rejected. Time only ever moves by asking the engine to
+//! step (re-simulating from 0 to go back; the engine is deterministic).
+
+use crate::engine::preset::{AllocatorDto, FitDto, PresetDto, ReserveDto};
+use crate::engine::{Report, SimConfig, Simulation, StepSample};
+
+use super::url_state::{LabState, PageOptions};
+
+/// Playback speeds offered, in simulated seconds per real second; 0 means "as fast as the
+/// engine goes".
+pub const SPEEDS: &[f64] = &[0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 0.0];
+pub const DEFAULT_SPEED: f64 = 2.0;
+
+pub fn secs_to_us(s: f64) -> u64 {
+    if s.is_finite() && s > 0.0 {
+        (s * 1e6).round() as u64
+    } else {
+        0
+    }
+}
+
+/// One simulation of one preset, with the longest series seen so far for the chart.
+pub struct Run {
+    /// "contiguous" or "paged".
+    pub label: &'static str,
+    pub title: String,
+    pub preset: PresetDto,
+    pub config: SimConfig,
+    pub sim: Simulation,
+    /// The series of a run that went further before the learner moved back in time (the
+    /// engine is deterministic, so it extends the current series exactly).
+    explored: Vec<StepSample>,
+    target_us: u64,
+    pub class_names: Vec<String>,
+}
+
+impl Run {
+    pub fn new(preset: PresetDto) -> Result<Run, String> {
+        let config = preset.to_config().map_err(|e| e.to_string())?;
+        let sim = Simulation::new(config.clone()).map_err(|e| e.to_string())?;
+        let paged = matches!(preset.allocator, AllocatorDto::Paged { .. });
+        Ok(Run {
+            label: if paged { "paged" } else { "contiguous" },
+            title: allocator_title(&preset.allocator),
+            class_names: preset.workload.classes.iter().map(|c| c.name.clone()).collect(),
+            preset,
+            config,
+            sim,
+            explored: Vec::new(),
+            target_us: 0,
+        })
+    }
+
+    pub fn is_paged(&self) -> bool {
+        self.label == "paged"
+    }
+
+    /// Brings the simulation to `t_us` (re-simulating from 0 when that is earlier).
+    pub fn seek(&mut self, t_us: u64) {
+        if t_us < self.target_us {
+            if self.sim.series().len() > self.explored.len() {
+                self.explored = self.sim.series().to_vec();
+            }
+            match Simulation::new(self.config.clone()) {
+                Ok(sim) => self.sim = sim,
+                Err(_) => return, // validated when the run was made; keep what we have
+            }
+        }
+        self.target_us = t_us;
+        self.sim.run_until(t_us);
+    }
+
+    /// One engine step; the new time becomes the target.
+    pub fn step(&mut self) {
+        self.sim.step();
+        self.target_us = self.sim.now_us();
+    }
+
+    /// What the chart draws: the current series or the longer one explored before.
+    pub fn chart_series(&self) -> &[StepSample] {
+        if self.explored.len() > self.sim.series().len() {
+            &self.explored
+        } else {
+            self.sim.series()
+        }
+    }
+
+    pub fn report(&self) -> Report {
+        self.sim.report()
+    }
+
+    pub fn last_sample(&self) -> Option<&StepSample> {
+        self.sim.series().last()
+    }
+}
+
+/// "Contiguous · first-fit · reserve prompt + max_tokens" / "Paged · 16-token blocks".
+pub fn allocator_title(a: &AllocatorDto) -> String {
+    match a {
+        AllocatorDto::Contiguous { reserve, fit } => format!(
+            "Contiguous · {} · reserve {}",
+            match fit {
+                FitDto::FirstFit => "first-fit",
+                FitDto::BestFit => "best-fit",
+            },
+            match reserve {
+                ReserveDto::PromptPlusMaxTokens => "prompt + max_tokens",
+                ReserveDto::MaxModelLen => "max_model_len",
+            }
+        ),
+        AllocatorDto::Paged { block_size, prefix_caching } => format!(
+            "Paged · {block_size}-token blocks{}",
+            if *prefix_caching { " · prefix caching" } else { "" }
+        ),
+    }
+}
+
+pub struct Lab {
+    pub state: LabState,
+    pub runs: Vec<Run>,
+    /// The simulated time shown.
+    pub t_us: u64,
+    pub playing: bool,
+    pub speed: f64,
+    pub options: PageOptions,
+    last_tick_ms: Option<f64>,
+}
+
+impl Lab {
+    /// A lab on `state`; an invalid state is an error (the caller falls back to a default).
+    pub fn new(state: LabState, options: PageOptions) -> Result<Lab, String> {
+        let mut lab = Lab {
+            state: state.clone(),
+            runs: Vec::new(),
+            t_us: 0,
+            playing: false,
+            speed: DEFAULT_SPEED,
+            options,
+            last_tick_ms: None,
+        };
+        lab.apply(state, false)?;
+        Ok(lab)
+    }
+
+    pub fn duration_us(&self) -> u64 {
+        self.runs.first().map_or(0, |r| r.sim.duration_us())
+    }
+
+    pub fn is_at_end(&self) -> bool {
+        self.t_us >= self.duration_us()
+    }
+
+    /// Replaces the state when every run of it validates; otherwise keeps everything as it was
+    /// and returns the error ("field: message"). `keep_time` stays at the current time instead
+    /// of the state's `t_s`.
+    pub fn apply(&mut self, state: LabState, keep_time: bool) -> Result<(), String> {
+        let runs = state
+            .runs()
+            .into_iter()
+            .map(|p| {
+                let label = if matches!(p.allocator, AllocatorDto::Paged { .. }) { "paged" } else { "contiguous" };
+                Run::new(p).map_err(|e| if state.compare { format!("{e} (in the {label} run)") } else { e })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let t = if keep_time { self.t_us } else { secs_to_us(state.t_s.unwrap_or(0.0)) };
+        self.state = state;
+        self.runs = runs;
+        self.t_us = 0;
+        self.seek(t);
+        Ok(())
+    }
+
+    /// Shows time `t_us` (clamped to the run).
+    pub fn seek(&mut self, t_us: u64) {
+        let t = t_us.min(self.duration_us());
+        for run in &mut self.runs {
+            run.seek(t);
+        }
+        self.t_us = t;
+        if self.is_at_end() {
+            self.playing = false;
+        }
+    }
+
+    /// One engine step of the first run; the others follow to the same time.
+    pub fn step(&mut self) {
+        self.playing = false;
+        if self.is_at_end() {
+            return;
+        }
+        let Some((first, rest)) = self.runs.split_first_mut() else { return };
+        first.step();
+        let t = first.sim.now_us().min(first.sim.duration_us());
+        for run in rest {
+            run.seek(t);
+        }
+        self.t_us = t;
+    }
+
+    pub fn play(&mut self) {
+        if self.is_at_end() {
+            self.seek(0);
+        }
+        self.playing = true;
+        self.last_tick_ms = None;
+    }
+
+    pub fn pause(&mut self) {
+        self.playing = false;
+        self.last_tick_ms = None;
+    }
+
+    /// Advances playback to wall-clock `now_ms`. At speed 0 it steps for about
+    /// `budget_ms` of wall time (measured by `clock`). Returns whether time moved.
+    pub fn tick(&mut self, now_ms: f64, budget_ms: f64, clock: &dyn Fn() -> f64) -> bool {
+        if !self.playing {
+            self.last_tick_ms = None;
+            return false;
+        }
+        let dt_ms = self.last_tick_ms.map_or(16.7, |last| (now_ms - last).clamp(0.0, 100.0));
+        self.last_tick_ms = Some(now_ms);
+        let before = self.t_us;
+        if self.speed > 0.0 {
+            let t = self.t_us + (dt_ms * 1000.0 * self.speed).round() as u64;
+            self.seek(t);
+        } else {
+            let start = clock();
+            while !self.is_at_end() && clock() - start < budget_ms {
+                self.seek(self.t_us + 250_000);
+            }
+        }
+        self.t_us != before
+    }
+
+    /// The state with the time shown, as a link should carry it.
+    pub fn snapshot(&self) -> LabState {
+        let mut s = self.state.clone();
+        s.t_s = (self.t_us > 0).then(|| self.t_us as f64 / 1e6);
+        s
+    }
+}

@@ -1,0 +1,226 @@
+//! The physical KV memory map on a canvas. Each frame the cells go through
+//! `render::render_map` into one RGBA buffer and onto the canvas with a single
+//! `put_image_data`, so pools of 100,000+ cells stay smooth. Also: sizing the canvas to its
+//! box, pixel → cell hit-testing, the legend swatches, and the inspector text for a cell.
+
+use wasm_bindgen::{Clamped, JsCast, JsValue};
+use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, ImageData};
+
+use crate::engine::plan::group_thousands;
+use crate::engine::sim::SampleView;
+use crate::engine::{MapCell, MemoryMap, RequestView};
+use crate::render::{render_map, MapLayout, RenderOptions};
+
+use super::dom;
+
+/// Sizes `canvas` to `layout` and draws `cells` into it through one `ImageData`.
+pub fn paint_map(
+    canvas: &HtmlCanvasElement,
+    cells: &[MapCell],
+    cell_tokens: u32,
+    layout: &MapLayout,
+    opts: &RenderOptions,
+    buf: &mut Vec<u8>,
+) -> Result<(), JsValue> {
+    let width = layout.cols * layout.pitch;
+    let height = layout.height;
+    let draw_layout = MapLayout { width, ..*layout };
+    render_map(cells, cell_tokens, &draw_layout, opts, buf);
+    if canvas.width() != width {
+        canvas.set_width(width);
+    }
+    if canvas.height() != height {
+        canvas.set_height(height);
+    }
+    let ctx = context(canvas)?;
+    let image = ImageData::new_with_u8_clamped_array_and_sh(Clamped(buf.as_slice()), width, height)?;
+    ctx.put_image_data(&image, 0.0, 0.0)
+}
+
+fn context(canvas: &HtmlCanvasElement) -> Result<CanvasRenderingContext2d, JsValue> {
+    canvas
+        .get_context("2d")?
+        .ok_or_else(|| JsValue::from_str("no 2d context"))?
+        .dyn_into::<CanvasRenderingContext2d>()
+        .map_err(|_| JsValue::from_str("not a 2d context"))
+}
+
+/// One memory-map canvas and what was last drawn into it.
+pub struct MapView {
+    pub canvas: HtmlCanvasElement,
+    pub layout: MapLayout,
+    buf: Vec<u8>,
+    dpr: f64,
+}
+
+impl MapView {
+    pub fn new(canvas: HtmlCanvasElement) -> MapView {
+        MapView { canvas, layout: MapLayout::with_pitch(0, 1, 1), buf: Vec::new(), dpr: 1.0 }
+    }
+
+    /// Chooses the grid for `cells` cells in a box `css_width` wide and at most
+    /// `max_css_height` tall, in device pixels, and sets the canvas's CSS size to match.
+    pub fn fit(&mut self, cells: usize, css_width: f64, max_css_height: f64) {
+        let dpr = dom::device_pixel_ratio();
+        let width = (css_width * dpr).floor().max(1.0) as u32;
+        let max_h = (max_css_height * dpr).floor().max(1.0) as u32;
+        let layout = MapLayout::fit(cells, width, max_h);
+        if layout != self.layout || dpr != self.dpr {
+            self.layout = layout;
+            self.dpr = dpr;
+            let style = self.canvas.style();
+            let w = f64::from(layout.cols * layout.pitch) / dpr;
+            let h = f64::from(layout.height) / dpr;
+            let _ = style.set_property("width", &format!("{w:.2}px"));
+            let _ = style.set_property("height", &format!("{h:.2}px"));
+        }
+    }
+
+    pub fn paint(&mut self, map: &MemoryMap, opts: &RenderOptions) -> Result<(), JsValue> {
+        paint_map(&self.canvas, &map.cells, map.cell_tokens, &self.layout, opts, &mut self.buf)
+    }
+
+    /// The cell under a point given in CSS pixels relative to the canvas.
+    pub fn cell_at_css(&self, x: f64, y: f64) -> Option<usize> {
+        self.layout.cell_at(x * self.dpr, y * self.dpr)
+    }
+
+    pub fn cell_count(&self) -> usize {
+        self.layout.cells
+    }
+}
+
+/// Paints the legend's sample cells (`<canvas data-swatch=…>`) with the map's own renderer.
+pub fn paint_swatches() {
+    let Ok(list) = dom::document().query_selector_all("canvas[data-swatch]") else { return };
+    let mut buf = Vec::new();
+    for i in 0..list.length() {
+        let Some(canvas) = list.item(i).and_then(|n| n.dyn_into::<HtmlCanvasElement>().ok()) else { continue };
+        let kind = canvas.get_attribute("data-swatch").unwrap_or_default();
+        let cell = match kind.as_str() {
+            "live" => MapCell { owner: 1, live_tokens: 16, flags: 0 },
+            "partial" => MapCell { owner: 4, live_tokens: 7, flags: 0 },
+            "empty" => MapCell { owner: 1, live_tokens: 0, flags: MapCell::SLAB },
+            "slab" => MapCell { owner: 3, live_tokens: 16, flags: MapCell::SLAB | MapCell::SLAB_START },
+            "shared" => MapCell { owner: 5, live_tokens: 16, flags: MapCell::SHARED },
+            "copied" => MapCell { owner: 6, live_tokens: 9, flags: MapCell::COPIED },
+            "cached" => MapCell { owner: 0, live_tokens: 0, flags: MapCell::CACHED },
+            _ => MapCell::default(),
+        };
+        let layout = MapLayout::with_pitch(1, 15, 15);
+        let _ = paint_map(&canvas, &[cell], 16, &layout, &RenderOptions::default(), &mut buf);
+    }
+}
+
+/// What the inspector says about cell `index` of `map` (HTML), given the owner's view.
+pub fn describe_cell(
+    index: usize,
+    map: &MemoryMap,
+    view: Option<&RequestView>,
+    class_names: &[String],
+    paged: bool,
+) -> String {
+    let Some(cell) = map.cells.get(index) else {
+        return String::new();
+    };
+    let ct = map.cell_tokens;
+    let first = index as u64 * u64::from(ct);
+    let unit = if paged { "Block" } else { "Cell" };
+    let mut where_ = format!(
+        "{unit} {} · token slots {}–{}",
+        group_thousands(index as u64),
+        group_thousands(first),
+        group_thousands(first + u64::from(ct) - 1)
+    );
+    let Some(request) = cell.request() else {
+        let what = if cell.flags & MapCell::CACHED != 0 {
+            "free, still holding a cached prefix block a later request can reuse"
+        } else {
+            "free"
+        };
+        return format!("<p class=\"insp-main\">{where_}: <strong>{what}</strong></p>");
+    };
+    let mut flags = Vec::new();
+    if cell.flags & MapCell::SLAB_START != 0 {
+        flags.push("first cell of a slab");
+    }
+    if cell.flags & MapCell::SHARED != 0 {
+        flags.push("shared by several sequences");
+    }
+    if cell.flags & MapCell::COPIED != 0 {
+        flags.push("made by copy-on-write");
+    }
+    where_.push_str(&format!(": {}/{ct} slots hold KV", cell.live_tokens));
+    if !flags.is_empty() {
+        where_.push_str(&format!(" · {}", flags.join(" · ")));
+    }
+    let mut html = format!("<p class=\"insp-cell\">{where_}</p>");
+    let Some(v) = view else {
+        html.insert_str(0, &format!("<p class=\"insp-main\"><strong>Request #{request}</strong></p>"));
+        return html;
+    };
+    let class = class_names.get(usize::from(v.class)).map_or("", String::as_str);
+    let generated: u32 = v.samples.iter().map(|s| s.generated).max().unwrap_or(0);
+    let head = format!(
+        "<p class=\"insp-main\"><strong>Request #{}</strong> · {} · class {} · arrived {:.2} s</p>\
+         <p>Prompt {} tokens · generated {} of max_tokens {}{}{}</p>",
+        v.request,
+        dom::escape(&v.status),
+        dom::escape(class),
+        v.arrival_s,
+        group_thousands(u64::from(v.prompt_tokens)),
+        group_thousands(u64::from(generated)),
+        group_thousands(u64::from(v.max_tokens)),
+        if v.n > 1 { format!(" · n = {} samples", v.n) } else { String::new() },
+        if v.preemptions > 0 { format!(" · preempted {}×", v.preemptions) } else { String::new() },
+    );
+    let samples: Vec<String> = v.samples.iter().take(4).map(|s| describe_sample(s, v.n > 1)).collect();
+    let more = v.samples.len().saturating_sub(4);
+    let mut out = head;
+    out.push_str(&html);
+    for s in samples {
+        out.push_str(&format!("<p class=\"insp-table\">{s}</p>"));
+    }
+    if more > 0 {
+        out.push_str(&format!("<p>… and {more} more samples</p>"));
+    }
+    out
+}
+
+fn describe_sample(s: &SampleView, many: bool) -> String {
+    let who = if many { format!("Sample {}: ", s.seq) } else { String::new() };
+    if s.finished {
+        return format!("{who}finished, its memory is freed");
+    }
+    if let Some([start, len, live]) = s.slab {
+        let pct = if len > 0 { 100.0 * f64::from(live) / f64::from(len) } else { 0.0 };
+        return format!(
+            "{who}Slab at slots {}–{}: {} reserved, {} hold KV ({pct:.0}%)",
+            group_thousands(u64::from(start)),
+            group_thousands(u64::from(start + len.max(1) - 1)),
+            group_thousands(u64::from(len)),
+            group_thousands(u64::from(live)),
+        );
+    }
+    if s.block_table.is_empty() {
+        return format!("{who}no KV in memory (waiting, or swapped out)");
+    }
+    const SHOWN: usize = 24;
+    let mut table: Vec<String> = s.block_table.iter().take(SHOWN).map(|b| b.to_string()).collect();
+    if s.block_table.len() > SHOWN {
+        table.push(format!("… +{}", s.block_table.len() - SHOWN));
+    }
+    let mut extra = String::new();
+    if s.shared_blocks > 0 {
+        extra.push_str(&format!(" · {} shared", s.shared_blocks));
+    }
+    if s.copied_blocks > 0 {
+        extra.push_str(&format!(" · {} copied on write", s.copied_blocks));
+    }
+    format!(
+        "{who}Block table ({} blocks, {} tokens){extra}: <code>{}</code>",
+        s.block_table.len(),
+        group_thousands(u64::from(s.kv_tokens)),
+        table.join(" ")
+    )
+}

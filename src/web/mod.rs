@@ -1,0 +1,42 @@
+//! The browser lab (wasm32 only): one page that draws the engine's simulation. Thin on
+//! purpose: it holds no simulation logic, only calls the engine, and keeps the learner's
+//! setup as a `PresetDto` inside a [`url_state::LabState`].
+//!
+//! - [`handle`]: `window.kvlab`, the one `#[wasm_bindgen]` handle, and the page's boot
+//! - [`app`]: the lab + view + animation-frame loop shared by handlers
+//! - [`lab`]: runs, time and playback (no DOM)
+//! - [`view`], [`map`], [`chart`], [`metrics`]: drawing (the map's pixels come from
+//!   `crate::render`, which native tests check too)
+//! - [`controls`], [`events`]: the settings form and every listener
+//! - [`url_state`]: the state in the URL; [`presets`]: the shipped presets
+//! - [`errors`]: messages for bad input and the panic report; [`export`], [`bench`]
+
+pub mod app;
+pub mod bench;
+pub mod chart;
+pub mod controls;
+pub mod dom;
+pub mod errors;
+pub mod events;
+pub mod export;
+pub mod handle;
+pub mod lab;
+pub mod map;
+pub mod metrics;
+pub mod presets;
+pub mod url_state;
+pub mod view;
+
+pub use handle::LabHandle;
+
+use wasm_bindgen::prelude::*;
+
+/// Runs when the module loads: installs the panic hook and builds the lab if the page has one.
+#[wasm_bindgen(start)]
+pub fn start() {
+    errors::install_panic_hook();
+    if let Err(e) = handle::boot() {
+        errors::show_error("boot", &format!("The lab could not start: {e}"));
+        web_sys::console::error_1(&e.into());
+    }
+}

@@ -1,0 +1,260 @@
+//! Draws a `Lab` into the page: the memory map(s), the inspector, the charts, the metrics and
+//! the transport bar. `View::render` is the whole frame; the parts skip work when nothing they
+//! show has changed (same time, same hover, same size).
+
+use web_sys::{HtmlCanvasElement, HtmlElement, HtmlInputElement, HtmlSelectElement};
+
+use crate::engine::MemoryMap;
+use crate::render::RenderOptions;
+
+use super::chart::{self, ChartRun, PlotBox};
+use super::dom;
+use super::lab::Lab;
+use super::map::{self, MapView};
+use super::metrics::{MetricsInput, MetricsView};
+
+/// A cell the learner points at: (run index, cell index).
+pub type CellRef = (usize, usize);
+
+pub struct View {
+    pub maps: Vec<MapView>,
+    map_panels: Vec<HtmlElement>,
+    map_titles: Vec<HtmlElement>,
+    map_subs: Vec<HtmlElement>,
+    maps_box: HtmlElement,
+    inspector: HtmlElement,
+    pub kv_chart: HtmlCanvasElement,
+    pub queue_chart: HtmlCanvasElement,
+    pub kv_box: PlotBox,
+    pub queue_box: PlotBox,
+    metrics: MetricsView,
+    play_btn: HtmlElement,
+    scrubber: HtmlInputElement,
+    time_label: HtmlElement,
+    speed: HtmlSelectElement,
+    root: HtmlElement,
+    /// Cell under the pointer, a pinned (tapped) cell, the keyboard cursor.
+    pub hover: Option<CellRef>,
+    pub pinned: Option<CellRef>,
+    pub cursor: Option<CellRef>,
+    /// Set when sizes must be recomputed (resize, new runs).
+    pub layout_dirty: bool,
+    last_inspected: Option<(CellRef, u64)>,
+    last_chart: Option<(u64, usize, usize, Vec<String>, u32, u32)>,
+}
+
+impl View {
+    pub fn new() -> Result<View, String> {
+        let maps = (0..2).map(|i| dom::need::<HtmlCanvasElement>(&format!("map-{i}")).map(MapView::new)).collect::<Result<_, _>>()?;
+        let list = |prefix: &str| (0..2).map(|i| dom::need::<HtmlElement>(&format!("{prefix}-{i}"))).collect::<Result<Vec<_>, _>>();
+        Ok(View {
+            maps,
+            map_panels: list("map-panel")?,
+            map_titles: list("map-title")?,
+            map_subs: list("map-sub")?,
+            maps_box: dom::need("maps")?,
+            inspector: dom::need("inspector")?,
+            kv_chart: dom::need("chart-kv")?,
+            queue_chart: dom::need("chart-queues")?,
+            kv_box: PlotBox::default(),
+            queue_box: PlotBox::default(),
+            metrics: MetricsView::new()?,
+            play_btn: dom::need("play-btn")?,
+            scrubber: dom::need("scrubber")?,
+            time_label: dom::need("time-label")?,
+            speed: dom::need("speed-select")?,
+            root: dom::need("kvlab")?,
+            hover: None,
+            pinned: None,
+            cursor: None,
+            layout_dirty: true,
+            last_inspected: None,
+            last_chart: None,
+        })
+    }
+
+    /// The cell the inspector describes: the pinned one, else the hovered one, else the cursor.
+    pub fn focus_cell(&self) -> Option<CellRef> {
+        self.pinned.or(self.hover).or(self.cursor)
+    }
+
+    /// Forces every part to redraw on the next frame.
+    pub fn invalidate(&mut self) {
+        self.layout_dirty = true;
+        self.last_inspected = None;
+        self.last_chart = None;
+    }
+
+    /// Forces the charts and the inspector to redraw (the layout stays).
+    pub fn invalidate_content(&mut self) {
+        self.last_inspected = None;
+        self.last_chart = None;
+    }
+
+    fn max_map_height(lab: &Lab) -> f64 {
+        let vh = dom::window().inner_height().ok().and_then(|v| v.as_f64()).unwrap_or(800.0);
+        if lab.options.embed {
+            (vh * 0.42).max(120.0)
+        } else {
+            (vh * 0.40).clamp(160.0, 460.0)
+        }
+    }
+
+    /// The whole frame.
+    pub fn render(&mut self, lab: &Lab) {
+        let compare = lab.runs.len() > 1;
+        dom::toggle_class(&self.root, "comparing", compare);
+        for (i, panel) in self.map_panels.iter().enumerate() {
+            dom::set_hidden(panel, i >= lab.runs.len());
+        }
+        let maps: Vec<MemoryMap> = lab.runs.iter().map(|r| r.sim.memory_map()).collect();
+        if self.layout_dirty || maps.iter().zip(&self.maps).any(|(m, v)| m.cells.len() != v.cell_count()) {
+            let max_h = Self::max_map_height(lab);
+            for (i, m) in maps.iter().enumerate() {
+                let wrap = self.maps[i].canvas.parent_element();
+                let width = wrap.map_or(600, |w| w.client_width()).max(60);
+                self.maps[i].fit(m.cells.len(), f64::from(width), max_h);
+            }
+            self.layout_dirty = false;
+            self.last_chart = None;
+        }
+        self.render_maps(lab, &maps);
+        self.render_inspector(lab, &maps);
+        self.render_charts(lab);
+        self.render_metrics(lab);
+        self.render_transport(lab);
+    }
+
+    fn render_maps(&mut self, lab: &Lab, maps: &[MemoryMap]) {
+        let focus = self.focus_cell();
+        let highlight = focus.and_then(|(run, cell)| maps.get(run)?.cells.get(cell)).map(|c| c.owner).filter(|&o| o != 0);
+        for (i, (run, m)) in lab.runs.iter().zip(maps).enumerate() {
+            dom::set_text(&self.map_titles[i], &run.title);
+            let sub = format!(
+                "{} cells × {} tokens",
+                crate::engine::plan::group_thousands(m.cells.len() as u64),
+                m.cell_tokens
+            );
+            dom::set_text(&self.map_subs[i], &sub);
+            let opts = RenderOptions {
+                highlight_owner: highlight,
+                cursor: self.cursor.filter(|c| c.0 == i).map(|c| c.1),
+            };
+            if let Err(e) = self.maps[i].paint(m, &opts) {
+                web_sys::console::error_2(&"map paint failed".into(), &e);
+            }
+        }
+        dom::toggle_class(&self.maps_box, "two", maps.len() > 1);
+    }
+
+    fn render_inspector(&mut self, lab: &Lab, maps: &[MemoryMap]) {
+        let Some((run_i, cell_i)) = self.focus_cell() else {
+            if self.last_inspected.take().is_some() {
+                self.inspector.set_inner_html(
+                    "<p class=\"insp-hint\">Hover or tap a cell (or focus the map and use the arrow keys) to see the request that owns it.</p>",
+                );
+            }
+            return;
+        };
+        let key = ((run_i, cell_i), lab.runs.get(run_i).map_or(0, |r| r.sim.now_us()));
+        if self.last_inspected == Some(key) {
+            return;
+        }
+        self.last_inspected = Some(key);
+        let (Some(run), Some(m)) = (lab.runs.get(run_i), maps.get(run_i)) else { return };
+        let view = m.cells.get(cell_i).and_then(|c| c.request()).and_then(|r| run.sim.request_view(r));
+        let mut html = String::new();
+        if lab.runs.len() > 1 {
+            html.push_str(&format!("<p class=\"insp-run\">{}</p>", dom::escape(&run.title)));
+        }
+        html.push_str(&map::describe_cell(cell_i, m, view.as_ref(), &run.class_names, run.is_paged()));
+        if self.pinned.is_some() {
+            html.push_str("<p class=\"insp-hint\">Pinned: tap the map again or press Escape to release.</p>");
+        }
+        self.inspector.set_inner_html(&html);
+    }
+
+    fn render_charts(&mut self, lab: &Lab) {
+        let duration_s = lab.duration_us() as f64 / 1e6;
+        let lens: usize = lab.runs.iter().map(|r| r.chart_series().len()).sum();
+        let key = (
+            lab.t_us,
+            lens,
+            lab.runs.len(),
+            lab.state.hidden.clone(),
+            self.kv_chart.client_width() as u32,
+            self.queue_chart.client_width() as u32,
+        );
+        if self.last_chart.as_ref() == Some(&key) {
+            return;
+        }
+        self.last_chart = Some(key);
+        let compare = lab.runs.len() > 1;
+        let runs: Vec<ChartRun<'_>> = lab
+            .runs
+            .iter()
+            .map(|r| ChartRun {
+                series: r.chart_series(),
+                capacity_tokens: r.sim.kv().capacity_tokens(),
+                dashed: compare && r.is_paged(),
+            })
+            .collect();
+        let cursor = lab.t_us as f64 / 1e6;
+        match chart::draw_kv(&self.kv_chart, &runs, duration_s, cursor) {
+            Ok(b) => self.kv_box = b,
+            Err(e) => web_sys::console::error_1(&format!("chart: {e}").into()),
+        }
+        match chart::draw_queues(&self.queue_chart, &runs, duration_s, cursor, &lab.state.hidden) {
+            Ok(b) => self.queue_box = b,
+            Err(e) => web_sys::console::error_1(&format!("chart: {e}").into()),
+        }
+    }
+
+    fn render_metrics(&mut self, lab: &Lab) {
+        let reports: Vec<_> = lab.runs.iter().map(|r| r.report()).collect();
+        let inputs: Vec<MetricsInput<'_>> = lab
+            .runs
+            .iter()
+            .zip(&reports)
+            .map(|(r, rep)| MetricsInput {
+                label: r.label,
+                report: rep,
+                last: r.last_sample(),
+                elapsed_s: lab.t_us as f64 / 1e6,
+                duration_s: lab.duration_us() as f64 / 1e6,
+            })
+            .collect();
+        self.metrics.update(&inputs);
+    }
+
+    fn render_transport(&mut self, lab: &Lab) {
+        let duration_s = lab.duration_us() as f64 / 1e6;
+        let t = lab.t_us as f64 / 1e6;
+        let max = format!("{duration_s}");
+        if self.scrubber.max() != max {
+            self.scrubber.set_max(&max);
+        }
+        let value = format!("{t:.1}");
+        if self.scrubber.value() != value {
+            self.scrubber.set_value(&value);
+        }
+        let _ = self.scrubber.set_attribute("aria-valuetext", &format!("{t:.1} seconds of {duration_s:.0}"));
+        dom::set_text(&self.time_label, &format!("{t:.1} s / {duration_s:.0} s"));
+        let (icon, label) = if lab.playing { ("❚❚", "Pause") } else { ("▶", "Play") };
+        if let Ok(Some(i)) = self.play_btn.query_selector(".icon") {
+            dom::set_text(&i, icon);
+        }
+        if let Ok(Some(l)) = self.play_btn.query_selector(".label") {
+            dom::set_text(&l, label);
+        }
+        let _ = self.play_btn.set_attribute("aria-pressed", if lab.playing { "true" } else { "false" });
+        let speed = lab.speed.to_string();
+        if self.speed.value() != speed {
+            self.speed.set_value(&speed);
+        }
+        let state = if lab.playing { "playing" } else if lab.is_at_end() { "done" } else { "paused" };
+        if self.root.get_attribute("data-state").as_deref() != Some(state) {
+            let _ = self.root.set_attribute("data-state", state);
+        }
+    }
+}

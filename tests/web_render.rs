@@ -1,0 +1,141 @@
+//! The web layer's drawing in a real browser: a known memory-map snapshot becomes the expected
+//! pixels on a canvas (through one ImageData), a simulated map is never blank, the charts draw,
+//! and the inspector describes cells.
+#![cfg(target_arch = "wasm32")]
+
+use kvlab::engine::preset::parse_preset;
+use kvlab::engine::{MapCell, MemoryMap, Simulation};
+use kvlab::render::{owner_colour, palette, MapLayout, RenderOptions, Rgba};
+use kvlab::web::chart::{draw_kv, draw_queues, ChartRun};
+use kvlab::web::map::{describe_cell, paint_map};
+use kvlab::web::presets;
+use wasm_bindgen::JsCast;
+use wasm_bindgen_test::*;
+use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement};
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+fn canvas(css_w: u32, css_h: u32) -> HtmlCanvasElement {
+    let doc = web_sys::window().unwrap().document().unwrap();
+    let c: HtmlCanvasElement = doc.create_element("canvas").unwrap().dyn_into().unwrap();
+    c.style().set_property("width", &format!("{css_w}px")).unwrap();
+    c.style().set_property("height", &format!("{css_h}px")).unwrap();
+    doc.body().unwrap().append_child(&c).unwrap();
+    c
+}
+
+fn ctx(c: &HtmlCanvasElement) -> CanvasRenderingContext2d {
+    c.get_context("2d").unwrap().unwrap().dyn_into().unwrap()
+}
+
+fn pixel(c: &HtmlCanvasElement, x: u32, y: u32) -> Rgba {
+    let d = ctx(c).get_image_data(f64::from(x), f64::from(y), 1.0, 1.0).unwrap().data();
+    [d[0], d[1], d[2], d[3]]
+}
+
+fn cell(owner: u32, live: u16, flags: u8) -> MapCell {
+    MapCell { owner, live_tokens: live, flags }
+}
+
+#[wasm_bindgen_test]
+fn known_snapshot_gives_expected_pixels() {
+    let cells = [
+        cell(0, 0, 0),                                    // free
+        cell(1, 0, MapCell::SLAB | MapCell::SLAB_START), // slab start, empty
+        cell(1, 16, MapCell::SLAB),                       // full
+        cell(2, 8, 0),                                    // half full
+        cell(3, 16, MapCell::SHARED),                     // shared block
+        cell(4, 9, MapCell::COPIED),                      // copy-on-write copy
+        cell(0, 0, MapCell::CACHED),                      // free, cached prefix
+    ];
+    let layout = MapLayout::with_pitch(cells.len(), 40, 10); // 4 columns, 2 rows, 9-px cells
+    let c = canvas(40, 20);
+    let mut buf = Vec::new();
+    paint_map(&c, &cells, 16, &layout, &RenderOptions::default(), &mut buf).unwrap();
+    assert_eq!((c.width(), c.height()), (40, 20));
+    assert_eq!(pixel(&c, 4, 4), palette::FREE, "free cell");
+    assert_eq!(pixel(&c, 9, 4), palette::BACKGROUND, "gap between cells");
+    assert_eq!(pixel(&c, 10, 4), palette::INK, "slab-start marker");
+    assert_eq!(pixel(&c, 15, 2), palette::EMPTY, "allocated but empty");
+    assert_eq!(pixel(&c, 24, 4), owner_colour(0), "full cell in the owner's colour");
+    assert_eq!(pixel(&c, 31, 2), palette::EMPTY, "top of a half-full cell");
+    assert_eq!(pixel(&c, 31, 7), owner_colour(1), "bottom of a half-full cell");
+    assert_eq!(pixel(&c, 4, 14), palette::INK, "dot of a shared block");
+    assert_eq!(pixel(&c, 1, 17), owner_colour(2), "shared block's fill");
+    assert_eq!(pixel(&c, 14, 14), palette::PAPER, "dot of a copied block");
+    assert_eq!(pixel(&c, 24, 14), palette::CACHED, "dot of a cached free block");
+    assert_eq!(pixel(&c, 21, 11), palette::FREE, "cached block is free around its dot");
+    assert_eq!(pixel(&c, 35, 15), palette::BACKGROUND, "past the last cell");
+}
+
+#[wasm_bindgen_test]
+fn highlight_and_cursor_show_on_the_canvas() {
+    let cells = [cell(1, 16, 0), cell(2, 16, 0)];
+    let layout = MapLayout::with_pitch(2, 20, 10);
+    let c = canvas(20, 10);
+    let mut buf = Vec::new();
+    let opts = RenderOptions { highlight_owner: Some(2), cursor: Some(0) };
+    paint_map(&c, &cells, 16, &layout, &opts, &mut buf).unwrap();
+    assert_eq!(pixel(&c, 14, 4), owner_colour(1), "highlighted owner at full strength");
+    let faded = kvlab::render::mix(owner_colour(0), palette::BACKGROUND, 0.7);
+    assert_eq!(pixel(&c, 4, 4), faded, "other owners fade");
+    assert_eq!(pixel(&c, 0, 0), palette::INK, "cursor outline");
+}
+
+fn non_background_pixels(c: &HtmlCanvasElement, background: Rgba) -> usize {
+    let d = ctx(c).get_image_data(0.0, 0.0, f64::from(c.width()), f64::from(c.height())).unwrap().data();
+    d.chunks_exact(4).filter(|p| *p != background.as_slice()).count()
+}
+
+#[wasm_bindgen_test]
+fn simulated_maps_are_not_blank_and_match_the_engine() {
+    for id in ["contiguous-default", "paged-default"] {
+        let mut sim = Simulation::new(parse_preset(presets::json(id).unwrap()).unwrap()).unwrap();
+        sim.run_until(20_000_000);
+        let map: MemoryMap = sim.memory_map();
+        let layout = MapLayout::fit(map.cells.len(), 600, 400);
+        let c = canvas(600, 400);
+        let mut buf = Vec::new();
+        paint_map(&c, &map.cells, map.cell_tokens, &layout, &RenderOptions::default(), &mut buf).unwrap();
+        let drawn = non_background_pixels(&c, palette::BACKGROUND);
+        assert!(drawn > 10_000, "{id}: the map is (nearly) blank: {drawn} pixels drawn");
+        // The first allocated cell is drawn in its owner's colour or as empty.
+        let i = map.cells.iter().position(|c| c.owner != 0).expect("something is allocated at 20 s");
+        let (x, y) = layout.origin(i);
+        let p = pixel(&c, x + layout.cell - 1, y + layout.cell - 1);
+        let owner = map.cells[i].request().unwrap();
+        assert!(p == owner_colour(owner) || p == palette::EMPTY || p == palette::EMPTY_HATCH, "{id}: cell {i} is {p:?}");
+    }
+}
+
+#[wasm_bindgen_test]
+fn charts_draw_series_and_return_their_plot_box() {
+    let mut sim = Simulation::new(parse_preset(presets::json("contiguous-default").unwrap()).unwrap()).unwrap();
+    sim.run_until(10_000_000);
+    let runs = [ChartRun { series: sim.series(), capacity_tokens: sim.kv().capacity_tokens(), dashed: false }];
+    let kv = canvas(600, 200);
+    let b = draw_kv(&kv, &runs, 60.0, 10.0).unwrap();
+    assert!(b.x0 > 0.0 && b.x1 > b.x0 && b.x1 <= 600.0, "plot box {b:?}");
+    let t = b.time_at((b.x0 + b.x1) / 2.0).unwrap();
+    assert!((t - 30.0).abs() < 0.01, "the middle of the plot is 30 s, got {t}");
+    assert!(non_background_pixels(&kv, [255, 255, 255, 255]) > 2_000, "the KV chart is blank");
+    let q = canvas(600, 120);
+    draw_queues(&q, &runs, 60.0, 10.0, &["swapped".to_string()]).unwrap();
+    assert!(non_background_pixels(&q, [255, 255, 255, 255]) > 500, "the queue chart is blank");
+}
+
+#[wasm_bindgen_test]
+fn inspector_describes_owner_slab_and_free_cells() {
+    let mut sim = Simulation::new(parse_preset(presets::json("contiguous-default").unwrap()).unwrap()).unwrap();
+    sim.run_until(5_000_000);
+    let map = sim.memory_map();
+    let i = map.cells.iter().position(|c| c.owner != 0).unwrap();
+    let view = sim.request_view(map.cells[i].request().unwrap());
+    let html = describe_cell(i, &map, view.as_ref(), &["chat".to_string()], false);
+    assert!(html.contains("Request #"), "{html}");
+    assert!(html.contains("Slab at slots"), "{html}");
+    assert!(html.contains("class chat"), "{html}");
+    let free = map.cells.iter().position(|c| c.owner == 0).unwrap();
+    let html = describe_cell(free, &map, None, &[], false);
+    assert!(html.contains("free"), "{html}");
+}
