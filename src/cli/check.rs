@@ -7,7 +7,9 @@ use clap::Args;
 use serde_json::Value;
 
 use super::run::{load_config, summary};
-use crate::engine::mission::{parse_mission, parse_mission_index, Mission, Score, MISSION_INDEX_SCHEMA, MISSION_SCHEMA};
+use crate::engine::mission::{
+    check_preset_json_shape, parse_mission, parse_mission_index, Mission, Score, MISSION_INDEX_SCHEMA, MISSION_SCHEMA,
+};
 
 #[derive(Args, Debug)]
 pub struct CheckArgs {
@@ -46,6 +48,7 @@ pub fn check(args: &CheckArgs) -> Result<(), String> {
         Some(MISSION_SCHEMA) => check_mission(&args.file),
         Some(MISSION_INDEX_SCHEMA) => check_index(&args.file, &text),
         _ => {
+            check_preset_json_shape(&value).map_err(|e| format!("{}: {e}", args.file.display()))?;
             let config = load_config(&args.file, None)?;
             println!(
                 "{}: ok ({} on {}, {} GiB of KV, {} tokens)",

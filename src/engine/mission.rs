@@ -245,10 +245,14 @@ fn parse_path(s: &str) -> Option<Vec<Seg>> {
     Some(segs)
 }
 
+/// `a.b[0].c`; a key that is not a plain name is written as `["a key"]`.
 fn display_path(segs: &[Seg]) -> String {
     let mut s = String::new();
     for seg in segs {
         match seg {
+            Seg::Key(k) if k.is_empty() || !k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') => {
+                s.push_str(&format!("[{}]", Value::String(k.clone())));
+            }
             Seg::Key(k) => {
                 if !s.is_empty() {
                     s.push('.');
@@ -456,8 +460,15 @@ pub fn parse_mission(json: &str) -> Result<Mission, ConfigError> {
     Mission::from_dto(dto)
 }
 
-/// serde would read a JSON array where a struct is expected, field by field in order; refuse it
-/// so that `"scheduler": [64]` is an error naming the field rather than a silent positional read.
+/// Refuses a JSON array where a preset expects an object. serde would read it field by field in
+/// order, so `"scheduler": [64]` would silently mean `max_num_seqs: 64`; this names the field.
+pub fn check_preset_json_shape(preset: &Value) -> Result<(), ConfigError> {
+    if !preset.is_object() {
+        return Err(ConfigError::new("", format!("a preset is a JSON object {{\"schema\": \"{PRESET_SCHEMA}\", …}}")));
+    }
+    check_preset_shape(preset, &mut Vec::new())
+}
+
 fn check_preset_shape(v: &Value, path: &mut Vec<Seg>) -> Result<(), ConfigError> {
     match v {
         Value::Array(items) => {
@@ -491,7 +502,10 @@ fn check_preset_shape(v: &Value, path: &mut Vec<Seg>) -> Result<(), ConfigError>
 
 /// serde says "missing field `x`" at the parent's path; name the field itself.
 fn name_missing_field(mut e: ConfigError) -> ConfigError {
-    if let Some(name) = e.message.strip_prefix("missing field `").and_then(|r| r.split('`').next()) {
+    if e.message.starts_with("unknown field ``") {
+        // An empty key: serde's path ends in a bare dot.
+        e.field = format!("{}[\"\"]", e.field.trim_end_matches('.'));
+    } else if let Some(name) = e.message.strip_prefix("missing field `").and_then(|r| r.split('`').next()) {
         e.field = if e.field.is_empty() { name.to_string() } else { format!("{}.{name}", e.field) };
     } else if e.field.is_empty() && !e.message.starts_with("not valid JSON") {
         e.message = format!("a mission is a JSON object with \"schema\": \"{MISSION_SCHEMA}\" ({})", e.message);
