@@ -30,6 +30,11 @@ use super::metrics::Report;
 use super::preset::{from_json_with_path, PresetDto, MAX_PRESET_BYTES, PRESET_SCHEMA};
 use super::sim::Simulation;
 
+mod paths;
+
+use paths::{check_preset_shape, covers, diff, display_path, get_path, merge, parse_path, Seg};
+pub use paths::{check_preset_json_shape, preset_path_kind, PathKind, PRESET_PATHS};
+
 pub const MISSION_SCHEMA: &str = "kvlab/mission@1";
 pub const MISSION_INDEX_SCHEMA: &str = "kvlab/missions-index@1";
 /// Stars a mission awards at most (and the number of goal tiers).
@@ -139,179 +144,6 @@ pub const REPORT_METRICS: &[(&str, &str)] = &[
     ("output_tokens_per_s", "output tokens per simulated second"),
     ("paged_overhead", "extra cost of paged KV reads (0.12 + 1.3 / block_size by default; 0 contiguous)"),
 ];
-
-/// What a preset path holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PathKind {
-    Number,
-    Bool,
-    Text,
-    Object,
-    Array,
-    /// `model`: an id string or an object.
-    TextOrObject,
-}
-
-/// Every path of a `kvlab/preset@1` object; `[]` stands for any array index.
-pub const PRESET_PATHS: &[(&str, PathKind)] = {
-    use PathKind::*;
-    &[
-        ("seed", Number),
-        ("duration_s", Number),
-        ("model", TextOrObject),
-        ("model.name", Text),
-        ("model.layers", Number),
-        ("model.kv_heads", Number),
-        ("model.head_dim", Number),
-        ("model.params_b", Number),
-        ("kv_dtype", Text),
-        ("gpu", Text),
-        ("kv_memory_gib", Number),
-        ("allocator", Object),
-        ("allocator.kind", Text),
-        ("allocator.reserve", Text),
-        ("allocator.fit", Text),
-        ("allocator.block_size", Number),
-        ("allocator.prefix_caching", Bool),
-        ("scheduler", Object),
-        ("scheduler.max_num_seqs", Number),
-        ("scheduler.max_num_batched_tokens", Number),
-        ("scheduler.preemption", Text),
-        ("scheduler.swap_space_gib", Number),
-        ("scheduler.max_model_len", Number),
-        ("scheduler.chunked_prefill", Bool),
-        ("scheduler.watermark", Number),
-        ("workload", Object),
-        ("workload.arrival", Object),
-        ("workload.arrival.kind", Text),
-        ("workload.arrival.rate_per_s", Number),
-        ("workload.arrival.bursts", Array),
-        ("workload.arrival.bursts[]", Object),
-        ("workload.arrival.bursts[].start_s", Number),
-        ("workload.arrival.bursts[].end_s", Number),
-        ("workload.arrival.bursts[].rate_per_s", Number),
-        ("workload.arrival.csv", Text),
-        ("workload.arrival.max_tokens", Number),
-        ("workload.classes", Array),
-        ("workload.classes[]", Object),
-        ("workload.classes[].name", Text),
-        ("workload.classes[].weight", Number),
-        ("workload.classes[].prompt_tokens", Object),
-        ("workload.classes[].prompt_tokens.mean", Number),
-        ("workload.classes[].prompt_tokens.p99", Number),
-        ("workload.classes[].output_tokens", Object),
-        ("workload.classes[].output_tokens.mean", Number),
-        ("workload.classes[].output_tokens.p99", Number),
-        ("workload.classes[].max_tokens", Number),
-        ("workload.classes[].n", Number),
-        ("workload.classes[].shared_prefix_tokens", Number),
-    ]
-};
-
-/// Top-level preset fields that do not change a run (a renamed attempt is the same attempt).
-const COSMETIC: &[&str] = &["schema", "id", "title"];
-
-/// One step of a path: a key, an array index, or `[*]` (any index; knobs only).
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Seg {
-    Key(String),
-    Index(usize),
-    Any,
-}
-
-/// Parses `a.b[0].c` / `a.b[*].c`; None if malformed.
-fn parse_path(s: &str) -> Option<Vec<Seg>> {
-    let mut segs = Vec::new();
-    for part in s.split('.') {
-        let (key, mut rest) = part.split_at(part.find('[').unwrap_or(part.len()));
-        let key_ok = !key.is_empty() && key.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
-        if !key_ok {
-            return None;
-        }
-        segs.push(Seg::Key(key.to_string()));
-        while !rest.is_empty() {
-            let close = rest.find(']')?;
-            let inner = rest.strip_prefix('[')?.get(..close - 1)?;
-            segs.push(match inner {
-                "*" => Seg::Any,
-                _ if !inner.is_empty() && inner.len() <= 6 && inner.bytes().all(|b| b.is_ascii_digit()) => {
-                    Seg::Index(inner.parse().ok()?)
-                }
-                _ => return None,
-            });
-            rest = &rest[close + 1..];
-        }
-    }
-    Some(segs)
-}
-
-/// `a.b[0].c`; a key that is not a plain name is written as `["a key"]`.
-fn display_path(segs: &[Seg]) -> String {
-    let mut s = String::new();
-    for seg in segs {
-        match seg {
-            Seg::Key(k) if k.is_empty() || !k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') => {
-                s.push_str(&format!("[{}]", Value::String(k.clone())));
-            }
-            Seg::Key(k) => {
-                if !s.is_empty() {
-                    s.push('.');
-                }
-                s.push_str(k);
-            }
-            Seg::Index(i) => s.push_str(&format!("[{i}]")),
-            Seg::Any => s.push_str("[*]"),
-        }
-    }
-    s
-}
-
-/// The `PRESET_PATHS` pattern of a path (`workload.classes[].n`).
-fn pattern(segs: &[Seg]) -> String {
-    let mut s = String::new();
-    for seg in segs {
-        match seg {
-            Seg::Key(k) => {
-                if !s.is_empty() {
-                    s.push('.');
-                }
-                s.push_str(k);
-            }
-            Seg::Index(_) | Seg::Any => s.push_str("[]"),
-        }
-    }
-    s
-}
-
-/// What a preset path (`workload.classes[0].n`, `workload.classes[*].n`) holds, or None when no
-/// preset has that path.
-pub fn preset_path_kind(path: &str) -> Option<PathKind> {
-    kind_of_pattern(&pattern(&parse_path(path)?))
-}
-
-fn kind_of_pattern(p: &str) -> Option<PathKind> {
-    PRESET_PATHS.iter().find(|(q, _)| *q == p).map(|&(_, k)| k)
-}
-
-/// Whether knob `knob` lets the learner change `path`.
-fn covers(knob: &[Seg], path: &[Seg]) -> bool {
-    knob.len() <= path.len()
-        && knob.iter().zip(path).all(|(k, p)| match (k, p) {
-            (Seg::Any, Seg::Index(_)) => true,
-            _ => k == p,
-        })
-}
-
-fn get_path<'a>(mut v: &'a Value, segs: &[Seg]) -> Option<&'a Value> {
-    for seg in segs {
-        v = match seg {
-            Seg::Key(k) => v.get(k.as_str())?,
-            Seg::Index(i) => v.get(*i)?,
-            Seg::Any => return None,
-        };
-    }
-    Some(v)
-}
 
 fn number(v: &Value) -> Option<f64> {
     match v {
@@ -460,46 +292,6 @@ pub fn parse_mission(json: &str) -> Result<Mission, ConfigError> {
     Mission::from_dto(dto)
 }
 
-/// Refuses a JSON array where a preset expects an object. serde would read it field by field in
-/// order, so `"scheduler": [64]` would silently mean `max_num_seqs: 64`; this names the field.
-pub fn check_preset_json_shape(preset: &Value) -> Result<(), ConfigError> {
-    if !preset.is_object() {
-        return Err(ConfigError::new("", format!("a preset is a JSON object {{\"schema\": \"{PRESET_SCHEMA}\", …}}")));
-    }
-    check_preset_shape(preset, &mut Vec::new())
-}
-
-fn check_preset_shape(v: &Value, path: &mut Vec<Seg>) -> Result<(), ConfigError> {
-    match v {
-        Value::Array(items) => {
-            let kind = if path.is_empty() { Some(PathKind::Object) } else { kind_of_pattern(&pattern(path)) };
-            match kind {
-                Some(PathKind::Array) => {
-                    for (i, item) in items.iter().enumerate() {
-                        path.push(Seg::Index(i));
-                        check_preset_shape(item, path)?;
-                        path.pop();
-                    }
-                    Ok(())
-                }
-                Some(PathKind::Object | PathKind::TextOrObject) => {
-                    Err(ConfigError::new(display_path(path), "write an object { … } here, not an array"))
-                }
-                _ => Ok(()), // a type or unknown-field error that serde names
-            }
-        }
-        Value::Object(map) => {
-            for (k, x) in map {
-                path.push(Seg::Key(k.clone()));
-                check_preset_shape(x, path)?;
-                path.pop();
-            }
-            Ok(())
-        }
-        _ => Ok(()),
-    }
-}
-
 /// serde says "missing field `x`" at the parent's path; name the field itself.
 fn name_missing_field(mut e: ConfigError) -> ConfigError {
     if e.message.starts_with("unknown field ``") {
@@ -539,74 +331,6 @@ fn preset_from_value(v: Value) -> Result<PresetDto, ConfigError> {
         return Err(ConfigError::new("schema", format!("\"{}\" is not a preset schema; use \"{PRESET_SCHEMA}\"", dto.schema)));
     }
     Ok(dto)
-}
-
-/// Merges `patch` into `base`: objects merge key by key; anything else replaces. An object whose
-/// `kind` differs from the base's replaces it whole (switching allocator kinds). `null` is refused.
-fn merge(base: &mut Value, patch: &Value, path: &mut Vec<Seg>) -> Result<(), ConfigError> {
-    match (base, patch) {
-        (Value::Object(b), Value::Object(p)) => {
-            for (k, pv) in p {
-                path.push(Seg::Key(k.clone()));
-                if pv.is_null() {
-                    return Err(ConfigError::new(
-                        display_path(path),
-                        "null is not a value; give the value you want, or leave the field out to keep the mission's",
-                    ));
-                }
-                match b.get_mut(k) {
-                    Some(bv) if bv.is_object() && pv.is_object() && !switches_kind(bv, pv) => merge(bv, pv, path)?,
-                    _ => {
-                        b.insert(k.clone(), pv.clone());
-                    }
-                }
-                path.pop();
-            }
-        }
-        (b, p) => *b = p.clone(),
-    }
-    Ok(())
-}
-
-fn switches_kind(base: &Value, patch: &Value) -> bool {
-    patch.get("kind").is_some_and(|k| Some(k) != base.get("kind"))
-}
-
-/// Paths where `new` differs from `base` (both normalized presets). A changed `kind` or a
-/// resized array reports the object or array itself.
-fn diff(base: &Value, new: &Value, path: &mut Vec<Seg>, out: &mut Vec<Vec<Seg>>) {
-    match (base, new) {
-        (Value::Object(a), Value::Object(b)) => {
-            if a.get("kind") != b.get("kind") {
-                out.push(path.clone());
-                return;
-            }
-            let keys: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
-            for k in keys {
-                if path.is_empty() && COSMETIC.contains(&k.as_str()) {
-                    continue;
-                }
-                path.push(Seg::Key(k.clone()));
-                match (a.get(k), b.get(k)) {
-                    (Some(x), Some(y)) => diff(x, y, path, out),
-                    _ => out.push(path.clone()),
-                }
-                path.pop();
-            }
-        }
-        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => {
-            for (i, (x, y)) in a.iter().zip(b).enumerate() {
-                path.push(Seg::Index(i));
-                diff(x, y, path, out);
-                path.pop();
-            }
-        }
-        _ => {
-            if base != new {
-                out.push(path.clone());
-            }
-        }
-    }
 }
 
 impl Mission {
@@ -868,22 +592,6 @@ pub fn parse_mission_index(json: &str) -> Result<MissionIndex, ConfigError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn paths_parse_and_cover() {
-        let p = |s: &str| parse_path(s).unwrap();
-        assert_eq!(display_path(&p("workload.classes[0].n")), "workload.classes[0].n");
-        assert!(covers(&p("allocator"), &p("allocator.block_size")));
-        assert!(covers(&p("workload.classes[*].n"), &p("workload.classes[3].n")));
-        assert!(!covers(&p("workload.classes[*].n"), &p("workload.classes")));
-        assert!(!covers(&p("scheduler.max_num_seqs"), &p("scheduler")));
-        for bad in ["", "a..b", "A", "a[", "a[x]", "a]", "a[1", "[0]", "a.[0]"] {
-            assert!(parse_path(bad).is_none(), "{bad}");
-        }
-        assert_eq!(preset_path_kind("workload.classes[2].prompt_tokens.p99"), Some(PathKind::Number));
-        assert_eq!(preset_path_kind("allocator.kind"), Some(PathKind::Text));
-        assert_eq!(preset_path_kind("allocator.colour"), None);
-    }
 
     #[test]
     fn comparisons() {
