@@ -116,6 +116,8 @@ __device__ __forceinline__ u64 splitmix64(u64 z) {
     return z ^ (z >> 31);
 }
 
+__device__ __forceinline__ u32 umin(u32 a, u32 b) { return a < b ? a : b; }
+
 __device__ __forceinline__ u64 kv_word(u64 seed, u32 index, u32 k) {
     return splitmix64(seed + ((((u64)index) << 32) | (u64)k));
 }
@@ -149,7 +151,7 @@ extern "C" __global__ void gather_paged(const u64* pool, const u32* tables, cons
         const u32* tokens, u32 planes, u32 bshift, u32 pshift, u32 chunk_tokens, u64* out) {
     u32 s = blockIdx.y, p = blockIdx.z, n = tokens[s];
     u32 t_lo = blockIdx.x * chunk_tokens;
-    u32 t_hi = min(n, t_lo + chunk_tokens);
+    u32 t_hi = umin(n, t_lo + chunk_tokens);
     const u32* table = tables + table_off[s];
     u64 acc = 0;
     if (t_lo < t_hi) {
@@ -169,7 +171,7 @@ extern "C" __global__ void gather_contiguous(const u64* staging, const u64* seq_
         u32 pshift, u32 chunk_tokens, u64* out) {
     u32 s = blockIdx.y, p = blockIdx.z, n = tokens[s];
     u32 t_lo = blockIdx.x * chunk_tokens;
-    u32 t_hi = min(n, t_lo + chunk_tokens);
+    u32 t_hi = umin(n, t_lo + chunk_tokens);
     u64 acc = 0;
     if (t_lo < t_hi) {
         const u64* base = staging + seq_base[s] + (((u64)p * n + t_lo) << pshift);
@@ -187,7 +189,7 @@ extern "C" __global__ void stage_contiguous(const u64* pool, const u32* tables, 
         u64* staging) {
     u32 s = blockIdx.y, p = blockIdx.z, n = tokens[s];
     u32 t_lo = blockIdx.x * chunk_tokens;
-    u32 t_hi = min(n, t_lo + chunk_tokens);
+    u32 t_hi = umin(n, t_lo + chunk_tokens);
     if (t_lo >= t_hi) return;
     const u32* table = tables + table_off[s];
     u64* dst = staging + seq_base[s] + (((u64)p * n + t_lo) << pshift);
@@ -236,7 +238,7 @@ extern "C" __global__ void read_pool(const u64* pool, u64 words, u64* out) {
                 return Err("no CUDA driver found (libcuda could not be loaded); run on a machine with an NVIDIA GPU and its driver".into());
             }
             let ctx = CudaContext::new(ordinal).map_err(|e| {
-                format!("no CUDA driver found that can open device {ordinal} ({e:?}); check nvidia-smi")
+                format!("the CUDA driver is installed but device {ordinal} cannot be opened ({e:?}); check nvidia-smi")
             })?;
             let name = ctx.name().map_err(err("reading the device name"))?;
             // SAFETY: as above, for NVRTC.
@@ -295,6 +297,7 @@ extern "C" __global__ void read_pool(const u64* pool, u64 words, u64* out) {
                 staging: None,
                 staged: None,
                 pending: Vec::new(),
+                pending_blocks: vec![false; geometry.num_blocks as usize],
                 error: None,
             })
         }
@@ -324,6 +327,8 @@ extern "C" __global__ void read_pool(const u64* pool, u64 words, u64* out) {
         staging: Option<CudaSlice<u64>>,
         staged: Option<DeviceBatch>,
         pending: Vec<u64>,
+        /// Blocks with a write in `pending`.
+        pending_blocks: Vec<bool>,
         error: Option<String>,
     }
 
@@ -349,6 +354,9 @@ extern "C" __global__ void read_pool(const u64* pool, u64 words, u64* out) {
             // SAFETY: the arguments match kv_write's signature; every write lies inside the pool
             // (checked in write_tokens).
             unsafe { b.launch(cfg) }.map_err(err("launching kv_write"))?;
+            for d in self.pending.chunks_exact(4) {
+                self.pending_blocks[d[0] as usize] = false;
+            }
             self.pending.clear();
             Ok(())
         }
@@ -506,6 +514,12 @@ extern "C" __global__ void read_pool(const u64* pool, u64 words, u64* out) {
         fn write_tokens(&mut self, block: u32, offset_tokens: u32, n_tokens: u32, seed: u64) {
             let g = self.geometry;
             assert!(block < g.num_blocks && offset_tokens + n_tokens <= g.block_size, "write outside block {block}");
+            // Writes in one launch run in any order: a block written twice waits for a flush.
+            if self.pending_blocks[block as usize] {
+                let r = self.flush_writes();
+                self.latch(r);
+            }
+            self.pending_blocks[block as usize] = true;
             self.pending.extend([u64::from(block), u64::from(offset_tokens), u64::from(n_tokens), seed]);
             if self.pending.len() >= 4 * 65_536 {
                 let r = self.flush_writes();

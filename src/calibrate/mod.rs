@@ -216,7 +216,9 @@ fn build(
         Some(l) if l.slope > 0.0 => 1.0 / l.slope / 1e3,
         _ => fit::gb_s(total_bytes, total_us),
     };
-    let intercept_us = line.map_or(0.0, |l| l.intercept.max(0.0));
+    // A fixed cost is at most the whole of the fastest read: a larger intercept is a bad fit.
+    let fastest_us = samples.iter().map(Sample::contiguous_median_us).fold(f64::INFINITY, f64::min);
+    let intercept_us = line.map_or(0.0, |l| l.intercept.clamp(0.0, fastest_us));
     let measured_read = pool_reads_gb_s.iter().cloned().fold(0.0, f64::max);
     let (nominal_gb_s, nominal_source) = match &opts.nominal {
         Nominal::MeasuredPoolRead => (measured_read, "streaming read of the whole pool (best of 3 per block size)".to_string()),
