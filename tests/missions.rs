@@ -199,6 +199,8 @@ fn stories_match_the_engine() {
     assert_eq!([stars(256), stars(64), stars(32), stars(8), stars(4), stars(1)], [0, 0, 3, 2, 1, 1]);
 
     let m = load("m4-burst-budget.json");
+    let r = run_checked(m.preset());
+    assert!((90..=110).contains(&r.running_max), "m4: close to a hundred running, got {}", r.running_max);
     let stars = |seqs: u32, gib: f64| {
         let patch = json!({ "kv_memory_gib": gib, "scheduler": { "max_num_seqs": seqs } });
         m.run_patch(&patch).expect("patch applies").2.stars
