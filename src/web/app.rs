@@ -16,10 +16,12 @@ use super::lab::Lab;
 use super::url_state::LabState;
 use super::view::View;
 
+type FrameCallback = Closure<dyn FnMut(f64)>;
+
 pub struct App {
     pub lab: RefCell<Lab>,
     pub view: RefCell<View>,
-    frame: RefCell<Option<Closure<dyn FnMut(f64)>>>,
+    frame: RefCell<Option<FrameCallback>>,
     frame_pending: Cell<bool>,
     /// `performance.now()` when the lab became interactive.
     pub ready_ms: Cell<f64>,

@@ -55,6 +55,8 @@ const GRID: RGBColor = RGBColor(0xEC, 0xEE, 0xF2);
 const AXIS: RGBColor = RGBColor(0xB4, 0xBA, 0xC4);
 
 type Area = DrawingArea<CanvasBackend, Shift>;
+/// (key, colour, value of a sample) of one queue series.
+type QueueSeries = (&'static str, RGBColor, fn(&StepSample) -> u32);
 
 /// Matches the canvas's pixel size to its CSS box (device pixels); returns the ratio used.
 fn size_canvas(canvas: &HtmlCanvasElement) -> f64 {
@@ -177,7 +179,7 @@ pub fn draw_queues(
     let root = area(canvas)?;
     let shown = |k: &str| !hidden.iter().any(|h| h == k);
     let err = |e: DrawingAreaErrorKind<_>| format!("{e:?}");
-    let series: [(&str, RGBColor, fn(&StepSample) -> u32); 4] = [
+    let series: [QueueSeries; 4] = [
         ("running", RUNNING, |s| s.running),
         ("waiting", WAITING, |s| s.waiting),
         ("swapped", SWAPPED, |s| s.swapped),

@@ -114,7 +114,7 @@ pub fn edit(state: &LabState, path: &str, value: Value) -> Result<LabState, Stri
     }
     let mut v = serde_json::to_value(&next.preset).map_err(|e| e.to_string())?;
     set_in(&mut v, path, value)?;
-    next.preset = from_json_with_path(&v.to_string()).map_err(|e| e.to_string())?;
+    next.preset = from_json_with_path(&v.to_string()).map_err(|e| super::lab::error_text(&e))?;
     Ok(next)
 }
 
@@ -172,10 +172,8 @@ pub fn add_row(state: &LabState, what: &str) -> Result<LabState, String> {
 pub fn remove_row(state: &LabState, what: &str, index: usize) -> LabState {
     let mut next = state.clone();
     match what {
-        "class" => {
-            if index < next.preset.workload.classes.len() {
-                next.preset.workload.classes.remove(index);
-            }
+        "class" if index < next.preset.workload.classes.len() => {
+            next.preset.workload.classes.remove(index);
         }
         "burst" => {
             if let ArrivalDto::Poisson { bursts, .. } = &mut next.preset.workload.arrival {
@@ -255,9 +253,8 @@ pub fn fill_options(speeds: &[f64], speed: f64) {
     }
     if let Some(sel) = dom::by_id::<HtmlSelectElement>("preset-select") {
         let mut h = String::from("<option value=\"\" disabled>custom (edited)</option>");
-        for (id, json) in presets::SHIPPED {
+        for (id, _) in presets::SHIPPED {
             let title = presets::dto(id).map(|d| d.title).unwrap_or_default();
-            let _ = json;
             h.push_str(&format!("<option value=\"{id}\" title=\"{}\">{id}</option>", dom::escape(&title)));
         }
         sel.set_inner_html(&h);

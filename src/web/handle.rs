@@ -14,7 +14,7 @@ use super::dom;
 use super::errors;
 use super::events;
 use super::export;
-use super::lab::{secs_to_us, Lab};
+use super::lab::{error_text, secs_to_us, Lab};
 use super::presets;
 use super::url_state::{LabState, PageOptions};
 use super::view::View;
@@ -35,7 +35,7 @@ fn to_js(e: String) -> JsError {
 /// Loads preset JSON (from the API, the JSON editor or a file), keeping compare mode.
 pub fn load_preset_text(app: &App, text: &str) -> Result<(), String> {
     app.change("preset", false, |s| {
-        let dto = parse_preset_dto(text).map_err(|e| e.to_string())?;
+        let dto = parse_preset_dto(text).map_err(|e| error_text(&e))?;
         let mut next = LabState::new(dto);
         next.compare = s.compare;
         next.hidden = s.hidden.clone();
@@ -105,7 +105,7 @@ impl LabHandle {
     #[wasm_bindgen(js_name = setState)]
     pub fn set_state(&self, json: &str) -> Result<(), JsError> {
         self.app
-            .change("link", false, |_| LabState::from_json(json).map_err(|e| e.to_string()))
+            .change("link", false, |_| LabState::from_json(json).map_err(|e| error_text(&e)))
             .map_err(to_js)
     }
 

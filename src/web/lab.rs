@@ -5,7 +5,7 @@
 //! step (re-simulating from 0 to go back; the engine is deterministic).
 
 use crate::engine::preset::{AllocatorDto, FitDto, PresetDto, ReserveDto};
-use crate::engine::{Report, SimConfig, Simulation, StepSample};
+use crate::engine::{ConfigError, Report, SimConfig, Simulation, StepSample};
 
 use super::url_state::{LabState, PageOptions};
 
@@ -13,6 +13,16 @@ use super::url_state::{LabState, PageOptions};
 /// engine goes".
 pub const SPEEDS: &[f64] = &[0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 0.0];
 pub const DEFAULT_SPEED: f64 = 2.0;
+
+/// "field: message", or the message alone when the error has no usable field (serde reports
+/// `?` for a document that ends early).
+pub fn error_text(e: &ConfigError) -> String {
+    if e.field.is_empty() || e.field == "?" || e.field == "." {
+        e.message.clone()
+    } else {
+        e.to_string()
+    }
+}
 
 pub fn secs_to_us(s: f64) -> u64 {
     if s.is_finite() && s > 0.0 {
@@ -39,8 +49,8 @@ pub struct Run {
 
 impl Run {
     pub fn new(preset: PresetDto) -> Result<Run, String> {
-        let config = preset.to_config().map_err(|e| e.to_string())?;
-        let sim = Simulation::new(config.clone()).map_err(|e| e.to_string())?;
+        let config = preset.to_config().map_err(|e| error_text(&e))?;
+        let sim = Simulation::new(config.clone()).map_err(|e| error_text(&e))?;
         let paged = matches!(preset.allocator, AllocatorDto::Paged { .. });
         Ok(Run {
             label: if paged { "paged" } else { "contiguous" },

@@ -22,27 +22,28 @@ pub struct MetricsInput<'a> {
 
 /// (key, name shown, hint, shown in the embed's compact table)
 const ROWS: &[(&str, &str, &str, bool)] = &[
-    ("kv_cache_usage_perc", "kv_cache_usage_perc", "KV pool allocated now (time mean)", true),
-    ("live_share", "live share of allocated", "allocated slots holding tokens now (time mean)", true),
-    ("running", "num_requests_running", "sequence groups decoding now (mean)", true),
+    ("kv_cache_usage_perc", "kv_cache_usage_perc", "share of the KV pool allocated", true),
+    ("live_share", "live share of allocated", "allocated slots that hold tokens", true),
+    ("running", "num_requests_running", "sequence groups in the batch", true),
     ("waiting", "num_requests_waiting", "queued, not admitted", true),
     ("swapped", "num_requests_swapped", "preempted to CPU swap", false),
-    ("preemptions", "num_preemptions", "total (of which by swap)", true),
-    ("hol", "head-of-line blocked steps", "total (with enough free memory in total)", false),
+    ("preemptions", "num_preemptions", "running groups evicted so far", true),
+    ("hol", "head-of-line blocked steps", "queue head not admitted (of which with enough free memory in total)", false),
     ("cow", "CoW copies", "partial prompt blocks copied per sample", false),
     ("prefix", "prefix_cache_hit_rate", "prompt tokens found in the prefix cache", false),
-    ("ttft", "TTFT p50 / p95", "time to first token", false),
-    ("tpot", "TPOT p50 / p95", "time per output token", false),
-    ("tokens", "output tokens/s", "generated so far, per simulated second", true),
-    ("requests", "requests finished / arrived", "rejected requests in brackets", false),
+    ("ttft", "TTFT p50", "time to first token (and p95)", false),
+    ("tpot", "TPOT p50", "time per output token (and p95)", false),
+    ("tokens", "output tokens/s", "generated so far, per simulated second", false),
+    ("requests", "requests finished / arrived", "so far", false),
 ];
 
 pub struct MetricsView {
     table: HtmlElement,
     startup: HtmlElement,
-    cells: Vec<Vec<Element>>,
+    /// Per row, per column: the main and the secondary figure.
+    cells: Vec<Vec<(Element, Element)>>,
     headers: Vec<Element>,
-    columns: usize,
+    labels: Vec<String>,
 }
 
 fn pct(x: f64) -> String {
@@ -51,20 +52,22 @@ fn pct(x: f64) -> String {
 
 fn ms(x: f64) -> String {
     if x >= 100.0 {
-        format!("{x:.0}")
+        group_thousands(x.round() as u64)
     } else {
         format!("{x:.1}")
     }
 }
 
-/// The value of row `key` for one run.
-pub fn value(key: &str, m: &MetricsInput<'_>) -> String {
+/// The value of row `key` for one run: the figure now, and a secondary figure (the time mean,
+/// or the part in brackets).
+pub fn value(key: &str, m: &MetricsInput<'_>) -> (String, Option<String>) {
     let r = m.report;
     let last = m.last.copied().unwrap_or_default();
     let cap = r.capacity_tokens.max(1) as f64;
+    let one = |s: String| (s, None);
     match key {
         "kv_cache_usage_perc" => {
-            format!("{} ({})", pct(f64::from(last.allocated_tokens) / cap), pct(r.kv.allocated_fraction_mean))
+            (pct(f64::from(last.allocated_tokens) / cap), Some(format!("mean {}", pct(r.kv.allocated_fraction_mean))))
         }
         "live_share" => {
             let now = if last.allocated_tokens > 0 {
@@ -72,34 +75,32 @@ pub fn value(key: &str, m: &MetricsInput<'_>) -> String {
             } else {
                 0.0
             };
-            format!("{} ({})", pct(now), pct(r.kv.utilization_mean))
+            (pct(now), Some(format!("mean {}", pct(r.kv.utilization_mean))))
         }
-        "running" => format!("{} ({:.1})", last.running, r.running_mean),
-        "waiting" => last.waiting.to_string(),
-        "swapped" => last.swapped.to_string(),
-        "preemptions" => format!("{} ({})", group_thousands(r.preemptions), group_thousands(r.swap_preemptions)),
-        "hol" => format!(
-            "{} ({})",
+        "running" => (last.running.to_string(), Some(format!("mean {:.1}", r.running_mean))),
+        "waiting" => one(last.waiting.to_string()),
+        "swapped" => one(last.swapped.to_string()),
+        "preemptions" => {
+            (group_thousands(r.preemptions), (r.swap_preemptions > 0).then(|| format!("{} by swap", group_thousands(r.swap_preemptions))))
+        }
+        "hol" => (
             group_thousands(r.hol_blocked_steps),
-            group_thousands(r.hol_blocked_with_free_memory_steps)
+            Some(format!("{} with enough free", group_thousands(r.hol_blocked_with_free_memory_steps))),
         ),
-        "cow" => group_thousands(r.cow_copies),
-        "prefix" => pct(r.prefix_cache_hit_rate),
-        "ttft" => format!("{} / {} ms", ms(r.latency_ms.ttft_p50), ms(r.latency_ms.ttft_p95)),
-        "tpot" => format!("{} / {} ms", ms(r.latency_ms.tpot_p50), ms(r.latency_ms.tpot_p95)),
+        "cow" => one(group_thousands(r.cow_copies)),
+        "prefix" => one(pct(r.prefix_cache_hit_rate)),
+        "ttft" => (format!("{} ms", ms(r.latency_ms.ttft_p50)), Some(format!("p95 {} ms", ms(r.latency_ms.ttft_p95)))),
+        "tpot" => (format!("{} ms", ms(r.latency_ms.tpot_p50)), Some(format!("p95 {} ms", ms(r.latency_ms.tpot_p95)))),
         "tokens" => {
             // The report divides by the whole duration; mid-run, show the rate so far.
             let rate = if m.elapsed_s > 0.0 { r.output_tokens_per_s * m.duration_s / m.elapsed_s } else { 0.0 };
-            group_thousands(rate.round() as u64)
+            one(group_thousands(rate.round() as u64))
         }
-        "requests" => {
-            let mut s = format!("{} / {}", group_thousands(u64::from(r.requests.finished)), group_thousands(u64::from(r.requests.arrived)));
-            if r.requests.rejected > 0 {
-                s.push_str(&format!(" ({} rejected)", r.requests.rejected));
-            }
-            s
-        }
-        _ => String::new(),
+        "requests" => (
+            format!("{} / {}", group_thousands(u64::from(r.requests.finished)), group_thousands(u64::from(r.requests.arrived))),
+            (r.requests.rejected > 0).then(|| format!("{} rejected", r.requests.rejected)),
+        ),
+        _ => one(String::new()),
     }
 }
 
@@ -110,11 +111,12 @@ impl MetricsView {
             startup: dom::need("startup-line")?,
             cells: Vec::new(),
             headers: Vec::new(),
-            columns: 0,
+            labels: Vec::new(),
         })
     }
 
-    fn build(&mut self, columns: usize) {
+    fn build(&mut self, labels: Vec<String>) {
+        let columns = labels.len();
         let mut html = String::from("<thead><tr><th scope=\"col\">metric</th>");
         for i in 0..columns {
             html.push_str(&format!("<th scope=\"col\" class=\"col-run\" data-col=\"{i}\"></th>"));
@@ -127,8 +129,11 @@ impl MetricsView {
                 dom::escape(name),
                 dom::escape(hint)
             ));
-            for i in 0..columns {
-                html.push_str(&format!("<td data-col=\"{i}\"></td>"));
+            for (i, label) in labels.iter().enumerate() {
+                html.push_str(&format!(
+                    "<td data-col=\"{i}\" data-label=\"{}\"><span class=\"v\"></span><span class=\"m\"></span></td>",
+                    dom::escape(label)
+                ));
             }
             html.push_str("</tr>");
         }
@@ -142,25 +147,31 @@ impl MetricsView {
             .map(|(key, ..)| {
                 (0..columns)
                     .filter_map(|i| {
-                        self.table.query_selector(&format!("tr[data-key=\"{key}\"] td[data-col=\"{i}\"]")).ok().flatten()
+                        let td = format!("tr[data-key=\"{key}\"] td[data-col=\"{i}\"]");
+                        let v = self.table.query_selector(&format!("{td} .v")).ok().flatten()?;
+                        let m = self.table.query_selector(&format!("{td} .m")).ok().flatten()?;
+                        Some((v, m))
                     })
                     .collect()
             })
             .collect();
-        self.columns = columns;
+        self.labels = labels;
     }
 
     pub fn update(&mut self, runs: &[MetricsInput<'_>]) {
-        if runs.len() != self.columns {
-            self.build(runs.len());
+        let labels: Vec<String> = runs.iter().map(|m| m.label.to_string()).collect();
+        if labels != self.labels {
+            self.build(labels);
         }
         for (i, m) in runs.iter().enumerate() {
             if let Some(h) = self.headers.get(i) {
                 dom::set_text(h, m.label);
             }
             for (row, (key, ..)) in ROWS.iter().enumerate() {
-                if let Some(cell) = self.cells.get(row).and_then(|c| c.get(i)) {
-                    dom::set_text(cell, &value(key, m));
+                if let Some((v, sub)) = self.cells.get(row).and_then(|c| c.get(i)) {
+                    let (main, secondary) = value(key, m);
+                    dom::set_text(v, &main);
+                    dom::set_text(sub, secondary.as_deref().unwrap_or(""));
                 }
             }
         }

@@ -121,7 +121,7 @@ impl LabState {
         };
         let bytes = base64url_decode(encoded).map_err(|e| format!("the link's lab state is damaged ({e})"))?;
         let json = String::from_utf8(bytes).map_err(|_| "the link's lab state is not UTF-8 text".to_string())?;
-        LabState::from_json(&json).map(Some).map_err(|e| format!("the link's lab state: {e}"))
+        LabState::from_json(&json).map(Some).map_err(|e| format!("the link's lab state: {}", super::lab::error_text(&e)))
     }
 }
 

@@ -94,7 +94,8 @@ impl View {
     fn max_map_height(lab: &Lab) -> f64 {
         let vh = dom::window().inner_height().ok().and_then(|v| v.as_f64()).unwrap_or(800.0);
         if lab.options.embed {
-            (vh * 0.42).max(120.0)
+            // What is left of the iframe after the transport, legend, chart and metrics.
+            (vh - 370.0).max(90.0)
         } else {
             (vh * 0.40).clamp(160.0, 460.0)
         }

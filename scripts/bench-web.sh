@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# Measures the browser lab in headless Chromium and prints medians (docs/PERFORMANCE.md):
+#   - frame time (memory map + charts + metrics + inspector) at the default 5,120 cells, in
+#     compare mode, and at 102,400 cells (paged with 1-token blocks; contiguous on 200 GiB)
+#   - the whole 60 s contiguous-default scenario simulated in wasm, next to native (criterion)
+#   - release bundle size (wasm + JS, gzip -9) and time to interactive from 127.0.0.1
+# Usage: scripts/bench-web.sh [--build] [--no-native]
+#   --build      rebuild dist/ with trunk first (it is built when missing anyway)
+#   --no-native  skip the criterion run of the native engine
+# Needs the tools of scripts/setup.sh (trunk, chromium, chromedriver, node from npm's setup).
+# Timings are reported, never asserted: they depend on the machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PWD/.tools/bin:$PWD/.tools/node_modules/.bin:$HOME/.cargo/bin:$PATH"
+
+build=0
+native=1
+for arg in "$@"; do
+  case "$arg" in
+    --build) build=1 ;;
+    --no-native) native=0 ;;
+    *) echo "unknown option $arg (use --build, --no-native)" >&2; exit 2 ;;
+  esac
+done
+
+for tool in chromium chromedriver node; do
+  command -v "$tool" >/dev/null || { echo "missing $tool: run scripts/setup.sh" >&2; exit 1; }
+done
+
+if [ "$build" = 1 ] || [ ! -f dist/index.html ]; then
+  command -v trunk >/dev/null || { echo "missing trunk: run scripts/setup.sh" >&2; exit 1; }
+  echo "==> trunk build --release --offline"
+  trunk build --release --offline
+fi
+
+echo "==> Release bundle (gzip -9)"
+wasm_gz=$(cat dist/*.wasm | gzip -9 | wc -c)
+js_gz=$(cat dist/*.js | gzip -9 | wc -c)
+wasm_raw=$(cat dist/*.wasm | wc -c)
+awk -v w="$wasm_raw" -v wg="$wasm_gz" -v jg="$js_gz" \
+  'BEGIN { printf "wasm %d bytes (%d gz), js %d gz: total %.1f KiB gz\n", w, wg, jg, (wg + jg) / 1024 }'
+
+if [ "$native" = 1 ]; then
+  echo "==> Native engine (criterion, cargo bench --bench engine -- simulate_60s/contiguous-default)"
+  cargo bench --bench engine -- 'simulate_60s/contiguous-default' --noplot >/dev/null 2>&1 || \
+    cargo bench --bench engine -- 'simulate_60s/contiguous-default' >/dev/null
+  est=target/criterion/simulate_60s/contiguous-default/new/estimates.json
+  if [ -f "$est" ]; then
+    node -e 'const e = require(process.argv[1]); console.log("native contiguous-default 60 s: median " + (e.median.point_estimate / 1e6).toFixed(2) + " ms")' "$PWD/$est"
+  fi
+fi
+
+echo "==> Browser (headless Chromium via chromedriver)"
+DIST="$PWD/dist" CHROMEDRIVER="$(command -v chromedriver)" node --input-type=module - <<'JS'
+import { spawn } from "node:child_process";
+import http from "node:http";
+import net from "node:net";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+
+const dist = process.env.DIST;
+const types = { ".html": "text/html", ".js": "text/javascript", ".wasm": "application/wasm", ".css": "text/css" };
+const server = http.createServer((req, res) => {
+  const p = decodeURIComponent(req.url.split(/[?#]/)[0]);
+  const file = path.join(dist, p === "/" ? "index.html" : p);
+  if (!file.startsWith(dist) || !fs.existsSync(file)) { res.writeHead(404); res.end(); return; }
+  res.writeHead(200, { "content-type": types[path.extname(file)] || "application/octet-stream", "cache-control": "no-store" });
+  fs.createReadStream(file).pipe(res);
+});
+await new Promise((r) => server.listen(0, "127.0.0.1", r));
+const base = `http://127.0.0.1:${server.address().port}/`;
+
+const freePort = () => new Promise((r) => { const s = net.createServer(); s.listen(0, "127.0.0.1", () => { const p = s.address().port; s.close(() => r(p)); }); });
+const port = await freePort();
+const driver = spawn(process.env.CHROMEDRIVER, [`--port=${port}`], { stdio: "ignore" });
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function wd(method, p, body) {
+  const r = await fetch(`http://127.0.0.1:${port}${p}`, { method, headers: { "content-type": "application/json" }, body: body ? JSON.stringify(body) : undefined });
+  const j = await r.json();
+  if (j.value && j.value.error) throw new Error(`${j.value.error}: ${j.value.message}`);
+  return j.value;
+}
+
+let session;
+for (let i = 0; i < 100 && !session; i++) {
+  try {
+    session = await wd("POST", "/session", { capabilities: { alwaysMatch: { "goog:chromeOptions": {
+      binary: fs.existsSync("/usr/bin/chromium") ? "/usr/bin/chromium" : undefined,
+      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             "--disable-dev-shm-usage", "--window-size=1400,900", `--user-data-dir=${fs.mkdtempSync(path.join(os.tmpdir(), "kvlab-bench-"))}`],
+    } } } });
+  } catch { await sleep(100); }
+}
+if (!session) { console.error("no WebDriver session"); process.exit(1); }
+const sid = session.sessionId;
+const exec = (script) => wd("POST", `/session/${sid}/execute/sync`, { script, args: [] });
+async function open(url) {
+  await wd("POST", `/session/${sid}/url`, { url });
+  for (let i = 0; i < 400; i++) {
+    if (await exec("return !!(window.kvlab && document.getElementById('kvlab').dataset.ready)")) return;
+    await sleep(25);
+  }
+  throw new Error("the lab did not become ready");
+}
+const median = (v) => { const s = [...v].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
+
+try {
+  // Time to interactive: navigation start to window.kvlab ready, fresh loads.
+  const tti = [];
+  for (let i = 0; i < 7; i++) {
+    await open(`${base}?autoplay=0&n=${i}`);
+    tti.push(await exec("return kvlab.readyMs()"));
+  }
+  console.log(`time to interactive: median ${median(tti).toFixed(0)} ms (first ${tti[0].toFixed(0)} ms, ${tti.length} loads)`);
+
+  // The 60 s default scenario simulated in wasm.
+  for (const id of ["contiguous-default", "paged-default"]) {
+    await exec(`kvlab.loadPresetId('${id}'); return null`);
+    const r = JSON.parse(await exec("return kvlab.benchSimulate(15)"));
+    console.log(`wasm ${id} 60 s: median ${r.median_ms.toFixed(2)} ms, min ${r.min_ms.toFixed(2)} ms (${r.steps} steps, ${r.reps} runs)`);
+  }
+
+  // Frame time.
+  const big = (alloc, gib, rate) => JSON.stringify({ schema: "kvlab/preset@1", id: "bench", title: "bench", seed: 1, duration_s: 60,
+    model: "llama-3-8b", kv_dtype: "fp16", gpu: "h200", kv_memory_gib: gib, allocator: alloc,
+    workload: { arrival: { kind: "poisson", rate_per_s: rate }, classes: [{ name: "chat", weight: 1,
+      prompt_tokens: { mean: 1100, p99: 2600 }, output_tokens: { mean: 250, p99: 1150 }, max_tokens: 2048, n: 1, shared_prefix_tokens: 0 }] } });
+  const cases = [
+    ["default contiguous (5,120 cells)", () => exec("kvlab.loadPresetId('contiguous-default'); kvlab.setCompare(false); kvlab.runTo(30); return null")],
+    ["compare mode (2 × 5,120 cells)", () => exec("kvlab.loadPresetId('contiguous-default'); kvlab.setCompare(true); kvlab.runTo(30); return null")],
+    ["paged, 1-token blocks, 12.5 GiB (102,400 cells)", () => exec(`kvlab.setCompare(false); kvlab.loadPreset(${JSON.stringify(big({ kind: "paged", block_size: 1 }, 12.5, 14))}); kvlab.runTo(30); return null`)],
+    ["contiguous, 200 GiB (102,400 cells)", () => exec(`kvlab.setCompare(false); kvlab.loadPreset(${JSON.stringify(big({ kind: "contiguous" }, 200, 150))}); kvlab.runTo(30); return null`)],
+  ];
+  for (const [name, setup] of cases) {
+    await setup();
+    const r = JSON.parse(await exec("return kvlab.benchFrames(150)"));
+    console.log(`frame ${name}: median ${r.median_ms.toFixed(2)} ms, p95 ${r.p95_ms.toFixed(2)} ms; map alone ${r.map_median_ms.toFixed(2)} ms (${r.cells} cells)`);
+  }
+} finally {
+  await wd("DELETE", `/session/${sid}`).catch(() => {});
+  driver.kill();
+  server.close();
+}
+JS

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The browser lab's tests: builds the release bundle with trunk (offline) into dist/, runs the
+# wasm-bindgen tests (tests/web_*.rs) in headless Chromium, then the end-to-end tests
+# (tests/e2e_*.rs: fantoccini + chromedriver against dist/ served from 127.0.0.1).
+# Needs the tools of scripts/setup.sh (run it first on a fresh machine).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PWD/.tools/bin:$PWD/.tools/node_modules/.bin:$HOME/.cargo/bin:$PATH"
+
+step() { printf '\n==> %s\n' "$*"; }
+for tool in trunk wasm-bindgen-test-runner chromedriver chromium; do
+  command -v "$tool" >/dev/null || { echo "missing $tool: run scripts/setup.sh first" >&2; exit 1; }
+done
+CHROMEDRIVER="$(command -v chromedriver)"
+export CHROMEDRIVER
+
+step "Release bundle: trunk build --release --offline (dist/)"
+trunk build --release --offline
+wasm_gz=$(cat dist/*.wasm | gzip -9 | wc -c)
+js_gz=$(cat dist/*.js | gzip -9 | wc -c)
+echo "bundle: wasm $wasm_gz + js $js_gz bytes gzipped"
+
+step "wasm tests in headless Chromium (tests/web_*.rs)"
+web_tests=()
+for f in tests/web_*.rs; do web_tests+=(--test "$(basename "$f" .rs)"); done
+CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
+  cargo test --target wasm32-unknown-unknown --no-default-features "${web_tests[@]}"
+
+step "End-to-end tests against dist/ (tests/e2e_*.rs)"
+e2e_tests=()
+for f in tests/e2e_*.rs; do e2e_tests+=(--test "$(basename "$f" .rs)"); done
+cargo test "${e2e_tests[@]}"
+
+step "Browser tests passed (screenshots in target/screenshots/)"

@@ -1,0 +1,292 @@
+//! End-to-end tests of the browser lab: the release bundle in dist/ (built by
+//! scripts/test-web.sh) served from 127.0.0.1 by a tiny server in this test, driven in headless
+//! Chromium through chromedriver (started here on a free port) with fantoccini.
+//! The story of the reference article: the contiguous default wastes memory, the same traffic
+//! on paged blocks fills ≥ 97% of what it allocates; a broken preset leaves the lab as it was.
+#![cfg(not(target_arch = "wasm32"))]
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+use tokio::process::{Child, Command};
+
+fn dist_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("dist")
+}
+
+/// Fails (never skips) when the bundle is missing, saying how to build it.
+fn require_dist() -> PathBuf {
+    let dist = dist_dir();
+    assert!(
+        dist.join("index.html").is_file(),
+        "dist/index.html is missing: build the lab first with `scripts/test-web.sh` \
+         (or `PATH=$PWD/.tools/bin:$PATH trunk build --release --offline` after scripts/setup.sh)"
+    );
+    dist
+}
+
+fn content_type(path: &Path) -> &'static str {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("html") => "text/html; charset=utf-8",
+        Some("js") => "text/javascript",
+        Some("wasm") => "application/wasm",
+        Some("css") => "text/css",
+        Some("json") => "application/json",
+        Some("png") => "image/png",
+        _ => "application/octet-stream",
+    }
+}
+
+/// Serves `root` on 127.0.0.1 (GET only); returns the base URL.
+async fn serve(root: PathBuf) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind the static server");
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut sock, _)) = listener.accept().await else { continue };
+            let root = root.clone();
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 8192];
+                let n = sock.read(&mut buf).await.unwrap_or(0);
+                let req = String::from_utf8_lossy(&buf[..n]);
+                let target = req.split_whitespace().nth(1).unwrap_or("/");
+                let path = target.split(['?', '#']).next().unwrap_or("/");
+                let rel = if path == "/" { "index.html" } else { path.trim_start_matches('/') };
+                let file = root.join(rel);
+                let (status, body, ctype) = if rel.contains("..") {
+                    ("403 Forbidden", b"forbidden".to_vec(), "text/plain")
+                } else {
+                    match std::fs::read(&file) {
+                        Ok(b) => ("200 OK", b, content_type(&file)),
+                        Err(_) => ("404 Not Found", b"not found".to_vec(), "text/plain"),
+                    }
+                };
+                let head = format!(
+                    "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = sock.write_all(head.as_bytes()).await;
+                let _ = sock.write_all(&body).await;
+                let _ = sock.shutdown().await;
+            });
+        }
+    });
+    format!("http://{addr}/")
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// chromedriver on a free port (killed when dropped) and a session on it.
+struct Browser {
+    client: Client,
+    _driver: Child,
+    _profile: PathBuf,
+}
+
+async fn browser(width: u32, height: u32) -> Browser {
+    let driver_bin = std::env::var("CHROMEDRIVER").unwrap_or_else(|_| "chromedriver".into());
+    let port = free_port();
+    let driver = Command::new(&driver_bin)
+        .arg(format!("--port={port}"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {driver_bin} ({e}); run scripts/setup.sh to install chromium-driver"));
+    let profile = std::env::temp_dir().join(format!("kvlab-e2e-{}-{port}", std::process::id()));
+    let mut args = vec![
+        "--headless".to_string(),
+        "--no-sandbox".into(),
+        "--disable-gpu".into(),
+        "--disable-quic".into(),
+        "--no-first-run".into(),
+        "--disable-background-networking".into(),
+        "--disable-component-update".into(),
+        "--disable-sync".into(),
+        "--disable-dev-shm-usage".into(),
+        format!("--window-size={width},{height}"),
+        format!("--user-data-dir={}", profile.display()),
+    ];
+    args.push("--hide-scrollbars".into());
+    let mut chrome = json!({ "args": args });
+    if Path::new("/usr/bin/chromium").exists() {
+        chrome["binary"] = json!("/usr/bin/chromium");
+    }
+    let mut caps = serde_json::Map::new();
+    caps.insert("goog:chromeOptions".into(), chrome);
+    let url = format!("http://127.0.0.1:{port}");
+    let mut last_err = String::new();
+    for _ in 0..100 {
+        let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+        match ClientBuilder::new(connector).capabilities(caps.clone()).connect(&url).await {
+            Ok(client) => return Browser { client, _driver: driver, _profile: profile },
+            Err(e) => last_err = e.to_string(),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("no WebDriver session on {url}: {last_err}");
+}
+
+async fn js(c: &Client, script: &str) -> Value {
+    c.execute(script, vec![]).await.unwrap_or_else(|e| panic!("script failed: {script}\n{e}"))
+}
+
+/// Opens the lab and waits until `window.kvlab` is there.
+async fn open(c: &Client, url: &str) {
+    c.goto(url).await.expect("load the lab");
+    for _ in 0..200 {
+        if js(c, "return !!(window.kvlab && document.getElementById('kvlab').dataset.ready)").await == json!(true) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let body = js(c, "return document.body.innerText.slice(0, 500)").await;
+    panic!("the lab did not become ready at {url}; page says: {body}");
+}
+
+async fn report(c: &Client) -> Value {
+    let text = js(c, "return kvlab.report()").await;
+    serde_json::from_str(text.as_str().expect("report() is a string")).expect("report() is JSON")
+}
+
+/// Share of the map canvas's pixels that are not background (white).
+async fn map_coverage(c: &Client, id: &str) -> f64 {
+    let script = format!(
+        "const c = document.getElementById('{id}'); const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data; \
+         let n = 0; for (let i = 0; i < d.length; i += 4) {{ if (d[i] !== 255 || d[i+1] !== 255 || d[i+2] !== 255) n++; }} \
+         return [n, c.width * c.height];"
+    );
+    let v = js(c, &script).await;
+    let (n, total) = (v[0].as_f64().unwrap(), v[1].as_f64().unwrap());
+    assert!(total > 1000.0, "the map canvas {id} has no size ({total} px)");
+    n / total
+}
+
+async fn save_screenshot(c: &Client, name: &str) {
+    let png = c.screenshot().await.expect("screenshot");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/screenshots");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join(name), png).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn contiguous_to_paged_lifts_utilisation_and_errors_keep_the_lab() {
+    let base = serve(require_dist()).await;
+    let b = browser(1400, 900).await;
+    let c = &b.client;
+    open(c, &format!("{base}?autoplay=0")).await;
+
+    // The default setup is the contiguous one, run to the end.
+    let state: Value = serde_json::from_str(js(c, "return kvlab.state()").await.as_str().unwrap()).unwrap();
+    assert_eq!(state["preset"]["id"], "contiguous-default");
+    js(c, "kvlab.runToEnd(); return null").await;
+    let contiguous = report(c).await;
+    assert_eq!(contiguous["allocator"], "contiguous");
+    assert_eq!(contiguous["sim_time_s"], json!(60.0));
+    let util_contiguous = contiguous["kv"]["utilization_mean"].as_f64().unwrap();
+    assert!(util_contiguous < 0.6, "contiguous should waste memory: {util_contiguous}");
+    assert!(map_coverage(c, "map-0").await > 0.3, "the contiguous map is blank");
+
+    // Switch to paged with the allocator control, as a learner would.
+    c.find(Locator::Css(".segmented label:nth-child(2)")).await.unwrap().click().await.unwrap();
+    js(c, "kvlab.runToEnd(); return null").await;
+    let paged = report(c).await;
+    assert_eq!(paged["allocator"], "paged");
+    let util_paged = paged["kv"]["utilization_mean"].as_f64().unwrap();
+    assert!(util_paged >= 0.97, "paged utilisation {util_paged} < 0.97");
+    assert_eq!(paged["requests"]["arrived"], contiguous["requests"]["arrived"], "same traffic");
+    assert!(map_coverage(c, "map-0").await > 0.3, "the paged map is blank");
+    let metrics = c.find(Locator::Id("metrics-table")).await.unwrap().text().await.unwrap();
+    assert!(metrics.contains("kv_cache_usage_perc") && metrics.contains("num_preemptions"), "{metrics}");
+    let startup = c.find(Locator::Id("startup-line")).await.unwrap().text().await.unwrap();
+    assert!(startup.starts_with("GPU KV cache size: 81,920 tokens"), "{startup}");
+
+    // A broken preset through the API: an error naming the field, the lab unchanged.
+    let thrown = js(
+        c,
+        r#"try { kvlab.loadPreset('{"schema":"kvlab/preset@1","scheduler":{"max_num_seqs":0}}'); return null; } catch (e) { return String(e.message); }"#,
+    )
+    .await;
+    assert!(thrown.as_str().unwrap_or("").contains("scheduler.max_num_seqs"), "{thrown}");
+    let msg = c.find(Locator::Css("#messages .msg")).await.expect("a message on the page");
+    assert!(msg.is_displayed().await.unwrap(), "the message is not visible");
+    assert!(msg.text().await.unwrap().contains("scheduler.max_num_seqs"));
+    assert_eq!(report(c).await, paged, "a rejected preset changed the lab");
+
+    // Broken JSON through the page's JSON editor.
+    c.find(Locator::Css("#json-editor summary")).await.unwrap().click().await.unwrap();
+    let ta = c.find(Locator::Id("preset-json")).await.unwrap();
+    ta.clear().await.unwrap();
+    ta.send_keys("{ \"schema\": \"kvlab/preset@1\", ").await.unwrap();
+    c.find(Locator::Css("[data-action=apply-json]")).await.unwrap().click().await.unwrap();
+    let errors = js(c, "return kvlab.errors()").await;
+    assert!(errors.to_string().contains("not valid JSON"), "{errors}");
+    assert_eq!(report(c).await, paged, "broken JSON changed the lab");
+
+    // A bad value typed into a control: message, and the control shows the kept value again.
+    let seqs = c.find(Locator::Css("[data-path='scheduler.max_num_seqs']")).await.unwrap();
+    seqs.send_keys("\u{E009}a\u{E000}0\n").await.unwrap(); // Ctrl+A, then type 0 and Enter
+    let errors = js(c, "return kvlab.errors()").await;
+    assert!(errors.to_string().contains("scheduler.max_num_seqs"), "{errors}");
+    assert_eq!(seqs.prop("value").await.unwrap().as_deref(), Some("256"));
+    assert_eq!(report(c).await, paged);
+
+    // The map answers the keyboard: focus it, move the cursor, the inspector describes a cell.
+    c.find(Locator::Id("map-0")).await.unwrap().send_keys("\u{E014}").await.unwrap(); // ArrowRight
+    let insp = c.find(Locator::Id("inspector")).await.unwrap().text().await.unwrap();
+    assert!(insp.contains("Block 0"), "inspector: {insp}");
+
+    js(c, "kvlab.runTo(30); return null").await;
+    save_screenshot(c, "e2e-lab-paged.png").await;
+    b.client.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn links_reproduce_the_lab_and_bad_links_and_panics_are_reported() {
+    let base = serve(require_dist()).await;
+    let b = browser(1280, 720).await;
+    let c = &b.client;
+    open(c, &format!("{base}?autoplay=0")).await;
+
+    // Compare mode at 30 s with a changed knob, then the link, in embed mode.
+    js(c, "kvlab.setCompare(true); kvlab.setField('scheduler.max_num_seqs', '128'); kvlab.runTo(30); return null").await;
+    let state = js(c, "return kvlab.state()").await;
+    let reports = js(c, "return kvlab.reports()").await;
+    let link = js(c, "return kvlab.shareUrl()").await.as_str().unwrap().to_string();
+    assert!(link.contains("#lab="), "{link}");
+    let embed = link.replacen("?autoplay=0", "?autoplay=0&embed=1", 1);
+    open(c, &embed).await;
+    assert_eq!(js(c, "return kvlab.state()").await, state, "the link did not reproduce the state");
+    assert_eq!(js(c, "return kvlab.reports()").await, reports, "the link did not reproduce the runs");
+    assert!(c.find(Locator::Id("map-panel-1")).await.unwrap().is_displayed().await.unwrap(), "compare mode shows two maps");
+    assert!(!c.find(Locator::Id("controls")).await.unwrap().is_displayed().await.unwrap(), "embed mode hides the settings");
+    assert!(map_coverage(c, "map-1").await > 0.2, "the paged map of compare mode is blank");
+    c.set_window_size(800, 500).await.unwrap();
+    save_screenshot(c, "e2e-embed-compare.png").await;
+
+    // A damaged link: a message, and the lab runs the default.
+    open(c, &format!("{base}?autoplay=0&preset=bursty#lab=bm90IGpzb24")).await;
+    let errors = js(c, "return kvlab.errors()").await;
+    assert!(errors.to_string().contains("lab state"), "{errors}");
+    let s: Value = serde_json::from_str(js(c, "return kvlab.state()").await.as_str().unwrap()).unwrap();
+    assert_eq!(s["preset"]["id"], "bursty");
+    js(c, "kvlab.runTo(5); return null").await;
+    assert_eq!(report(c).await["sim_time_s"].as_f64().map(|t| t >= 5.0), Some(true));
+
+    // An unknown preset id: a message naming the known ones.
+    open(c, &format!("{base}?autoplay=0&preset=nope")).await;
+    assert!(js(c, "return kvlab.errors()").await.to_string().contains("contiguous-default"));
+
+    // A panic is reported on the page instead of freezing it.
+    js(c, "try { kvlab.testPanic(); } catch (e) {} return null").await;
+    let panic = c.find(Locator::Id("panic")).await.unwrap();
+    assert!(panic.is_displayed().await.unwrap(), "the panic report is not visible");
+    assert!(panic.text().await.unwrap().contains("internal error"));
+    b.client.close().await.unwrap();
+}
