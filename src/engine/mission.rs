@@ -27,7 +27,7 @@ use serde_json::Value;
 
 use super::config::ConfigError;
 use super::metrics::Report;
-use super::preset::{from_json_with_path, PresetDto, MAX_PRESET_BYTES, PRESET_SCHEMA};
+use super::preset::{from_json_with_path, preset_dto_from_value, PresetDto, MAX_PRESET_BYTES, PRESET_SCHEMA};
 use super::sim::Simulation;
 
 mod paths;
@@ -321,18 +321,6 @@ fn check_text(field: &str, text: &str, max_chars: usize) -> Result<(), ConfigErr
     Ok(())
 }
 
-fn preset_from_value(v: Value) -> Result<PresetDto, ConfigError> {
-    let dto: PresetDto = serde_path_to_error::deserialize(v).map_err(|e| {
-        let path = e.path().to_string();
-        let field = if path == "." { String::new() } else { path };
-        name_missing_field(ConfigError::new(field, e.into_inner().to_string()))
-    })?;
-    if dto.schema != PRESET_SCHEMA {
-        return Err(ConfigError::new("schema", format!("\"{}\" is not a preset schema; use \"{PRESET_SCHEMA}\"", dto.schema)));
-    }
-    Ok(dto)
-}
-
 impl Mission {
     /// Validates a deserialized mission file (everything [`parse_mission`] checks after JSON).
     pub fn from_dto(dto: MissionDto) -> Result<Mission, ConfigError> {
@@ -514,8 +502,7 @@ fn patch_preset(base: &PresetDto, knobs: &[Vec<Seg>], knob_names: &[String], pat
     let mut merged =
         serde_json::to_value(base).map_err(|e| ConfigError::new("preset", format!("cannot be written as JSON: {e}")))?;
     merge(&mut merged, patch, &mut Vec::new())?;
-    check_preset_shape(&merged, &mut Vec::new())?;
-    let dto = preset_from_value(merged)?;
+    let dto = preset_dto_from_value(&merged).map_err(name_missing_field)?;
     if let Some(path) = locked_changes(base, knobs, &dto).into_iter().next() {
         return Err(ConfigError::new(
             &path,

@@ -262,7 +262,25 @@ pub fn parse_preset_dto(json: &str) -> Result<PresetDto, ConfigError> {
             format!("the preset is {} bytes; the limit is {} bytes", json.len(), MAX_PRESET_BYTES),
         ));
     }
-    let dto: PresetDto = from_json_with_path(json)?;
+    let value: serde_json::Value = serde_json::from_str(json)
+        .map_err(|e| ConfigError::new("", format!("not valid JSON ({e})")))?;
+    preset_dto_from_value(&value)
+}
+
+/// Converts an already parsed JSON value into the DTO: the document must be an object with a
+/// `schema`, arrays are refused where objects belong, and errors name the field's path.
+pub fn preset_dto_from_value(value: &serde_json::Value) -> Result<PresetDto, ConfigError> {
+    let Some(map) = value.as_object() else {
+        return Err(ConfigError::new("", format!("a preset is a JSON object {{\"schema\": \"{PRESET_SCHEMA}\", …}}")));
+    };
+    if !map.contains_key("schema") {
+        return Err(ConfigError::new("schema", format!("missing; every preset starts with \"schema\": \"{PRESET_SCHEMA}\"")));
+    }
+    super::mission::check_preset_json_shape(value)?;
+    let dto: PresetDto = serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        ConfigError::new(if path == "." { String::new() } else { path }, e.into_inner().to_string())
+    })?;
     if dto.schema != PRESET_SCHEMA {
         return Err(ConfigError::new(
             "schema",
