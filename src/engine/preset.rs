@@ -273,8 +273,17 @@ pub fn preset_dto_from_value(value: &serde_json::Value) -> Result<PresetDto, Con
     let Some(map) = value.as_object() else {
         return Err(ConfigError::new("", format!("a preset is a JSON object {{\"schema\": \"{PRESET_SCHEMA}\", …}}")));
     };
-    if !map.contains_key("schema") {
-        return Err(ConfigError::new("schema", format!("missing; every preset starts with \"schema\": \"{PRESET_SCHEMA}\"")));
+    match map.get("schema") {
+        None => {
+            return Err(ConfigError::new("schema", format!("missing; every preset starts with \"schema\": \"{PRESET_SCHEMA}\"")))
+        }
+        Some(serde_json::Value::String(s)) if s == super::mission::MISSION_SCHEMA => {
+            return Err(ConfigError::new(
+                "schema",
+                "this file is a mission, not a preset; run it with `kvlab mission FILE` or open it as a mission in the lab",
+            ))
+        }
+        _ => {}
     }
     super::mission::check_preset_json_shape(value)?;
     let dto: PresetDto = serde_path_to_error::deserialize(value).map_err(|e| {
