@@ -10,6 +10,9 @@ pub struct HostPool {
     words: Vec<u64>,
     /// Contiguous copy of the last staged batch: per sequence, per plane, its tokens in order.
     staging: Vec<u64>,
+    /// Words skipped at the front of `staging` so that the copy starts on a 64-byte line, as
+    /// the pool does.
+    staging_pad: usize,
     staged_tokens: Vec<u32>,
 }
 
@@ -22,7 +25,7 @@ impl HostPool {
         v.try_reserve_exact(words)
             .map_err(|_| format!("cannot allocate a {} MiB host pool", geometry.pool_bytes() >> 20))?;
         v.resize(words, 0);
-        Ok(HostPool { geometry, words: v, staging: Vec::new(), staged_tokens: Vec::new() })
+        Ok(HostPool { geometry, words: v, staging: Vec::new(), staging_pad: 0, staged_tokens: Vec::new() })
     }
 }
 
@@ -80,7 +83,9 @@ impl BlockPoolBackend for HostPool {
         let (bs, pw) = (g.block_size, g.plane_words());
         let total: u64 = tokens.iter().map(|&n| u64::from(n)).sum();
         self.staging.clear();
-        self.staging.reserve(total as usize * g.token_words());
+        self.staging.reserve(total as usize * g.token_words() + 8);
+        self.staging_pad = (64 - self.staging.as_ptr() as usize % 64) % 64 / 8;
+        self.staging.resize(self.staging_pad, 0);
         for (table, &n) in tables.iter().zip(tokens) {
             for p in 0..g.planes {
                 for (j, &b) in table[..n.div_ceil(bs) as usize].iter().enumerate() {
@@ -98,7 +103,7 @@ impl BlockPoolBackend for HostPool {
         let pw = g.plane_words();
         let mut acc = 0u64;
         let mut r = GatherResult::default();
-        let mut at = 0;
+        let mut at = self.staging_pad;
         for &n in &self.staged_tokens {
             r.tokens += u64::from(n);
             let len = n as usize * pw;
