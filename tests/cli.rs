@@ -138,3 +138,17 @@ fn check_accepts_every_shipped_preset() {
         assert!(o.status.success(), "{id}: {}", stderr(&o));
     }
 }
+
+#[test]
+fn run_writes_the_series_as_csv() {
+    let preset = repo_path("assets/presets/paged-default.json");
+    let out = std::env::temp_dir().join(format!("kvlab-series-{}.csv", std::process::id()));
+    let o = kvlab(&["run", preset.to_str().unwrap(), "--series", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let csv = std::fs::read_to_string(&out).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(lines.next(), Some("allocator,t_s,allocated_tokens,live_tokens,running,waiting,swapped,preemptions"));
+    let rows: Vec<&str> = lines.collect();
+    assert!(rows.len() > 1000, "{} rows", rows.len());
+    assert!(rows.iter().all(|r| r.starts_with("paged,") && r.split(',').count() == 8));
+}

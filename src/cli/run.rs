@@ -6,6 +6,7 @@ use clap::Args;
 
 use crate::engine::preset::{parse_preset_dto, ArrivalDto};
 use crate::engine::{Report, SimConfig, Simulation};
+use crate::render::series_csv;
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
@@ -57,7 +58,7 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
     let mut sim = Simulation::new(config).map_err(|e| format!("{}: {e}", args.preset.display()))?;
     let report = sim.run_to_end();
     if let Some(path) = &args.series {
-        std::fs::write(path, series_csv(&sim)).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        std::fs::write(path, series_csv(&[(&report.allocator, sim.series())])).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report).expect("report serializes"));
@@ -65,24 +66,6 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
         print!("{}", summary(&report));
     }
     Ok(())
-}
-
-/// The per-step series as CSV (seconds, tokens, counts).
-pub fn series_csv(sim: &Simulation) -> String {
-    let mut out = String::from("t_s,allocated_tokens,live_tokens,running,waiting,swapped,preemptions\n");
-    for s in sim.series() {
-        out.push_str(&format!(
-            "{:.6},{},{},{},{},{},{}\n",
-            s.t_us as f64 / 1e6,
-            s.allocated_tokens,
-            s.live_tokens,
-            s.running,
-            s.waiting,
-            s.swapped,
-            s.preemptions
-        ));
-    }
-    out
 }
 
 pub fn summary(r: &Report) -> String {
