@@ -149,6 +149,7 @@ pub fn fold_run(mut acc: u64, run: &[u64], first_token: u32, plane_words: usize)
     acc
 }
 
+/// SplitMix64's finaliser: a fast, well-mixed 64-bit hash (block hashes, K/V test patterns).
 pub fn splitmix64(mut z: u64) -> u64 {
     z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);

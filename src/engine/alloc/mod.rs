@@ -10,6 +10,7 @@ pub use block_pool::{BlockPool, FreeBlockQueue, KvCacheBlock};
 pub use contiguous::{ContiguousAllocator, Fit, Slab};
 pub use paged::{BlockTable, ComputedBlocks, PagedAllocator, SwappedKv};
 
+use super::backend::splitmix64;
 use super::memory_map::{MapCell, MemoryMap};
 
 pub type RequestId = u32;
@@ -43,12 +44,6 @@ impl TokenIdentity {
     }
 }
 
-fn splitmix64(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
 
 /// Why the head of the waiting queue could not be admitted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
