@@ -137,7 +137,7 @@ try {
   for (const [name, setup] of cases) {
     await setup();
     const r = JSON.parse(await exec("return kvlab.benchFrames(150)"));
-    console.log(`frame ${name}: median ${r.median_ms.toFixed(2)} ms, p95 ${r.p95_ms.toFixed(2)} ms; map alone ${r.map_median_ms.toFixed(2)} ms (${r.cells} cells)`);
+    console.log(`frame ${name}: median ${r.median_ms.toFixed(2)} ms, p95 ${r.p95_ms.toFixed(2)} ms; alone: map ${r.map_median_ms.toFixed(2)}, charts ${r.chart_median_ms.toFixed(2)}, metrics ${r.metrics_median_ms.toFixed(2)} ms (${r.cells} cells)`);
   }
 } finally {
   await wd("DELETE", `/session/${sid}`).catch(() => {});

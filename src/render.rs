@@ -50,20 +50,37 @@ pub mod palette {
 /// The stable colour of a request: one of eight hues, in two tones (ids 8–15 are a shade
 /// darker than ids 0–7, and so on), so neighbours in memory rarely look alike.
 pub fn owner_colour(request: u32) -> Rgba {
-    let base = palette::OWNERS[(request % 8) as usize];
-    if (request / 8) % 2 == 1 {
-        mix(base, [0x30, 0x30, 0x40, 0xFF], 0.22)
-    } else {
-        base
+    OWNER_TONES[(request % 16) as usize]
+}
+
+const OWNER_TONES: [Rgba; 16] = {
+    let mut t = [[0u8; 4]; 16];
+    let mut i = 0;
+    while i < 16 {
+        let base = palette::OWNERS[i % 8];
+        t[i] = if i < 8 { base } else { mix_w(base, [0x30, 0x30, 0x40, 0xFF], 56) };
+        i += 1;
     }
+    t
+};
+
+/// Linear mix in integer arithmetic: weight `w` of 256 goes to `b` (0 gives `a`, 256 gives `b`).
+pub const fn mix_w(a: Rgba, b: Rgba, w: u32) -> Rgba {
+    let w = if w > 256 { 256 } else { w };
+    [mix_channel(a[0], b[0], w), mix_channel(a[1], b[1], w), mix_channel(a[2], b[2], w), 0xFF]
+}
+
+const fn mix_channel(x: u8, y: u8, w: u32) -> u8 {
+    ((x as u32 * (256 - w) + y as u32 * w + 128) >> 8) as u8
 }
 
 /// Linear mix: `t = 0` gives `a`, `t = 1` gives `b`.
 pub fn mix(a: Rgba, b: Rgba, t: f32) -> Rgba {
-    let t = t.clamp(0.0, 1.0);
-    let f = |x: u8, y: u8| (f32::from(x) + (f32::from(y) - f32::from(x)) * t).round() as u8;
-    [f(a[0], b[0]), f(a[1], b[1]), f(a[2], b[2]), 0xFF]
+    mix_w(a, b, (t.clamp(0.0, 1.0) * 256.0 + 0.5) as u32)
 }
+
+/// The weight of the background in a faded cell (70%).
+const FADE_W: u32 = 179;
 
 /// Largest cell pitch (cell plus gap), in device pixels.
 pub const MAX_PITCH: u32 = 28;
@@ -146,14 +163,18 @@ pub struct RenderOptions {
 /// base colour of its filled part otherwise.
 pub fn cell_colour(c: &MapCell, cell_tokens: u32) -> Rgba {
     match c.request() {
-        None if c.flags & MapCell::CACHED != 0 => mix(palette::FREE, palette::CACHED, 0.35),
+        None if c.flags & MapCell::CACHED != 0 => mix_w(palette::FREE, palette::CACHED, 90),
         None => palette::FREE,
         Some(r) => {
-            if c.live_tokens == 0 {
+            let ct = cell_tokens.max(1);
+            let live = u32::from(c.live_tokens);
+            if live == 0 {
                 palette::EMPTY
+            } else if live >= ct {
+                owner_colour(r)
             } else {
-                let f = f32::from(c.live_tokens) / cell_tokens.max(1) as f32;
-                mix(palette::EMPTY, owner_colour(r), 0.35 + 0.65 * f)
+                // 35% of the owner's colour for a first token, up to 100% for a full cell.
+                mix_w(palette::EMPTY, owner_colour(r), 90 + 166 * live / ct)
             }
         }
     }
@@ -187,13 +208,14 @@ pub fn render_map(cells: &[MapCell], cell_tokens: u32, layout: &MapLayout, opts:
     }
     let mut canvas = Pixels { buf, stride: w, height: h };
     let n = cells.len().min(layout.cells);
-    for (i, c) in cells.iter().take(n).enumerate() {
-        let (x, y) = layout.origin(i);
-        let faded = match opts.highlight_owner {
-            Some(owner) => c.owner != owner,
-            None => false,
-        };
-        draw_cell(&mut canvas, x, y, layout.cell, c, cell_tokens, faded);
+    let cols = layout.cols as usize;
+    for (row, chunk) in cells[..n].chunks(cols.max(1)).enumerate() {
+        let y = row as u32 * layout.pitch;
+        for (col, c) in chunk.iter().enumerate() {
+            let x = col as u32 * layout.pitch;
+            let faded = opts.highlight_owner.is_some_and(|owner| c.owner != owner);
+            draw_cell(&mut canvas, x, y, layout.cell, c, cell_tokens, faded);
+        }
     }
     if let Some(i) = opts.cursor.filter(|&i| i < n) {
         let (x, y) = layout.origin(i);
@@ -246,13 +268,17 @@ impl Pixels<'_> {
 
 fn fade(c: Rgba, faded: bool) -> Rgba {
     if faded {
-        mix(c, palette::BACKGROUND, 0.7)
+        mix_w(c, palette::BACKGROUND, FADE_W)
     } else {
         c
     }
 }
 
 fn draw_cell(px: &mut Pixels<'_>, x: u32, y: u32, s: u32, c: &MapCell, cell_tokens: u32, faded: bool) {
+    if s == 1 {
+        px.put(x, y, fade(cell_colour(c, cell_tokens), faded));
+        return;
+    }
     if s < 3 {
         px.fill(x, y, s, s, fade(cell_colour(c, cell_tokens), faded));
         return;
@@ -431,6 +457,8 @@ mod tests {
         let opts = RenderOptions { highlight_owner: Some(2), cursor: Some(1) };
         render_map(&cells, 16, &l, &opts, &mut buf);
         assert_eq!(pixel(&buf, &l, 4, 4), mix(owner_colour(0), palette::BACKGROUND, 0.7));
+        assert_eq!(mix(palette::EMPTY, palette::FREE, 0.0), palette::EMPTY);
+        assert_eq!(mix(palette::EMPTY, palette::FREE, 1.0), palette::FREE);
         assert_eq!(pixel(&buf, &l, 14, 4), owner_colour(1));
         assert_eq!(pixel(&buf, &l, 10, 0), palette::INK);
     }

@@ -34,6 +34,10 @@ struct FrameBench {
     p95_ms: f64,
     /// Memory map alone: snapshot from the engine, RGBA buffer, put_image_data.
     map_median_ms: f64,
+    /// Both charts alone (plotters on canvas).
+    chart_median_ms: f64,
+    /// The metrics table alone (reports and DOM text).
+    metrics_median_ms: f64,
 }
 
 /// Full redraws of the current state, each forced to redo every part.
@@ -43,6 +47,8 @@ pub fn frames(app: &App, n: u32) -> String {
     view.render(&lab); // settle the layout first
     let mut total = Vec::with_capacity(n as usize);
     let mut map_only = Vec::with_capacity(n as usize);
+    let mut charts = Vec::with_capacity(n as usize);
+    let mut metrics = Vec::with_capacity(n as usize);
     for _ in 0..n {
         view.invalidate_content();
         let t0 = dom::now_ms();
@@ -53,6 +59,13 @@ pub fn frames(app: &App, n: u32) -> String {
             let _ = mv.paint(&run.sim.memory_map(), &RenderOptions::default());
         }
         map_only.push(dom::now_ms() - t1);
+        view.invalidate_content();
+        let t2 = dom::now_ms();
+        view.render_charts(&lab);
+        charts.push(dom::now_ms() - t2);
+        let t3 = dom::now_ms();
+        view.render_metrics(&lab);
+        metrics.push(dom::now_ms() - t3);
     }
     let cells = lab.runs.iter().map(|r| r.sim.memory_map().cells.len()).sum();
     serde_json::to_string(&FrameBench {
@@ -61,6 +74,8 @@ pub fn frames(app: &App, n: u32) -> String {
         median_ms: median(&mut total),
         p95_ms: p95(&mut total),
         map_median_ms: median(&mut map_only),
+        chart_median_ms: median(&mut charts),
+        metrics_median_ms: median(&mut metrics),
     })
     .unwrap_or_default()
 }

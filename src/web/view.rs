@@ -175,7 +175,7 @@ impl View {
         self.inspector.set_inner_html(&html);
     }
 
-    fn render_charts(&mut self, lab: &Lab) {
+    pub fn render_charts(&mut self, lab: &Lab) {
         let duration_s = lab.duration_us() as f64 / 1e6;
         let lens: usize = lab.runs.iter().map(|r| r.chart_series().len()).sum();
         let key = (
@@ -211,7 +211,7 @@ impl View {
         }
     }
 
-    fn render_metrics(&mut self, lab: &Lab) {
+    pub fn render_metrics(&mut self, lab: &Lab) {
         let reports: Vec<_> = lab.runs.iter().map(|r| r.report()).collect();
         let inputs: Vec<MetricsInput<'_>> = lab
             .runs
