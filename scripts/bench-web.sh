@@ -4,9 +4,11 @@
 #     compare mode, and at 102,400 cells (paged with 1-token blocks; contiguous on 200 GiB)
 #   - the whole 60 s contiguous-default scenario simulated in wasm, next to native (criterion)
 #   - release bundle size (wasm + JS, gzip -9) and time to interactive from 127.0.0.1
-# Usage: scripts/bench-web.sh [--build] [--no-native]
-#   --build      rebuild dist/ with trunk first (it is built when missing anyway)
-#   --no-native  skip the criterion run of the native engine
+# Usage: scripts/bench-web.sh [--build] [--no-native] [--screenshots DIR]
+#   --build            rebuild dist/ with trunk first (it is built when missing anyway)
+#   --no-native        skip the criterion run of the native engine
+#   --screenshots DIR  instead of measuring, save the page's reference screenshots in DIR
+#                      (standalone 1400×900 and 1280×720, compare, embed 800×500, narrow 420)
 # Needs the tools of scripts/setup.sh (trunk, chromium, chromedriver, node from npm's setup).
 # Timings are reported, never asserted: they depend on the machine.
 set -euo pipefail
@@ -15,13 +17,21 @@ export PATH="$PWD/.tools/bin:$PWD/.tools/node_modules/.bin:$HOME/.cargo/bin:$PAT
 
 build=0
 native=1
-for arg in "$@"; do
-  case "$arg" in
+shots=""
+while [ $# -gt 0 ]; do
+  case "$1" in
     --build) build=1 ;;
     --no-native) native=0 ;;
-    *) echo "unknown option $arg (use --build, --no-native)" >&2; exit 2 ;;
+    --screenshots) shots="${2:?--screenshots needs a directory}"; shift ;;
+    *) echo "unknown option $1 (use --build, --no-native, --screenshots DIR)" >&2; exit 2 ;;
   esac
+  shift
 done
+if [ -n "$shots" ]; then
+  mkdir -p "$shots"
+  shots="$(cd "$shots" && pwd)"
+  native=0
+fi
 
 for tool in chromium chromedriver node; do
   command -v "$tool" >/dev/null || { echo "missing $tool: run scripts/setup.sh" >&2; exit 1; }
@@ -33,6 +43,7 @@ if [ "$build" = 1 ] || [ ! -f dist/index.html ]; then
   trunk build --release --offline
 fi
 
+if [ -z "$shots" ]; then
 echo "==> Release bundle (gzip -9)"
 wasm_gz=$(cat dist/*.wasm | gzip -9 | wc -c)
 js_gz=$(cat dist/*.js | gzip -9 | wc -c)
@@ -49,9 +60,10 @@ if [ "$native" = 1 ]; then
     node -e 'const e = require(process.argv[1]); console.log("native contiguous-default 60 s: median " + (e.median.point_estimate / 1e6).toFixed(2) + " ms")' "$PWD/$est"
   fi
 fi
+fi
 
 echo "==> Browser (headless Chromium via chromedriver)"
-DIST="$PWD/dist" CHROMEDRIVER="$(command -v chromedriver)" node --input-type=module - <<'JS'
+SHOTS="$shots" DIST="$PWD/dist" CHROMEDRIVER="$(command -v chromedriver)" node --input-type=module - <<'JS'
 import { spawn } from "node:child_process";
 import http from "node:http";
 import net from "node:net";
@@ -90,7 +102,7 @@ for (let i = 0; i < 100 && !session; i++) {
       binary: fs.existsSync("/usr/bin/chromium") ? "/usr/bin/chromium" : undefined,
       args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
              "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             "--disable-dev-shm-usage", "--window-size=1400,900", `--user-data-dir=${fs.mkdtempSync(path.join(os.tmpdir(), "kvlab-bench-"))}`],
+             "--disable-dev-shm-usage", "--hide-scrollbars", "--window-size=1400,900", `--user-data-dir=${fs.mkdtempSync(path.join(os.tmpdir(), "kvlab-bench-"))}`],
     } } } });
   } catch { await sleep(100); }
 }
@@ -106,6 +118,59 @@ async function open(url) {
   throw new Error("the lab did not become ready");
 }
 const median = (v) => { const s = [...v].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
+
+// Sizes the window so that the page's viewport is w × h.
+async function resize(w, h) {
+  await wd("POST", `/session/${sid}/window/rect`, { width: w, height: h });
+  const [iw, ih] = await exec("return [window.innerWidth, window.innerHeight]");
+  await wd("POST", `/session/${sid}/window/rect`, { width: 2 * w - iw, height: 2 * h - ih });
+}
+async function shot(name) {
+  const png = await wd("GET", `/session/${sid}/screenshot`);
+  fs.writeFileSync(path.join(process.env.SHOTS, name), Buffer.from(png, "base64"));
+  console.log(`saved ${name}`);
+}
+// Moves the pointer over the map canvas at a fraction of its size (the inspector follows).
+async function hover(id, fx, fy) {
+  const el = await wd("POST", `/session/${sid}/element`, { using: "css selector", value: `#${id}` });
+  const ref = Object.values(el)[0];
+  const rect = await wd("GET", `/session/${sid}/element/${ref}/rect`);
+  const x = Math.round(rect.x + rect.width * fx), y = Math.round(rect.y + rect.height * fy);
+  await wd("POST", `/session/${sid}/actions`, { actions: [{ type: "pointer", id: "mouse", parameters: { pointerType: "mouse" },
+    actions: [{ type: "pointerMove", duration: 0, origin: "viewport", x, y }] }] });
+  await sleep(150);
+}
+if (process.env.SHOTS) {
+  try {
+    await resize(1400, 900);
+    await open(`${base}?autoplay=0&preset=contiguous-default`);
+    await exec("kvlab.runTo(30); return null");
+    await hover("map-0", 0.35, 0.3);
+    await shot("standalone-1400x900.png");
+    await resize(1280, 720);
+    await open(`${base}?autoplay=0&preset=paged-default`);
+    await exec("kvlab.runTo(30); return null");
+    await hover("map-0", 0.5, 0.4);
+    await shot("standalone-paged-1280x720.png");
+    await resize(1400, 900);
+    await open(`${base}?autoplay=0`);
+    await exec("kvlab.setCompare(true); kvlab.runTo(40); return null");
+    await shot("compare-1400x900.png");
+    await resize(800, 500);
+    await open(`${base}?autoplay=0&embed=1&preset=paged-default`);
+    await exec("kvlab.setCompare(true); kvlab.runTo(30); return null");
+    await shot("embed-800x500.png");
+    await resize(420, 900);
+    await open(`${base}?autoplay=0&preset=parallel-sampling`);
+    await exec("kvlab.runTo(20); return null");
+    await shot("narrow-420x900.png");
+  } finally {
+    await wd("DELETE", `/session/${sid}`).catch(() => {});
+    driver.kill();
+    server.close();
+  }
+  process.exit(0);
+}
 
 try {
   // Time to interactive: navigation start to window.kvlab ready, fresh loads.

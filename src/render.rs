@@ -79,8 +79,8 @@ pub fn mix(a: Rgba, b: Rgba, t: f32) -> Rgba {
     mix_w(a, b, (t.clamp(0.0, 1.0) * 256.0 + 0.5) as u32)
 }
 
-/// The weight of the background in a faded cell (70%).
-const FADE_W: u32 = 179;
+/// The weight of the background in a faded cell (78%).
+const FADE_W: u32 = 200;
 
 /// Largest cell pitch (cell plus gap), in device pixels.
 pub const MAX_PITCH: u32 = 28;
@@ -153,7 +153,8 @@ impl MapLayout {
 /// What to emphasise when drawing.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RenderOptions {
-    /// Draw this owner (request id + 1, as in `MapCell::owner`) at full strength, fade the rest.
+    /// Draw this owner (request id + 1, as in `MapCell::owner`) at full strength and framed,
+    /// fade the rest.
     pub highlight_owner: Option<u32>,
     /// Outline this cell (keyboard cursor).
     pub cursor: Option<usize>,
@@ -215,6 +216,10 @@ pub fn render_map(cells: &[MapCell], cell_tokens: u32, layout: &MapLayout, opts:
             let x = col as u32 * layout.pitch;
             let faded = opts.highlight_owner.is_some_and(|owner| c.owner != owner);
             draw_cell(&mut canvas, x, y, layout.cell, c, cell_tokens, faded);
+            if opts.highlight_owner.is_some() && !faded {
+                // The highlighted request's cells get a dark frame, whatever their colour.
+                canvas.outline(x, y, layout.cell, palette::INK);
+            }
         }
     }
     if let Some(i) = opts.cursor.filter(|&i| i < n) {
@@ -456,11 +461,13 @@ mod tests {
         let mut buf = Vec::new();
         let opts = RenderOptions { highlight_owner: Some(2), cursor: Some(1) };
         render_map(&cells, 16, &l, &opts, &mut buf);
-        assert_eq!(pixel(&buf, &l, 4, 4), mix(owner_colour(0), palette::BACKGROUND, 0.7));
+        assert_eq!(pixel(&buf, &l, 4, 4), mix_w(owner_colour(0), palette::BACKGROUND, FADE_W));
+        assert_eq!(pixel(&buf, &l, 18, 4), palette::INK, "the highlighted cell is framed");
         assert_eq!(mix(palette::EMPTY, palette::FREE, 0.0), palette::EMPTY);
         assert_eq!(mix(palette::EMPTY, palette::FREE, 1.0), palette::FREE);
         assert_eq!(pixel(&buf, &l, 14, 4), owner_colour(1));
         assert_eq!(pixel(&buf, &l, 10, 0), palette::INK);
+        assert_eq!(pixel(&buf, &l, 0, 0), mix_w(owner_colour(0), palette::BACKGROUND, FADE_W), "no frame when faded");
     }
 
     #[test]

@@ -77,8 +77,10 @@ fn highlight_and_cursor_show_on_the_canvas() {
     let opts = RenderOptions { highlight_owner: Some(2), cursor: Some(0) };
     paint_map(&c, &cells, 16, &layout, &opts, &mut buf).unwrap();
     assert_eq!(pixel(&c, 14, 4), owner_colour(1), "highlighted owner at full strength");
-    let faded = kvlab::render::mix(owner_colour(0), palette::BACKGROUND, 0.7);
-    assert_eq!(pixel(&c, 4, 4), faded, "other owners fade");
+    assert_eq!(pixel(&c, 18, 4), palette::INK, "highlighted owner framed");
+    let faded = pixel(&c, 4, 4);
+    assert_ne!(faded, owner_colour(0), "other owners fade");
+    assert!(faded.iter().take(3).all(|&v| v > 0xE0), "faded cells are pale: {faded:?}");
     assert_eq!(pixel(&c, 0, 0), palette::INK, "cursor outline");
 }
 

@@ -347,8 +347,10 @@ fn wire_resize(app: &Rc<App>) {
         a.request_frame();
     });
     if let Ok(observer) = web_sys::ResizeObserver::new(cb.as_ref().unchecked_ref()) {
-        if let Some(el) = dom::by_id::<Element>("maps") {
-            observer.observe(&el);
+        for id in ["maps", "map-panel-0", "map-panel-1"] {
+            if let Some(el) = dom::by_id::<Element>(id) {
+                observer.observe(&el);
+            }
         }
         if let Some(el) = dom::by_id::<Element>("chart-kv") {
             observer.observe(&el);

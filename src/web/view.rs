@@ -103,8 +103,10 @@ impl View {
 
     /// The whole frame.
     pub fn render(&mut self, lab: &Lab) {
+        // Classes that change the boxes' sizes first, then measure.
         let compare = lab.runs.len() > 1;
         dom::toggle_class(&self.root, "comparing", compare);
+        dom::toggle_class(&self.maps_box, "two", compare);
         for (i, panel) in self.map_panels.iter().enumerate() {
             dom::set_hidden(panel, i >= lab.runs.len());
         }
@@ -131,6 +133,9 @@ impl View {
         let highlight = focus.and_then(|(run, cell)| maps.get(run)?.cells.get(cell)).map(|c| c.owner).filter(|&o| o != 0);
         for (i, (run, m)) in lab.runs.iter().zip(maps).enumerate() {
             dom::set_text(&self.map_titles[i], &run.title);
+            if self.map_titles[i].title() != run.title {
+                self.map_titles[i].set_title(&run.title);
+            }
             let sub = format!(
                 "{} cells × {} tokens",
                 crate::engine::plan::group_thousands(m.cells.len() as u64),
@@ -145,7 +150,6 @@ impl View {
                 web_sys::console::error_2(&"map paint failed".into(), &e);
             }
         }
-        dom::toggle_class(&self.maps_box, "two", maps.len() > 1);
     }
 
     fn render_inspector(&mut self, lab: &Lab, maps: &[MemoryMap]) {
