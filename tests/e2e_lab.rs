@@ -168,6 +168,14 @@ async fn map_coverage(c: &Client, id: &str) -> f64 {
     n / total
 }
 
+/// The report of a shipped preset run to the end by the native engine.
+fn native_report(id: &str) -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("assets/presets/{id}.json"));
+    let config = kvlab::engine::preset::parse_preset(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let mut sim = kvlab::engine::Simulation::new(config).unwrap();
+    serde_json::to_value(sim.run_to_end()).unwrap()
+}
+
 async fn save_screenshot(c: &Client, name: &str) {
     let png = c.screenshot().await.expect("screenshot");
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/screenshots");
@@ -191,6 +199,7 @@ async fn contiguous_to_paged_lifts_utilisation_and_errors_keep_the_lab() {
     assert_eq!(contiguous["sim_time_s"], json!(60.0));
     let util_contiguous = contiguous["kv"]["utilization_mean"].as_f64().unwrap();
     assert!(util_contiguous < 0.6, "contiguous should waste memory: {util_contiguous}");
+    assert_eq!(contiguous, native_report("contiguous-default"), "wasm and native runs differ");
     assert!(map_coverage(c, "map-0").await > 0.3, "the contiguous map is blank");
 
     // Switch to paged with the allocator control, as a learner would.
@@ -206,6 +215,12 @@ async fn contiguous_to_paged_lifts_utilisation_and_errors_keep_the_lab() {
     assert!(metrics.contains("kv_cache_usage_perc") && metrics.contains("num_preemptions"), "{metrics}");
     let startup = c.find(Locator::Id("startup-line")).await.unwrap().text().await.unwrap();
     assert!(startup.starts_with("GPU KV cache size: 81,920 tokens"), "{startup}");
+
+    // Off-page runs agree with the native engine too.
+    let json = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/presets/parallel-sampling.json")).unwrap();
+    let off_page = js(c, &format!("return kvlab.simulatePreset({})", serde_json::to_string(&json).unwrap())).await;
+    let off_page: Value = serde_json::from_str(off_page.as_str().unwrap()).unwrap();
+    assert_eq!(off_page, native_report("parallel-sampling"));
 
     // A broken preset through the API: an error naming the field, the lab unchanged.
     let thrown = js(
@@ -269,6 +284,21 @@ async fn links_reproduce_the_lab_and_bad_links_and_panics_are_reported() {
     assert!(map_coverage(c, "map-1").await > 0.2, "the paged map of compare mode is blank");
     c.set_window_size(800, 500).await.unwrap();
     save_screenshot(c, "e2e-embed-compare.png").await;
+
+    // Playback runs on its own; Space pauses it; exports work.
+    open(c, &format!("{base}?autoplay=0")).await;
+    js(c, "kvlab.setSpeed(10); kvlab.play(); return null").await;
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let t = js(c, "return kvlab.now()").await.as_f64().unwrap();
+    assert!(t > 0.5, "playback did not advance: {t} s");
+    c.find(Locator::Css("body")).await.unwrap().send_keys(" ").await.unwrap();
+    assert_eq!(js(c, "return kvlab.isPlaying()").await, json!(false), "Space did not pause");
+    let csv = js(c, "return kvlab.seriesCsv()").await;
+    assert!(csv.as_str().unwrap().starts_with("allocator,t_s,allocated_tokens,live_tokens"), "{csv}");
+    let png = js(c, "return kvlab.mapPng()").await;
+    assert!(png.as_str().unwrap().starts_with("data:image/png;base64,"));
+    let png = js(c, "return kvlab.chartPng()").await;
+    assert!(png.as_str().unwrap().len() > 5_000, "the chart PNG is empty");
 
     // A damaged link: a message, and the lab runs the default.
     open(c, &format!("{base}?autoplay=0&preset=bursty#lab=bm90IGpzb24")).await;

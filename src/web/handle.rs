@@ -224,6 +224,14 @@ impl LabHandle {
         super::bench::simulate(&self.app, reps.max(1))
     }
 
+    /// Simulates `preset_json` from 0 to its end without touching the page: the report JSON.
+    #[wasm_bindgen(js_name = simulatePreset)]
+    pub fn simulate_preset(&self, preset_json: &str) -> Result<String, JsError> {
+        let config = crate::engine::preset::parse_preset(preset_json).map_err(|e| JsError::new(&error_text(&e)))?;
+        let mut sim = Simulation::new(config).map_err(|e| JsError::new(&error_text(&e)))?;
+        serde_json::to_string(&sim.run_to_end()).map_err(|e| JsError::new(&e.to_string()))
+    }
+
     /// Panics on purpose, to check that the page reports a panic (tests only).
     #[wasm_bindgen(js_name = testPanic)]
     pub fn test_panic(&self) {
@@ -304,12 +312,4 @@ pub fn boot() -> Result<(), String> {
         let _ = dom::window().dispatch_event(&ev);
     }
     Ok(())
-}
-
-/// Simulates `preset_json` to the end without a page (for scripts and tests): the report JSON.
-#[wasm_bindgen(js_name = simulatePreset)]
-pub fn simulate_preset(preset_json: &str) -> Result<String, JsError> {
-    let config = crate::engine::preset::parse_preset(preset_json).map_err(|e| JsError::new(&e.to_string()))?;
-    let mut sim = Simulation::new(config).map_err(|e| JsError::new(&e.to_string()))?;
-    serde_json::to_string(&sim.run_to_end()).map_err(|e| JsError::new(&e.to_string()))
 }
