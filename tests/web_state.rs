@@ -144,3 +144,19 @@ fn compare_mode_runs_both_allocators_on_the_same_traffic() {
     assert!(lab.runs[0].chart_series().len() > lab.runs[0].sim.series().len());
     assert_eq!(lab.runs[0].chart_series()[..10], lab.runs[0].sim.series()[..10]);
 }
+
+#[wasm_bindgen_test]
+fn setups_too_big_for_a_tab_are_refused_with_a_reason() {
+    let mut lab = Lab::new(LabState::new(preset("paged-default")), PageOptions::default()).unwrap();
+    let mut huge = lab.state.clone();
+    huge.preset.kv_memory_gib = 4096.0;
+    huge.preset.allocator = AllocatorDto::Paged { block_size: 1, prefix_caching: false };
+    let e = lab.apply(huge, true).unwrap_err();
+    assert!(e.starts_with("kv_memory_gib:") && e.contains("1,048,576"), "{e}");
+    let mut flood = lab.state.clone();
+    flood.preset.duration_s = 600.0;
+    flood.preset.workload.arrival = kvlab::engine::preset::ArrivalDto::Poisson { rate_per_s: 5000.0, bursts: vec![] };
+    let e = lab.apply(flood, true).unwrap_err();
+    assert!(e.starts_with("workload.arrival.rate_per_s:"), "{e}");
+    assert_eq!(lab.state.preset, preset("paged-default"));
+}

@@ -5,7 +5,9 @@
 //! step (re-simulating from 0 to go back; the engine is deterministic).
 
 use crate::engine::preset::{AllocatorDto, FitDto, PresetDto, ReserveDto};
-use crate::engine::{ConfigError, Report, SimConfig, Simulation, StepSample};
+use crate::engine::plan::group_thousands;
+use crate::engine::workload::Arrival;
+use crate::engine::{AllocatorConfig, ConfigError, Report, SimConfig, Simulation, StepSample};
 
 use super::url_state::{LabState, PageOptions};
 
@@ -50,6 +52,7 @@ pub struct Run {
 impl Run {
     pub fn new(preset: PresetDto) -> Result<Run, String> {
         let config = preset.to_config().map_err(|e| error_text(&e))?;
+        check_page_limits(&config)?;
         let sim = Simulation::new(config.clone()).map_err(|e| error_text(&e))?;
         let paged = matches!(preset.allocator, AllocatorDto::Paged { .. });
         Ok(Run {
@@ -105,6 +108,41 @@ impl Run {
     pub fn last_sample(&self) -> Option<&StepSample> {
         self.sim.series().last()
     }
+}
+
+/// Most memory-map cells the page draws (a 1,024 × 1,024 canvas at one pixel a cell).
+pub const MAX_MAP_CELLS: u64 = 1 << 20;
+/// Most requests a page run may generate (the engine makes them all up front).
+pub const MAX_PAGE_REQUESTS: f64 = 250_000.0;
+
+/// Setups the engine accepts but a browser tab cannot draw or hold smoothly.
+pub fn check_page_limits(config: &SimConfig) -> Result<(), String> {
+    let cell_tokens = match config.allocator {
+        AllocatorConfig::Paged { block_size, .. } => u64::from(block_size),
+        AllocatorConfig::Contiguous { .. } => u64::from(crate::engine::sim::CONTIGUOUS_CELL_TOKENS),
+    };
+    let cells = config.capacity_tokens() / cell_tokens.max(1);
+    if cells > MAX_MAP_CELLS {
+        return Err(format!(
+            "kv_memory_gib: {} GiB makes a map of {} cells of {cell_tokens} tokens; the page draws up to {}: use less KV memory or larger blocks",
+            config.kv_memory_gib,
+            group_thousands(cells),
+            group_thousands(MAX_MAP_CELLS)
+        ));
+    }
+    if let Arrival::Poisson { rate_per_s, bursts } = &config.workload.arrival {
+        let expected = rate_per_s * config.duration_s
+            + bursts.iter().map(|b| b.rate_per_s * (b.end_s - b.start_s).max(0.0)).sum::<f64>();
+        if expected > MAX_PAGE_REQUESTS {
+            return Err(format!(
+                "workload.arrival.rate_per_s: about {} requests in {} s is more than the page simulates ({}); lower the rate or the duration (the native `kvlab run` has no such limit)",
+                group_thousands(expected as u64),
+                config.duration_s,
+                group_thousands(MAX_PAGE_REQUESTS as u64)
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// "Contiguous · first-fit · reserve prompt + max_tokens" / "Paged · 16-token blocks".
