@@ -145,7 +145,6 @@ if (process.env.SHOTS) {
     await resize(1400, 900);
     await open(`${base}?autoplay=0&preset=contiguous-default`);
     await exec("kvlab.runTo(30); return null");
-    await hover("map-0", 0.35, 0.3);
     await shot("standalone-1400x900.png");
     await resize(1280, 720);
     await open(`${base}?autoplay=0&preset=paged-default`);
@@ -184,8 +183,9 @@ try {
   // The 60 s default scenario simulated in wasm.
   for (const id of ["contiguous-default", "paged-default"]) {
     await exec(`kvlab.loadPresetId('${id}'); return null`);
-    const r = JSON.parse(await exec("return kvlab.benchSimulate(15)"));
+    const r = JSON.parse(await exec("return kvlab.benchSimulate(25)"));
     console.log(`wasm ${id} 60 s: median ${r.median_ms.toFixed(2)} ms, min ${r.min_ms.toFixed(2)} ms (${r.steps} steps, ${r.reps} runs)`);
+    if (process.env.BENCH_VERBOSE) console.log(`  runs: ${r.times_ms.map((t) => t.toFixed(1)).join(" ")}`);
   }
 
   // Frame time.
@@ -201,7 +201,7 @@ try {
   ];
   for (const [name, setup] of cases) {
     await setup();
-    const r = JSON.parse(await exec("return kvlab.benchFrames(150)"));
+    const r = JSON.parse(await exec("return kvlab.benchFrames(200)"));
     console.log(`frame ${name}: median ${r.median_ms.toFixed(2)} ms, p95 ${r.p95_ms.toFixed(2)} ms; alone: map ${r.map_median_ms.toFixed(2)}, charts ${r.chart_median_ms.toFixed(2)}, metrics ${r.metrics_median_ms.toFixed(2)} ms (${r.cells} cells)`);
   }
 } finally {
@@ -210,3 +210,8 @@ try {
   server.close();
 }
 JS
+
+if [ -n "$shots" ] && command -v pngquant >/dev/null; then
+  for f in "$shots"/*.png; do pngquant --force --skip-if-larger --quality 80-95 --output "$f" "$f" || true; done
+  echo "compressed the screenshots with pngquant"
+fi

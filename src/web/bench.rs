@@ -44,7 +44,10 @@ struct FrameBench {
 pub fn frames(app: &App, n: u32) -> String {
     let lab = app.lab.borrow();
     let mut view = app.view.borrow_mut();
-    view.render(&lab); // settle the layout first
+    for _ in 0..20 {
+        view.invalidate_content();
+        view.render(&lab); // settle the layout and warm the code up
+    }
     let mut total = Vec::with_capacity(n as usize);
     let mut map_only = Vec::with_capacity(n as usize);
     let mut charts = Vec::with_capacity(n as usize);
@@ -86,14 +89,22 @@ struct SimBench {
     median_ms: f64,
     min_ms: f64,
     steps: u64,
+    /// Every timed run, in order.
+    times_ms: Vec<f64>,
 }
 
-/// Simulating the first run's preset from 0 to its end, `reps` times.
+/// Simulating the first run's preset from 0 to its end, `reps` times (after 5 untimed runs).
 pub fn simulate(app: &App, reps: u32) -> String {
     let config = match app.lab.borrow().runs.first() {
         Some(r) => r.config.clone(),
         None => return "{}".into(),
     };
+    // Untimed runs first, so that V8 has tiered the hot code up from its baseline compiler.
+    for _ in 0..5 {
+        if let Ok(mut sim) = Simulation::new(config.clone()) {
+            sim.run_to_end();
+        }
+    }
     let mut times = Vec::with_capacity(reps as usize);
     let mut steps = 0;
     for _ in 0..reps {
@@ -105,5 +116,6 @@ pub fn simulate(app: &App, reps: u32) -> String {
         times.push(dom::now_ms() - t0);
     }
     let min = times.iter().copied().fold(f64::INFINITY, f64::min);
-    serde_json::to_string(&SimBench { reps, median_ms: median(&mut times), min_ms: min, steps }).unwrap_or_default()
+    let times_ms = times.clone();
+    serde_json::to_string(&SimBench { reps, median_ms: median(&mut times), min_ms: min, steps, times_ms }).unwrap_or_default()
 }
