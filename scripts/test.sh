@@ -1,30 +1,26 @@
 #!/usr/bin/env bash
-# Sets up everything kvlab needs (scripts/setup.sh, idempotent) and runs every test:
-# native unit/integration tests, clippy, the wasm build check, and the browser tests.
+# Sets up everything kvlab needs (scripts/setup.sh, idempotent) and runs every test: the browser
+# tests (release bundle, wasm tests in headless Chromium, end-to-end tests of the lab), then the
+# native tests, clippy on both targets, and the CUDA backend build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-export PATH="$PWD/.tools/bin:$HOME/.cargo/bin:$PATH"
+export PATH="$PWD/.tools/bin:$PWD/.tools/node_modules/.bin:$HOME/.cargo/bin:$PATH"
 
 step() { printf '\n==> %s\n' "$*"; }
 
-step "Native tests: engine, CLI, fidelity, invariants, determinism"
+# Builds dist/ first: the native end-to-end tests (tests/e2e_*.rs) drive the built page.
+step "Browser: bundle, wasm tests in headless Chromium, end-to-end tests of the lab"
+scripts/test-web.sh
+
+step "Native tests: engine, CLI, fidelity, invariants, determinism, missions, calibration"
 cargo test --all-targets
 
-if grep -q '^gpu *=' Cargo.toml; then
-  step "Build with the CUDA calibration backend (--features gpu; no GPU needed to build)"
-  cargo build --features gpu
-fi
+step "Build with the CUDA calibration backend (--features gpu; no GPU needed to build)"
+cargo build --features gpu
 
-step "Clippy"
+step "Clippy (native and wasm32)"
 cargo clippy --all-targets -- -D warnings
-
-step "The library builds for wasm32-unknown-unknown"
-cargo check --target wasm32-unknown-unknown --lib
-
-if [ -x scripts/test-web.sh ]; then
-  step "Browser: wasm tests in headless Chromium and end-to-end tests of the lab"
-  scripts/test-web.sh
-fi
+cargo clippy --target wasm32-unknown-unknown --no-default-features --lib -- -D warnings
 
 step "All tests passed"

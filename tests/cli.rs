@@ -152,3 +152,14 @@ fn run_writes_the_series_as_csv() {
     assert!(rows.len() > 1000, "{} rows", rows.len());
     assert!(rows.iter().all(|r| r.starts_with("paged,") && r.split(',').count() == 8));
 }
+
+#[test]
+fn a_preset_names_a_shipped_calibration_and_the_report_says_so() {
+    let ok = write_tmp("cal.json", r#"{"schema":"kvlab/preset@1","allocator":{"kind":"paged"},"calibration":"host-xeon-2core"}"#);
+    let o = kvlab(&["run", &ok, "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["calibration"], "host-xeon-2core");
+    let bad = write_tmp("cal-bad.json", r#"{"schema":"kvlab/preset@1","calibration":"nope"}"#);
+    assert_fails_naming(&kvlab(&["run", &bad]), "calibration");
+}

@@ -6,6 +6,7 @@
 
 pub mod alloc;
 pub mod backend;
+pub mod calibrations;
 pub mod config;
 pub mod memory_map;
 pub mod metrics;

@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::alloc::Fit;
+use super::calibrations::shipped_calibration;
 use super::config::{AllocatorConfig, ConfigError, PreemptionMode, Reserve, SchedulerConfig, SimConfig};
 use super::model::{gpu_preset, model_preset, KvDtype, ModelSpec, GPU_IDS, MODEL_IDS};
 use super::workload::{parse_trace_csv, Arrival, Burst, LengthDist, UserClass, WorkloadConfig};
@@ -39,6 +40,10 @@ pub struct PresetDto {
     pub scheduler: SchedulerDto,
     #[serde(default)]
     pub workload: WorkloadDto,
+    /// A shipped step-time calibration by name (`assets/calibration/<name>.json`); absent = the
+    /// default roofline constants.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<String>,
 }
 
 fn default_seed() -> u64 {
@@ -413,7 +418,7 @@ impl PresetDto {
                 watermark: s.watermark,
             },
             workload: WorkloadConfig { arrival, classes },
-            calibration: None,
+            calibration: self.calibration.as_deref().map(shipped_calibration).transpose()?,
         };
         config.validate()?;
         Ok(config)

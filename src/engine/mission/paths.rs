@@ -36,6 +36,7 @@ pub const PRESET_PATHS: &[(&str, PathKind)] = {
         ("kv_dtype", Text),
         ("gpu", Text),
         ("kv_memory_gib", Number),
+        ("calibration", Text),
         ("allocator", Object),
         ("allocator.kind", Text),
         ("allocator.reserve", Text),
