@@ -309,14 +309,12 @@ pub fn from_json_with_path<T: serde::de::DeserializeOwned>(json: &str) -> Result
     let de = &mut serde_json::Deserializer::from_str(json);
     serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();
-        let field = if path == "." { String::new() } else { path };
         let inner = e.into_inner();
-        let message = if inner.is_syntax() || inner.is_eof() {
-            format!("not valid JSON ({inner})")
-        } else {
-            inner.to_string()
-        };
-        ConfigError::new(field, message)
+        if inner.is_syntax() || inner.is_eof() {
+            // A syntax error belongs to the text, not to a field (the path would read "?").
+            return ConfigError::new("", format!("not valid JSON ({inner})"));
+        }
+        ConfigError::new(if path == "." { String::new() } else { path }, inner.to_string())
     })
 }
 
