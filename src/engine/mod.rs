@@ -17,6 +17,7 @@ pub mod preset;
 pub mod request;
 pub mod scheduler;
 pub mod sim;
+pub mod stars;
 pub mod timing;
 pub mod workload;
 
