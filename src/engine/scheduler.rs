@@ -63,6 +63,18 @@ pub struct Scheduler {
     scratch_items: Vec<(SeqId, ScheduledWork)>,
     scratch_pairs: Vec<(SeqId, u32)>,
     scratch_work: Vec<ScheduledWork>,
+    scratch_seqs: Vec<SeqId>,
+    last_refusal: Option<Refusal>,
+}
+
+/// The last admission the allocator refused, and the allocator epoch it was refused at.
+#[derive(Clone, Copy, Debug)]
+struct Refusal {
+    request: RequestId,
+    remaining: u32,
+    first: u32,
+    epoch: u64,
+    blocked: Blocked,
 }
 
 impl Scheduler {
@@ -80,6 +92,8 @@ impl Scheduler {
             scratch_items: Vec::new(),
             scratch_pairs: Vec::new(),
             scratch_work: Vec::new(),
+            scratch_seqs: Vec::new(),
+            last_refusal: None,
         }
     }
 
@@ -176,14 +190,29 @@ impl Scheduler {
                     ));
                 }
             }
+            // Preempt from the newest end until this group's tokens fit (or it is the victim).
+            if let [(seq, w)] = items[..] {
+                // One sequence (the common case): allocate_slots is all-or-nothing by itself.
+                let mut fits = true;
+                while kv.allocate_slots(seq, w.num_new_tokens).is_none() {
+                    if self.preempt_newest(r, groups, kv, out) {
+                        fits = false;
+                        break;
+                    }
+                }
+                if !fits {
+                    break;
+                }
+                *budget -= w.num_new_tokens;
+                out.work.push(w);
+                i += 1;
+                continue;
+            }
             pairs.clear();
             pairs.extend(items.iter().map(|(s, w)| (*s, w.num_new_tokens)));
-            // Preempt from the newest end until this group's tokens fit (or it is the victim).
             let mut self_preempted = false;
             while !kv.can_allocate(&pairs) {
-                let victim = *self.running.last().expect("running is not empty");
-                self.preempt(victim, groups, kv, out);
-                if victim == r {
+                if self.preempt_newest(r, groups, kv, out) {
                     self_preempted = true;
                     break;
                 }
@@ -200,6 +229,19 @@ impl Scheduler {
         }
         self.scratch_items = items;
         self.scratch_pairs = pairs;
+    }
+
+    /// Preempts the most recently admitted running group; true if that was `r` itself.
+    fn preempt_newest(
+        &mut self,
+        r: RequestId,
+        groups: &mut [SequenceGroup],
+        kv: &mut KvCacheManager,
+        out: &mut SchedulerOutput,
+    ) -> bool {
+        let victim = *self.running.last().expect("running is not empty");
+        self.preempt(victim, groups, kv, out);
+        victim == r
     }
 
     fn preempt(&mut self, r: RequestId, groups: &mut [SequenceGroup], kv: &mut KvCacheManager, out: &mut SchedulerOutput) {
@@ -272,25 +314,42 @@ impl Scheduler {
                 out.hol = Some(HolReason::SeqLimit);
                 return;
             }
+            // An admission refused at this allocator epoch is refused again: nothing was placed
+            // or released since, so skip the prefix lookup and the allocator's search.
+            let epoch = kv.epoch();
+            let memo = self.last_refusal.filter(|m| m.request == r && m.epoch == epoch);
             let identity = g.identity(g.parent());
-            let computed = kv.computed_blocks(&identity, g.prompt_tokens);
-            let remaining = g.prompt_tokens - computed.num_tokens;
+            let (computed, remaining) = match memo {
+                Some(m) => (None, m.remaining),
+                None => {
+                    let c = kv.computed_blocks(&identity, g.prompt_tokens);
+                    let remaining = g.prompt_tokens - c.num_tokens;
+                    (Some(c), remaining)
+                }
+            };
             let first = if self.cfg.chunked_prefill { remaining.min(*budget) } else { remaining };
             if first == 0 || first > *budget {
                 out.hol = Some(HolReason::TokenBudget);
                 return;
             }
-            let sample_seqs: Vec<SeqId> = g.samples.iter().map(|s| s.seq).collect();
+            if let Some(m) = memo.filter(|m| m.first == first) {
+                out.hol = Some(HolReason::Memory(m.blocked));
+                return;
+            }
+            let computed = computed.unwrap_or_else(|| kv.computed_blocks(&identity, g.prompt_tokens));
+            self.scratch_seqs.clear();
+            self.scratch_seqs.extend(g.samples.iter().map(|s| s.seq));
             let req = AdmitRequest {
                 request: r,
                 parent: g.parent(),
-                samples: &sample_seqs,
+                samples: &self.scratch_seqs,
                 identity,
                 prompt_tokens: g.prompt_tokens,
                 reserve_tokens: self.reservation(g),
             };
             if let Err(blocked) = kv.admit(&req, &computed, first) {
                 out.hol = Some(HolReason::Memory(blocked));
+                self.last_refusal = Some(Refusal { request: r, remaining, first, epoch, blocked });
                 return;
             }
             let g = &mut groups[r as usize];

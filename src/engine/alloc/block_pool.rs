@@ -100,6 +100,8 @@ pub struct BlockPool {
     free_queue: FreeBlockQueue,
     cached: BTreeMap<u64, u32>,
     enable_caching: bool,
+    /// Bumped whenever a block leaves or joins the free queue (what admission depends on).
+    epoch: u64,
 }
 
 impl BlockPool {
@@ -121,7 +123,7 @@ impl BlockPool {
         for id in 0..num_blocks {
             free_queue.push_back(&mut blocks, id);
         }
-        BlockPool { blocks, free_queue, cached: BTreeMap::new(), enable_caching }
+        BlockPool { blocks, free_queue, cached: BTreeMap::new(), enable_caching, epoch: 0 }
     }
 
     pub fn num_blocks(&self) -> u32 {
@@ -136,6 +138,9 @@ impl BlockPool {
     pub fn blocks(&self) -> &[KvCacheBlock] {
         &self.blocks
     }
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
     pub fn num_cached_blocks(&self) -> usize {
         self.cached.len()
     }
@@ -143,6 +148,7 @@ impl BlockPool {
     /// Takes the block at the head of the free queue, evicting its cached hash; None if empty.
     pub fn get_new_block(&mut self, owner: RequestId) -> Option<u32> {
         let id = self.free_queue.pop_front(&mut self.blocks)?;
+        self.epoch += 1;
         let b = &mut self.blocks[id as usize];
         if let Some(h) = b.block_hash.take() {
             if self.cached.get(&h) == Some(&id) {
@@ -161,6 +167,7 @@ impl BlockPool {
     pub fn touch(&mut self, id: u32, owner: RequestId) {
         if self.blocks[id as usize].ref_cnt == 0 {
             self.free_queue.remove(&mut self.blocks, id);
+            self.epoch += 1;
             self.blocks[id as usize].owner = owner;
         }
         self.blocks[id as usize].ref_cnt += 1;
@@ -178,6 +185,7 @@ impl BlockPool {
             b.block_hash = None;
         }
         self.free_queue.push_back(&mut self.blocks, id);
+        self.epoch += 1;
         true
     }
 

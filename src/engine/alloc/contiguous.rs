@@ -33,6 +33,8 @@ pub struct ContiguousAllocator {
     slabs: Vec<Option<Slab>>,
     free_tokens: u32,
     live_tokens: u64,
+    /// Bumped whenever a slab is placed or freed (what admission depends on).
+    epoch: u64,
 }
 
 impl ContiguousAllocator {
@@ -48,6 +50,7 @@ impl ContiguousAllocator {
             slabs: Vec::new(),
             free_tokens: capacity_tokens,
             live_tokens: 0,
+            epoch: 0,
         }
     }
 
@@ -59,6 +62,9 @@ impl ContiguousAllocator {
     }
     pub fn live_tokens(&self) -> u64 {
         self.live_tokens
+    }
+    pub fn epoch(&self) -> u64 {
+        self.epoch
     }
     pub fn largest_hole(&self) -> u32 {
         self.holes.values().copied().max().unwrap_or(0)
@@ -111,6 +117,7 @@ impl ContiguousAllocator {
         }
         self.slabs[idx] = Some(Slab { request, start, len, live: 0 });
         self.free_tokens -= len;
+        self.epoch += 1;
         true
     }
 
@@ -138,6 +145,7 @@ impl ContiguousAllocator {
         let Some(slab) = self.slabs.get_mut(seq as usize).and_then(Option::take) else { return };
         self.free_tokens += slab.len;
         self.live_tokens -= u64::from(slab.live);
+        self.epoch += 1;
         let (mut start, mut len) = (slab.start, slab.len);
         if let Some((&prev_start, &prev_len)) = self.holes.range(..start).next_back() {
             if prev_start + prev_len == start {

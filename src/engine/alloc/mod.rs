@@ -90,6 +90,15 @@ impl KvCacheManager {
         }
     }
 
+    /// Changes whenever memory is placed or released, so an admission refused at one epoch is
+    /// refused again at the same epoch (the scheduler skips the retry).
+    pub fn epoch(&self) -> u64 {
+        match self {
+            KvCacheManager::Contiguous(c) => c.epoch(),
+            KvCacheManager::Paged(p) => p.pool().epoch(),
+        }
+    }
+
     /// Token slots that hold KV.
     pub fn live_tokens(&self) -> u64 {
         match self {
