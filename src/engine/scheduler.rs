@@ -278,6 +278,9 @@ impl Scheduler {
     }
 
     fn schedule_swapped(&mut self, groups: &mut [SequenceGroup], kv: &mut KvCacheManager, out: &mut SchedulerOutput) {
+        if self.swapped.is_empty() {
+            return;
+        }
         let mut seqs = self.running_seqs(groups);
         while let Some(&r) = self.swapped.front() {
             let g = &mut groups[r as usize];
@@ -307,6 +310,9 @@ impl Scheduler {
         out: &mut SchedulerOutput,
         budget: &mut u32,
     ) {
+        if self.waiting.is_empty() {
+            return;
+        }
         let mut seqs = self.running_seqs(groups);
         while let Some(&r) = self.waiting.front() {
             let g = &groups[r as usize];

@@ -394,6 +394,7 @@ impl Simulation {
     }
 
     /// Sample `k` of request `r` produces one token; it may finish.
+    #[inline]
     fn emit_token(&mut self, r: RequestId, k: u32) {
         let now = self.now_us;
         let g = &mut self.groups[r as usize];
@@ -401,13 +402,22 @@ impl Simulation {
         s.generated += 1;
         s.num_tokens += 1;
         self.output_tokens += 1;
+        let done = s.generated >= s.target;
         if g.first_token_us.is_none() {
             g.first_token_us = Some(now);
             self.ttft_us.push((now - g.arrival_us) as f64);
         }
-        if s.generated < s.target {
-            return;
+        if done {
+            self.finish_sample(r, k);
         }
+    }
+
+    /// Sample `k` of request `r` reached its length: free its KV; the request may be done.
+    #[cold]
+    fn finish_sample(&mut self, r: RequestId, k: u32) {
+        let now = self.now_us;
+        let g = &mut self.groups[r as usize];
+        let s = &mut g.samples[k as usize];
         s.finished = true;
         let seq = s.seq;
         self.kv.free(seq);

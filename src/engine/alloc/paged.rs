@@ -173,11 +173,12 @@ impl PagedAllocator {
         let table = self.tables[seq as usize].as_mut().expect("allocate_slots on unknown seq");
         // Fast path of every decode step: one token into a private, partly filled last block.
         let cur = table.num_tokens;
-        if num_new_tokens == 1 && cur % bs != 0 && (cur + 1) % bs != 0 {
+        let offset = cur % bs;
+        if num_new_tokens == 1 && offset != 0 && offset + 1 != bs {
             let last = *table.blocks.last().expect("a partial block exists");
             if self.pool.block(last).ref_cnt == 1 {
                 table.num_tokens += 1;
-                self.pool.set_filled(last, cur % bs + 1);
+                self.pool.set_filled(last, offset + 1);
                 self.live_tokens += 1;
                 return Some(());
             }
