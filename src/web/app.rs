@@ -1,7 +1,8 @@
 //! The running page: the lab, its view, and the animation-frame loop, shared by the event
 //! handlers and the JS handle through one `Rc<App>`. All state changes go through
 //! [`App::change`] (validate, apply or report, then redraw and update the URL), all time
-//! changes through [`App::set_time`].
+//! changes through [`App::set_time`]. In mission mode a run that reaches its end is scored and
+//! its stars are kept (never decreasing) through [`super::storage`].
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -9,10 +10,14 @@ use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
+use crate::engine::mission::{Mission, MAX_STARS};
+
 use super::controls;
 use super::dom;
 use super::errors;
 use super::lab::Lab;
+use super::missions;
+use super::storage;
 use super::url_state::LabState;
 use super::view::View;
 
@@ -25,6 +30,8 @@ pub struct App {
     frame_pending: Cell<bool>,
     /// `performance.now()` when the lab became interactive.
     pub ready_ms: Cell<f64>,
+    /// The mission setup whose final score was last kept (so it is kept once).
+    recorded: RefCell<Option<String>>,
 }
 
 /// How long one frame may spend simulating at "max" speed.
@@ -38,6 +45,7 @@ impl App {
             frame: RefCell::new(None),
             frame_pending: Cell::new(false),
             ready_ms: Cell::new(0.0),
+            recorded: RefCell::new(None),
         });
         let weak = Rc::downgrade(&app);
         *app.frame.borrow_mut() = Some(Closure::new(move |ts: f64| {
@@ -82,6 +90,7 @@ impl App {
 
     /// Draws the current state now.
     pub fn draw(&self) {
+        self.keep_mission_stars();
         let lab = self.lab.borrow();
         self.view.borrow_mut().render(&lab);
     }
@@ -99,6 +108,7 @@ impl App {
             Err(e) => {
                 let prefix = match kind {
                     "preset" => "Preset not loaded: ",
+                    "mission" => "Mission not loaded: ",
                     "link" => "Link not applied: ",
                     _ => "",
                 };
@@ -147,15 +157,28 @@ impl App {
         }
     }
 
+    /// The query to keep in links: the page's, less the mission parameters once no mission is
+    /// played (the fragment carries the state either way).
+    fn search(&self) -> String {
+        let search = dom::window().location().search().unwrap_or_default();
+        if self.lab.borrow().state.mission.is_some() {
+            return search;
+        }
+        let Ok(params) = web_sys::UrlSearchParams::new_with_str(&search) else { return search };
+        params.delete("mission");
+        params.delete("mission_url");
+        let rest = String::from(params.to_string());
+        if rest.is_empty() {
+            String::new()
+        } else {
+            format!("?{rest}")
+        }
+    }
+
     /// The link that reproduces what is on screen.
     pub fn share_url(&self) -> String {
         let loc = dom::window().location();
-        let base = format!(
-            "{}{}{}",
-            loc.origin().unwrap_or_default(),
-            loc.pathname().unwrap_or_default(),
-            loc.search().unwrap_or_default()
-        );
+        let base = format!("{}{}{}", loc.origin().unwrap_or_default(), loc.pathname().unwrap_or_default(), self.search());
         format!("{base}#{}", self.lab.borrow().snapshot().to_fragment())
     }
 
@@ -163,16 +186,109 @@ impl App {
     pub fn update_url(&self) {
         let fragment = self.lab.borrow().snapshot().to_fragment();
         let loc = dom::window().location();
-        let url = format!(
-            "{}{}#{fragment}",
-            loc.pathname().unwrap_or_default(),
-            loc.search().unwrap_or_default()
-        );
+        let url = format!("{}{}#{fragment}", loc.pathname().unwrap_or_default(), self.search());
         if let Ok(history) = dom::window().history() {
             let _ = history.replace_state_with_url(&JsValue::NULL, "", Some(&url));
         }
         if let Some(a) = dom::by_id::<web_sys::HtmlAnchorElement>("open-full") {
             a.set_href(&format!("{}#{fragment}", loc.pathname().unwrap_or_default()));
         }
+    }
+
+    /// At the end of a mission run (not the shown solution), keeps its stars once.
+    fn keep_mission_stars(&self) {
+        let (id, stars, key) = {
+            let lab = self.lab.borrow();
+            let Some(r) = lab.state.mission.as_ref().filter(|r| !r.solution) else { return };
+            if !lab.is_at_end() {
+                return;
+            }
+            let key = format!("{}|{}", r.id, serde_json::to_string(&lab.state.preset).unwrap_or_default());
+            if self.recorded.borrow().as_deref() == Some(key.as_str()) {
+                return;
+            }
+            let Some(status) = lab.mission_status() else { return };
+            (r.id.clone(), status.score.stars, key)
+        };
+        *self.recorded.borrow_mut() = Some(key);
+        storage::with_keeper(|k| k.earn(&id, stars));
+        storage::show_notices();
+        update_hub_link();
+        if let Some(v) = &mut self.view.borrow_mut().mission {
+            v.invalidate();
+        }
+    }
+
+    /// Starts `m` from its broken setup (time 0).
+    pub fn start_mission(&self, m: &Mission) -> Result<(), String> {
+        let r = missions::reference(m);
+        let result = self.change("mission", false, |s| {
+            let mut next = LabState::new(m.preset().clone());
+            next.hidden = s.hidden.clone();
+            next.mission = Some(r);
+            Ok(next)
+        });
+        if result.is_ok() && !dom::prefers_reduced_motion() && !self.lab.borrow().options.bench {
+            self.with_lab(|lab| lab.play());
+        }
+        result
+    }
+
+    /// The mission panel's buttons: `hint`, `solution`, `restart`, `exit`.
+    pub fn mission_action(&self, action: &str) -> Result<(), String> {
+        let Some(m) = self.lab.borrow().mission.clone() else {
+            return Err("no mission is being played; open one from the missions page".into());
+        };
+        let edit = |f: &dyn Fn(&mut LabState)| {
+            let mut next = self.lab.borrow().state.clone();
+            f(&mut next);
+            next
+        };
+        let result = match action {
+            "hint" => {
+                let next = edit(&|n| {
+                    if let Some(r) = &mut n.mission {
+                        r.hints = (r.hints + 1).min(m.hints().len() as u32);
+                    }
+                });
+                self.change("mission", true, |_| Ok(next))
+            }
+            "solution" | "restart" => {
+                let solution = action == "solution";
+                let next = edit(&|n| {
+                    n.preset = if solution { m.fix_preset().clone() } else { m.preset().clone() };
+                    n.compare = false;
+                    n.t_s = None;
+                    if let Some(r) = &mut n.mission {
+                        r.solution = solution;
+                    }
+                });
+                let r = self.change("mission", false, |_| Ok(next));
+                if r.is_ok() && !dom::prefers_reduced_motion() {
+                    self.with_lab(|lab| lab.play());
+                }
+                r
+            }
+            "exit" => {
+                let next = edit(&|n| n.mission = None);
+                self.change("mission", true, |_| Ok(next))
+            }
+            _ => Err(format!("unknown mission action \"{action}\"; use hint, solution, restart or exit")),
+        };
+        if action == "solution" && result.is_ok() {
+            if let Some(b) = dom::by_id::<web_sys::HtmlElement>("mission-solution") {
+                let _ = b.scroll_into_view_with_bool(false);
+            }
+        }
+        result
+    }
+}
+
+/// The header's link to the hub shows the stars earned so far.
+pub fn update_hub_link() {
+    let ids = missions::ids();
+    let earned: u32 = storage::with_keeper(|k| ids.iter().map(|id| u32::from(k.stars(id))).sum());
+    if let Some(el) = dom::by_id::<web_sys::Element>("hub-link-stars") {
+        dom::set_text(&el, &format!("★ {earned}/{}", ids.len() as u32 * u32::from(MAX_STARS)));
     }
 }

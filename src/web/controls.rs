@@ -3,12 +3,14 @@
 //! which live in either the preset or the remembered other allocator) and its type in
 //! `data-type`. An edit changes a copy of the lab state through that path; the lab validates
 //! it and either takes it or shows the error and puts the form back. The same paths fill the
-//! form from the state, so the form and the state cannot disagree.
+//! form from the state, so the form and the state cannot disagree. In mission mode the controls
+//! no knob covers are disabled, with a note saying which knobs the mission leaves free.
 
 use serde_json::Value;
 use wasm_bindgen::JsCast;
 use web_sys::{Element, HtmlElement, HtmlInputElement, HtmlSelectElement, HtmlTextAreaElement};
 
+use crate::engine::calibrations::shipped_names;
 use crate::engine::model::{gpu_preset, GPU_IDS, MODEL_IDS};
 use crate::engine::preset::{from_json_with_path, AllocatorDto, ArrivalDto, BurstDto, ClassDto};
 
@@ -94,6 +96,15 @@ fn get_in<'a>(root: &'a Value, path: &str) -> Option<&'a Value> {
 /// The state after setting the field at `path` to `value` (not yet validated as a config).
 pub fn edit(state: &LabState, path: &str, value: Value) -> Result<LabState, String> {
     let mut next = state.clone();
+    if path == "calibration" {
+        // "" is the selector's "none (default model)": the field is left out.
+        next.preset.calibration = match value {
+            Value::String(s) if s.is_empty() => None,
+            Value::String(s) => Some(s),
+            other => return Err(format!("calibration: {other} is not a calibration name")),
+        };
+        return Ok(next);
+    }
     if let Some(rest) = path.strip_prefix('@') {
         if rest == "alloc.kind" {
             next.switch_allocator(value.as_str() == Some("paged"));
@@ -127,6 +138,9 @@ pub fn value_for(state: &LabState, path: &str) -> Option<Value> {
         let (kind, field) = rest.split_once('.')?;
         let alloc = serde_json::to_value(state.allocator_of(kind == "paged")).ok()?;
         return get_in(&alloc, field).cloned();
+    }
+    if path == "calibration" {
+        return Some(Value::from(state.preset.calibration.clone().unwrap_or_default()));
     }
     let v = serde_json::to_value(&state.preset).ok()?;
     if path == "model" && v.get("model").is_some_and(Value::is_object) {
@@ -251,6 +265,13 @@ pub fn fill_options(speeds: &[f64], speed: f64) {
             .collect();
         sel.set_inner_html(&h);
     }
+    if let Some(sel) = dom::by_id::<HtmlSelectElement>("ctl-calibration") {
+        let mut h = String::from("<option value=\"\">none (default model)</option>");
+        for name in shipped_names() {
+            h.push_str(&format!("<option value=\"{0}\">{0}</option>", dom::escape(name)));
+        }
+        sel.set_inner_html(&h);
+    }
     if let Some(sel) = dom::by_id::<HtmlSelectElement>("preset-select") {
         let mut h = String::from("<option value=\"\" disabled>custom (edited)</option>");
         for (id, _) in presets::SHIPPED {
@@ -321,6 +342,58 @@ pub fn sync(state: &LabState) {
         if dom::document().active_element().as_ref() != Some(ta.as_ref()) {
             ta.set_value(&serde_json::to_string_pretty(&state.preset).unwrap_or_default());
         }
+    }
+    let mission = state.mission.as_ref().and_then(|r| super::missions::resolve(r).ok());
+    lock(&form, mission.as_ref());
+}
+
+/// Disables the controls the mission's knobs do not cover (all enabled outside missions).
+fn lock(form: &HtmlElement, mission: Option<&crate::engine::mission::Mission>) {
+    let knobs = mission.map(|m| m.knobs().to_vec());
+    let locked = |path: &str| knobs.as_ref().is_some_and(|k| !super::missions::control_unlocked(k, path));
+    let set = |el: &Element, off: bool| {
+        if el.has_attribute("disabled") != off {
+            let _ = el.toggle_attribute_with_force("disabled", off);
+        }
+        let title = "Locked in this mission";
+        if off {
+            let _ = el.set_attribute("title", title);
+        } else if el.get_attribute("title").as_deref() == Some(title) {
+            let _ = el.remove_attribute("title");
+        }
+    };
+    if let Ok(list) = form.query_selector_all("[data-path], [data-action]") {
+        for i in 0..list.length() {
+            let Some(el) = list.item(i).and_then(|n| n.dyn_into::<Element>().ok()) else { continue };
+            let path = match (el.get_attribute("data-path"), el.get_attribute("data-action").as_deref()) {
+                (Some(p), _) => p,
+                (None, Some("add-class" | "remove-class")) => "workload.classes".into(),
+                (None, Some("add-burst" | "remove-burst")) => "workload.arrival.bursts".into(),
+                _ => continue,
+            };
+            set(&el, locked(&path));
+        }
+    }
+    if let Some(sel) = dom::by_id::<Element>("preset-select") {
+        set(&sel, mission.is_some());
+    }
+    if let Some(pick) = dom::by_id::<HtmlElement>("preset-pick") {
+        // A mission's setup is the mission's; the picker returns when the mission is left.
+        dom::set_hidden(&pick, mission.is_some());
+    }
+    dom::toggle_class(form, "mission-locked", mission.is_some());
+    if let Some(note) = dom::by_id::<HtmlElement>("lock-note") {
+        if let Some(m) = mission {
+            dom::set_text(
+                &note,
+                &format!(
+                    "Mission {} lets you change {}. The greyed-out settings are locked.",
+                    m.number(),
+                    super::missions::knob_list(m)
+                ),
+            );
+        }
+        dom::set_hidden(&note, mission.is_none());
     }
 }
 

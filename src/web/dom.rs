@@ -83,3 +83,51 @@ pub fn prefers_reduced_motion() -> bool {
         .flatten()
         .is_some_and(|m| m.matches())
 }
+
+/// A new element with a class and (optionally) text. Text is always set as text, never parsed
+/// as HTML: preset and mission strings come from files anyone can write.
+pub fn el(tag: &str, class: &str, text: Option<&str>) -> Element {
+    let e = document().create_element(tag).expect("the document creates elements");
+    if !class.is_empty() {
+        e.set_class_name(class);
+    }
+    if let Some(t) = text {
+        e.set_text_content(Some(t));
+    }
+    e
+}
+
+/// Appends `child` to `parent` and returns the child.
+pub fn append(parent: &Element, child: Element) -> Element {
+    let _ = parent.append_child(&child);
+    child
+}
+
+/// Removes every child of `el`.
+pub fn clear(el: &Element) {
+    while let Some(c) = el.first_child() {
+        let _ = el.remove_child(&c);
+    }
+}
+
+/// Fills `el` with `stars` of `max` stars (★ earned, ☆ not), labelled for screen readers.
+pub fn fill_stars(el: &Element, stars: u8, max: u8) {
+    let label = format!("{stars} of {max} stars");
+    if el.get_attribute("aria-label").as_deref() == Some(label.as_str()) && el.child_element_count() == u32::from(max) {
+        return;
+    }
+    clear(el);
+    let _ = el.set_attribute("role", "img");
+    let _ = el.set_attribute("aria-label", &label);
+    let _ = el.set_attribute("data-stars", &stars.to_string());
+    for i in 0..max {
+        let on = i < stars;
+        append(el, el_star(on));
+    }
+}
+
+fn el_star(on: bool) -> Element {
+    let s = el("span", if on { "star on" } else { "star" }, Some(if on { "★" } else { "☆" }));
+    let _ = s.set_attribute("aria-hidden", "true");
+    s
+}

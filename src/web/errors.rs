@@ -50,6 +50,16 @@ fn show_panic(detail: &str) {
 
 /// Shows a message for bad input; the previous message of the same kind is replaced.
 pub fn show_error(kind: &str, text: &str) {
+    show_message(kind, text, "error");
+}
+
+/// Shows a notice (something the learner should know, not a mistake of theirs), replacing the
+/// previous one of the same kind.
+pub fn show_notice(kind: &str, text: &str) {
+    show_message(kind, text, "notice");
+}
+
+fn show_message(kind: &str, text: &str, class: &str) {
     let Some(box_) = dom::by_id::<HtmlElement>("messages") else {
         web_sys::console::error_1(&text.into());
         return;
@@ -57,9 +67,9 @@ pub fn show_error(kind: &str, text: &str) {
     clear_error(kind);
     let doc = dom::document();
     let Ok(msg) = doc.create_element("div") else { return };
-    msg.set_class_name("msg error");
+    msg.set_class_name(&format!("msg {class}"));
     let _ = msg.set_attribute("data-kind", kind);
-    let _ = msg.set_attribute("role", "alert");
+    let _ = msg.set_attribute("role", if class == "error" { "alert" } else { "status" });
     msg.set_inner_html(&format!(
         "<span class=\"msg-text\">{}</span><button type=\"button\" class=\"msg-close\" aria-label=\"Dismiss message\">×</button>",
         dom::escape(text)

@@ -36,6 +36,16 @@ pub fn wire(app: &Rc<App>) {
     wire_charts(app);
     wire_keys(app);
     wire_resize(app);
+    wire_mission(app);
+}
+
+fn wire_mission(app: &Rc<App>) {
+    for (id, action) in [("hint-btn", "hint"), ("solution-btn", "solution"), ("restart-btn", "restart"), ("exit-mission-btn", "exit")] {
+        let a = app.clone();
+        on::<Event>(id, "click", move |_| {
+            let _ = a.mission_action(action);
+        });
+    }
 }
 
 fn wire_transport(app: &Rc<App>) {

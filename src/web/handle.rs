@@ -1,6 +1,7 @@
 //! The one object JavaScript sees: `window.kvlab`, a [`LabHandle`] over the running page
 //! (egui's `WebHandle` style). Engine types cross as JSON strings (`report()` is the report
-//! of DESIGN.md). Also the page's boot: read the URL, build the lab, wire the events.
+//! of DESIGN.md, `missionScore()` the engine's mission score). Also the page's boot: read the
+//! URL, build the lab (or the missions hub), wire the events.
 
 use std::rc::Rc;
 
@@ -15,8 +16,10 @@ use super::errors;
 use super::events;
 use super::export;
 use super::lab::{error_text, secs_to_us, Lab};
+use super::missions;
 use super::presets;
-use super::url_state::{LabState, PageOptions};
+use super::storage;
+use super::url_state::{LabState, MissionRef, PageOptions, QUERY_KEYS};
 use super::view::View;
 use super::{controls, map};
 
@@ -32,13 +35,15 @@ fn to_js(e: String) -> JsError {
     JsError::new(&e)
 }
 
-/// Loads preset JSON (from the API, the JSON editor or a file), keeping compare mode.
+/// Loads preset JSON (from the API, the JSON editor or a file), keeping compare mode and the
+/// mission being played (whose locks then apply).
 pub fn load_preset_text(app: &App, text: &str) -> Result<(), String> {
     app.change("preset", false, |s| {
         let dto = parse_preset_dto(text).map_err(|e| error_text(&e))?;
         let mut next = LabState::new(dto);
         next.compare = s.compare;
         next.hidden = s.hidden.clone();
+        next.mission = s.mission.clone().map(|r| MissionRef { solution: false, ..r });
         Ok(next)
     })
 }
@@ -232,6 +237,86 @@ impl LabHandle {
         serde_json::to_string(&sim.run_to_end()).map_err(|e| JsError::new(&e.to_string()))
     }
 
+    /// Loads a preset or a mission (told apart by `schema`), as the "Load…" dialog does: a preset
+    /// leaves mission mode, a mission starts it.
+    pub fn load(&self, json: &str) -> Result<(), JsError> {
+        super::loader::load_document(&self.app, json, None).map_err(to_js)
+    }
+
+    /// Starts a mission from its JSON (`kvlab/mission@1`).
+    #[wasm_bindgen(js_name = loadMission)]
+    pub fn load_mission(&self, json: &str) -> Result<(), JsError> {
+        super::loader::load_document(&self.app, json, Some("mission")).map_err(to_js)
+    }
+
+    /// Starts a shipped mission by id (see `missionIds()`).
+    #[wasm_bindgen(js_name = loadMissionId)]
+    pub fn load_mission_id(&self, id: &str) -> Result<(), JsError> {
+        match missions::shipped(id) {
+            Ok(m) => self.app.start_mission(&m).map_err(to_js),
+            Err(e) => {
+                errors::show_error("mission", &format!("Mission not loaded: {e}."));
+                Err(to_js(e))
+            }
+        }
+    }
+
+    /// Shipped mission ids, in hub order.
+    #[wasm_bindgen(js_name = missionIds)]
+    pub fn mission_ids(&self) -> Vec<String> {
+        missions::ids()
+    }
+
+    /// The mission's score of the run at the time shown, as JSON: the engine's `Score` plus
+    /// `mission`, `final` (the run reached its end), `solution` and `best` (kept stars); `null`
+    /// outside mission mode.
+    #[wasm_bindgen(js_name = missionScore)]
+    pub fn mission_score(&self) -> String {
+        let lab = self.app.lab.borrow();
+        let (Some(status), Some(r)) = (lab.mission_status(), lab.state.mission.as_ref()) else { return "null".into() };
+        let mut v = serde_json::to_value(&status.score).unwrap_or_default();
+        v["mission"] = r.id.clone().into();
+        v["final"] = status.at_end.into();
+        v["solution"] = r.solution.into();
+        v["best"] = storage::with_keeper(|k| k.stars(&r.id)).into();
+        v.to_string()
+    }
+
+    /// The mission panel's buttons: `showSolution()`, `revealHint()`, `restartMission()`,
+    /// `exitMission()`.
+    #[wasm_bindgen(js_name = showSolution)]
+    pub fn show_solution(&self) -> Result<(), JsError> {
+        self.app.mission_action("solution").map_err(to_js)
+    }
+
+    #[wasm_bindgen(js_name = revealHint)]
+    pub fn reveal_hint(&self) -> Result<(), JsError> {
+        self.app.mission_action("hint").map_err(to_js)
+    }
+
+    #[wasm_bindgen(js_name = restartMission)]
+    pub fn restart_mission(&self) -> Result<(), JsError> {
+        self.app.mission_action("restart").map_err(to_js)
+    }
+
+    #[wasm_bindgen(js_name = exitMission)]
+    pub fn exit_mission(&self) -> Result<(), JsError> {
+        self.app.mission_action("exit").map_err(to_js)
+    }
+
+    /// The stars kept in this browser: `{"m1-paging": 3, …}` (JSON).
+    pub fn stars(&self) -> String {
+        storage::with_keeper(|k| {
+            let m: serde_json::Map<String, serde_json::Value> = k.record().iter().map(|(id, s)| (id.to_string(), s.into())).collect();
+            serde_json::Value::Object(m).to_string()
+        })
+    }
+
+    /// Shipped step-time calibrations (the selector's choices besides the default model).
+    pub fn calibrations(&self) -> Vec<String> {
+        crate::engine::calibrations::shipped_names().into_iter().map(String::from).collect()
+    }
+
     /// Panics on purpose, to check that the page reports a panic (tests only).
     #[wasm_bindgen(js_name = testPanic)]
     pub fn test_panic(&self) {
@@ -244,13 +329,13 @@ fn page_options() -> PageOptions {
     let search = dom::window().location().search().unwrap_or_default();
     let params = web_sys::UrlSearchParams::new_with_str(&search).ok();
     let get = |k: &str| params.as_ref().and_then(|p| p.get(k));
-    let pairs: Vec<(String, String)> =
-        ["embed", "preset", "bench", "autoplay"].iter().filter_map(|k| get(k).map(|v| (k.to_string(), v))).collect();
+    let pairs: Vec<(String, String)> = QUERY_KEYS.iter().filter_map(|k| get(k).map(|v| (k.to_string(), v))).collect();
     PageOptions::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
 }
 
-/// The state the URL asks for, with the messages for whatever in it could not be used.
-fn initial_state(options: &PageOptions) -> (LabState, Vec<(String, String)>) {
+/// The state the URL asks for, with the messages for whatever in it could not be used, and
+/// whether it came from the fragment (which wins over the query's starting points).
+fn initial_state(options: &PageOptions) -> (LabState, Vec<(String, String)>, bool) {
     let mut problems = Vec::new();
     let default = || LabState::new(presets::dto(presets::DEFAULT_ID).expect("the default preset parses"));
     let mut state = match options.preset.as_deref().map(presets::dto) {
@@ -261,22 +346,38 @@ fn initial_state(options: &PageOptions) -> (LabState, Vec<(String, String)>) {
         }
         None => default(),
     };
+    if let Some(id) = options.mission.as_deref() {
+        match missions::shipped(id) {
+            Ok(m) => {
+                state = LabState::new(m.preset().clone());
+                state.mission = Some(missions::reference(&m));
+            }
+            Err(e) => problems.push(("link".to_string(), format!("Link not applied: {e}. Showing {}.", state.preset.id))),
+        }
+    }
     let hash = dom::window().location().hash().unwrap_or_default();
+    let mut from_fragment = false;
     match LabState::from_fragment(&hash) {
-        Ok(Some(s)) => state = s,
+        Ok(Some(s)) => {
+            state = s;
+            from_fragment = true;
+        }
         Ok(None) => {}
         Err(e) => problems.push(("link".to_string(), format!("{e}. Showing {} instead.", state.preset.id))),
     }
-    (state, problems)
+    (state, problems, from_fragment)
 }
 
 /// Builds the lab in the page (when the page has one) and publishes `window.kvlab`.
 pub fn boot() -> Result<(), String> {
+    let options = page_options();
+    if options.hub && dom::by_id::<web_sys::Element>("hub").is_some() {
+        return super::hub::boot();
+    }
     if dom::by_id::<web_sys::Element>("kvlab").is_none() {
         return Ok(()); // not the lab page (e.g. a test harness)
     }
-    let options = page_options();
-    let (state, mut problems) = initial_state(&options);
+    let (state, mut problems, from_fragment) = initial_state(&options);
     let lab = match Lab::new(state.clone(), options.clone()) {
         Ok(lab) => lab,
         Err(e) => {
@@ -292,8 +393,18 @@ pub fn boot() -> Result<(), String> {
     controls::sync(&app.lab.borrow().state);
     map::paint_swatches();
     events::wire(&app);
+    super::loader::wire_dialog(&app);
     for (kind, text) in problems {
         errors::show_error(&kind, &text);
+    }
+    storage::show_notices();
+    super::app::update_hub_link();
+    if !from_fragment {
+        if let Some(url) = &options.mission_url {
+            super::loader::load_from_url(&app, "mission_url", url);
+        } else if let Some(url) = &options.preset_url {
+            super::loader::load_from_url(&app, "preset_url", url);
+        }
     }
     if autoplay {
         app.lab.borrow_mut().play();

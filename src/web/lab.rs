@@ -2,8 +2,10 @@
 //! simulating it (one, or contiguous and paged in compare mode), the time shown, and playback.
 //! Every change of state goes through [`Lab::apply`], which validates first and keeps the
 //! previous runs when the new state is rejected. Time only ever moves by asking the engine to
-//! step (re-simulating from 0 to go back; the engine is deterministic).
+//! step (re-simulating from 0 to go back; the engine is deterministic). In mission mode the lab
+//! also holds the mission, refuses states that change a locked path, and scores the learner's run.
 
+use crate::engine::mission::{score, Mission, Score};
 use crate::engine::preset::{AllocatorDto, FitDto, PresetDto, ReserveDto};
 use crate::engine::plan::group_thousands;
 use crate::engine::workload::Arrival;
@@ -174,7 +176,17 @@ pub struct Lab {
     pub playing: bool,
     pub speed: f64,
     pub options: PageOptions,
+    /// The mission `state.mission` refers to (mission mode).
+    pub mission: Option<Mission>,
     last_tick_ms: Option<f64>,
+}
+
+/// A mission's score of the learner's run at the time shown.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MissionStatus {
+    pub score: Score,
+    /// The run reached its end: the score is final.
+    pub at_end: bool,
 }
 
 impl Lab {
@@ -187,6 +199,7 @@ impl Lab {
             playing: false,
             speed: DEFAULT_SPEED,
             options,
+            mission: None,
             last_tick_ms: None,
         };
         lab.apply(state, false)?;
@@ -204,9 +217,32 @@ impl Lab {
     /// Replaces the state when every run of it validates; otherwise keeps everything as it was
     /// and returns the error ("field: message"). `keep_time` stays at the current time instead
     /// of the state's `t_s`.
-    pub fn apply(&mut self, state: LabState, keep_time: bool) -> Result<(), String> {
-        let runs = state
-            .runs()
+    pub fn apply(&mut self, mut state: LabState, keep_time: bool) -> Result<(), String> {
+        let same = |o: &super::url_state::MissionRef, r: &super::url_state::MissionRef| o.id == r.id && o.custom == r.custom;
+        let mission = match (&state.mission, &self.mission, &self.state.mission) {
+            (None, ..) => None,
+            (Some(r), Some(m), Some(o)) if same(o, r) => Some(m.clone()),
+            (Some(r), ..) => Some(super::missions::resolve(r)?),
+        };
+        if let (Some(m), Some(r)) = (&mission, &mut state.mission) {
+            if let Some(path) = m.locked_changes(&state.preset).into_iter().next() {
+                return Err(format!("{path}: this mission keeps {path} as it is; you may change {}", m.knobs().join(", ")));
+            }
+            if r.solution && state.preset != *m.fix_preset() {
+                r.solution = false;
+            }
+            r.hints = r.hints.min(m.hints().len() as u32);
+        }
+        let presets = state.runs();
+        if presets.len() == self.runs.len() && presets.iter().zip(&self.runs).all(|(p, r)| *p == r.preset) {
+            // Only what is drawn around the runs changed (hidden series, hints): keep them.
+            let t = if keep_time { self.t_us } else { secs_to_us(state.t_s.unwrap_or(0.0)) };
+            self.state = state;
+            self.mission = mission;
+            self.seek(t);
+            return Ok(());
+        }
+        let runs = presets
             .into_iter()
             .map(|p| {
                 let label = if matches!(p.allocator, AllocatorDto::Paged { .. }) { "paged" } else { "contiguous" };
@@ -216,6 +252,7 @@ impl Lab {
         let t = if keep_time { self.t_us } else { secs_to_us(state.t_s.unwrap_or(0.0)) };
         self.state = state;
         self.runs = runs;
+        self.mission = mission;
         self.t_us = 0;
         self.seek(t);
         Ok(())
@@ -281,6 +318,18 @@ impl Lab {
             }
         }
         self.t_us != before
+    }
+
+    /// The run of the learner's own preset (in compare mode, the one whose allocator is in use).
+    pub fn scored_run(&self) -> Option<&Run> {
+        self.runs.iter().find(|r| r.preset == self.state.preset).or(self.runs.first())
+    }
+
+    /// The mission's score of the run so far (None outside mission mode).
+    pub fn mission_status(&self) -> Option<MissionStatus> {
+        let m = self.mission.as_ref()?;
+        let run = self.scored_run()?;
+        Some(MissionStatus { score: score(m, &run.preset, &run.report()), at_end: self.is_at_end() })
     }
 
     /// The state with the time shown, as a link should carry it.

@@ -35,6 +35,7 @@ const ROWS: &[(&str, &str, &str, bool)] = &[
     ("tpot", "TPOT p50", "time per output token (and p95)", false),
     ("tokens", "output tokens/s", "generated so far, per simulated second", false),
     ("requests", "requests finished / arrived", "so far", false),
+    ("calibration", "step-time model", "calibration in use; extra cost of paged KV reads", false),
 ];
 
 pub struct MetricsView {
@@ -99,6 +100,14 @@ pub fn value(key: &str, m: &MetricsInput<'_>) -> (String, Option<String>) {
         "requests" => (
             format!("{} / {}", group_thousands(u64::from(r.requests.finished)), group_thousands(u64::from(r.requests.arrived))),
             (r.requests.rejected > 0).then(|| format!("{} rejected", r.requests.rejected)),
+        ),
+        "calibration" => (
+            r.calibration.clone().unwrap_or_else(|| "default".into()),
+            Some(if r.paged_overhead > 0.0 {
+                format!("paged reads +{:.0}%", 100.0 * r.paged_overhead)
+            } else {
+                "contiguous reads".into()
+            }),
         ),
         _ => one(String::new()),
     }

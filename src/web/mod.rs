@@ -9,6 +9,9 @@
 //!   `crate::render`, which native tests check too)
 //! - [`controls`], [`events`]: the settings form and every listener
 //! - [`url_state`]: the state in the URL; [`presets`]: the shipped presets
+//! - [`missions`], [`mission_view`]: mission mode (the shipped missions, knobs, the panel);
+//!   [`hub`]: the missions page; [`storage`]: stars in localStorage (the engine's `StarStore`)
+//! - [`loader`]: presets and missions from a file, pasted JSON or the link
 //! - [`errors`]: messages for bad input and the panic report; [`export`], [`bench`]
 
 pub mod app;
@@ -20,10 +23,15 @@ pub mod errors;
 pub mod events;
 pub mod export;
 pub mod handle;
+pub mod hub;
 pub mod lab;
+pub mod loader;
 pub mod map;
 pub mod metrics;
+pub mod mission_view;
+pub mod missions;
 pub mod presets;
+pub mod storage;
 pub mod url_state;
 pub mod view;
 

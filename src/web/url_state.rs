@@ -3,12 +3,15 @@
 //! settings of the allocator not in use, the time shown and the hidden chart series.
 //!
 //! Format: `#lab=<base64url(JSON)>` in the fragment. The query keeps page options:
-//! `?embed=1` (compact, no page chrome) and `?preset=<id>` (a shipped preset; the fragment,
-//! when present, wins).
+//! `?embed=1` (compact, no page chrome), `?preset=<id>` and `?mission=<id>` (shipped ones),
+//! `?preset_url=` / `?mission_url=` (a same-origin path or a `data:` URL) and `?hub=1` (the
+//! missions hub). The fragment, when present, wins over the query's starting points.
 
 use serde::{Deserialize, Serialize};
 
+use crate::engine::mission::MissionDto;
 use crate::engine::preset::{from_json_with_path, AllocatorDto, PresetDto, PRESET_SCHEMA};
+use crate::engine::stars::valid_mission_id;
 use crate::engine::ConfigError;
 
 pub const STATE_VERSION: u32 = 1;
@@ -33,11 +36,45 @@ pub struct LabState {
     /// Chart series the learner hid (`running`, `waiting`, `swapped`, `preemptions`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hidden: Vec<String>,
+    /// Mission mode: the mission being played (its preset is `preset`'s starting point).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mission: Option<MissionRef>,
+}
+
+/// The mission a lab state plays: a shipped one by id, or a custom one carried whole.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MissionRef {
+    pub id: String,
+    /// A mission that does not ship with the lab (a file, pasted JSON, `mission_url`): the whole
+    /// mission file, so that the link reproduces it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub custom: Option<Box<MissionDto>>,
+    /// Hints revealed so far.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub hints: u32,
+    /// The setup is the documented fix, put there by "Show solution" (its stars are not saved).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub solution: bool,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+impl MissionRef {
+    pub fn shipped(id: &str) -> MissionRef {
+        MissionRef { id: id.to_string(), custom: None, hints: 0, solution: false }
+    }
 }
 
 impl LabState {
     pub fn new(preset: PresetDto) -> LabState {
-        LabState { v: STATE_VERSION, preset, compare: false, alt: None, t_s: None, hidden: Vec::new() }
+        LabState { v: STATE_VERSION, preset, compare: false, alt: None, t_s: None, hidden: Vec::new(), mission: None }
     }
 
     /// The allocator settings of `kind` ("contiguous" or "paged"): the preset's when it uses
@@ -99,6 +136,11 @@ impl LabState {
                 format!("\"{}\" is not a preset schema this lab reads; use \"{PRESET_SCHEMA}\"", s.preset.schema),
             ));
         }
+        if let Some(m) = &s.mission {
+            if !valid_mission_id(&m.id) {
+                return Err(ConfigError::new("mission.id", "use 1 to 64 lowercase letters, digits and dashes, e.g. \"m1-paging\""));
+            }
+        }
         if let Some(t) = s.t_s {
             if !(t.is_finite() && t >= 0.0) {
                 return Err(ConfigError::new("t_s", format!("{t} is not a time; use seconds from 0")));
@@ -130,20 +172,36 @@ impl LabState {
 pub struct PageOptions {
     pub embed: bool,
     pub preset: Option<String>,
+    /// `mission=<id>`: start a shipped mission.
+    pub mission: Option<String>,
+    /// `preset_url=` / `mission_url=`: a document to fetch (same-origin path or `data:` URL).
+    pub preset_url: Option<String>,
+    pub mission_url: Option<String>,
+    /// `hub=1`: the missions hub instead of the lab.
+    pub hub: bool,
     pub bench: bool,
     /// `autoplay=0` keeps the lab paused at load.
     pub autoplay: Option<bool>,
 }
 
+/// The query parameters the page reads.
+pub const QUERY_KEYS: &[&str] = &["embed", "preset", "mission", "preset_url", "mission_url", "hub", "bench", "autoplay"];
+
 impl PageOptions {
-    /// Parses `?embed=1&preset=<id>&bench=1&autoplay=0` (values percent-decoded by the caller).
+    /// Parses `?embed=1&preset=<id>&mission=<id>&hub=1&bench=1&autoplay=0&preset_url=…`
+    /// (values percent-decoded by the caller).
     pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> PageOptions {
         let mut o = PageOptions::default();
         let truthy = |v: &str| !matches!(v, "0" | "false" | "no" | "off");
+        let text = |v: &str| (!v.is_empty()).then(|| v.to_string());
         for (k, v) in pairs {
             match k {
                 "embed" => o.embed = truthy(v),
-                "preset" if !v.is_empty() => o.preset = Some(v.to_string()),
+                "preset" => o.preset = text(v),
+                "mission" => o.mission = text(v),
+                "preset_url" => o.preset_url = text(v),
+                "mission_url" => o.mission_url = text(v),
+                "hub" => o.hub = truthy(v),
                 "bench" => o.bench = truthy(v),
                 "autoplay" => o.autoplay = Some(truthy(v)),
                 _ => {}

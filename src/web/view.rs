@@ -12,6 +12,7 @@ use super::dom;
 use super::lab::Lab;
 use super::map::{self, MapView};
 use super::metrics::{MetricsInput, MetricsView};
+use super::mission_view::MissionView;
 
 /// A cell the learner points at: (run index, cell index).
 pub type CellRef = (usize, usize);
@@ -28,6 +29,7 @@ pub struct View {
     pub kv_box: PlotBox,
     pub queue_box: PlotBox,
     metrics: MetricsView,
+    pub mission: Option<MissionView>,
     play_btn: HtmlElement,
     scrubber: HtmlInputElement,
     time_label: HtmlElement,
@@ -59,6 +61,7 @@ impl View {
             kv_box: PlotBox::default(),
             queue_box: PlotBox::default(),
             metrics: MetricsView::new()?,
+            mission: MissionView::new(),
             play_btn: dom::need("play-btn")?,
             scrubber: dom::need("scrubber")?,
             time_label: dom::need("time-label")?,
@@ -83,6 +86,9 @@ impl View {
         self.layout_dirty = true;
         self.last_inspected = None;
         self.last_chart = None;
+        if let Some(m) = &mut self.mission {
+            m.invalidate();
+        }
     }
 
     /// Forces the charts and the inspector to redraw (the layout stays).
@@ -126,6 +132,17 @@ impl View {
         self.render_charts(lab);
         self.render_metrics(lab);
         self.render_transport(lab);
+        self.render_mission(lab);
+    }
+
+    fn render_mission(&mut self, lab: &Lab) {
+        let Some(view) = &mut self.mission else { return };
+        let due = lab.mission.is_some() && view.last_key != Some(lab.t_us);
+        let status = if due { lab.mission_status() } else { None };
+        if due {
+            view.last_key = Some(lab.t_us);
+        }
+        view.render(lab, status.as_ref());
     }
 
     fn render_maps(&mut self, lab: &Lab, maps: &[MemoryMap]) {

@@ -1,0 +1,151 @@
+//! The missions hub (`?hub=1`, reached from `hub.html`): every mission of
+//! assets/missions/index.json with its number, title, task and the stars earned in this browser,
+//! a link into each, the total, and resetting the stars (after a confirmation). Mission text is
+//! set as text, never as HTML.
+
+use web_sys::{Element, Event, HtmlElement};
+
+use crate::engine::mission::MAX_STARS;
+use crate::engine::stars::STARS_KEY;
+
+use super::dom;
+use super::errors;
+use super::missions;
+use super::storage;
+
+/// One row of the hub: what the index and the mission file say.
+pub struct HubEntry {
+    pub id: String,
+    pub number: u32,
+    pub title: String,
+    pub task: String,
+}
+
+/// The shipped missions in hub order (a mission file that fails to parse still gets its row,
+/// from the index).
+pub fn entries() -> Result<Vec<HubEntry>, String> {
+    let index = missions::index()?;
+    Ok(index
+        .missions
+        .into_iter()
+        .map(|e| {
+            let task = missions::shipped(&e.id).map(|m| m.task().to_string()).unwrap_or_default();
+            HubEntry { id: e.id, number: e.number, title: e.title, task }
+        })
+        .collect())
+}
+
+/// Stars earned over the shipped missions, and the most there are.
+pub fn totals() -> (u32, u32) {
+    let ids = missions::ids();
+    let earned = storage::with_keeper(|k| ids.iter().map(|id| u32::from(k.stars(id))).sum());
+    (earned, ids.len() as u32 * u32::from(MAX_STARS))
+}
+
+/// Builds the hub into `#hub` and marks it ready.
+pub fn boot() -> Result<(), String> {
+    let hub: HtmlElement = dom::need("hub")?;
+    // One messages box for the whole page: it moves into the hub.
+    if let (Some(msgs), Some(slot)) = (dom::by_id::<Element>("messages"), dom::by_id::<Element>("hub-messages")) {
+        let _ = slot.append_child(&msgs);
+    }
+    let list: Element = dom::need("hub-list")?;
+    render(&list)?;
+    wire_reset(&list);
+    show_storage_notices();
+    let _ = hub.set_attribute("data-ready", "true");
+    if let Ok(ev) = Event::new("kvlab-hub-ready") {
+        let _ = dom::window().dispatch_event(&ev);
+    }
+    Ok(())
+}
+
+/// (Re)draws the mission cards and the total.
+pub fn render(list: &Element) -> Result<(), String> {
+    dom::clear(list);
+    for e in entries()? {
+        let stars = storage::with_keeper(|k| k.stars(&e.id));
+        let played = storage::with_keeper(|k| k.record().contains(&e.id));
+        let li = dom::append(list, dom::el("li", "card", None));
+        let _ = li.set_attribute("data-id", &e.id);
+        let _ = li.set_attribute("data-stars", &stars.to_string());
+        let a = dom::append(&li, dom::el("a", "card-link", None));
+        let _ = a.set_attribute("href", &format!("./?mission={}", e.id));
+        dom::append(&a, dom::el("span", "card-num", Some(&e.number.to_string())));
+        let main = dom::append(&a, dom::el("span", "card-main", None));
+        dom::append(&main, dom::el("span", "card-title", Some(&e.title)));
+        dom::append(&main, dom::el("span", "card-task", Some(&e.task)));
+        let side = dom::append(&a, dom::el("span", "card-side", None));
+        let st = dom::append(&side, dom::el("span", "stars", None));
+        dom::fill_stars(&st, stars, MAX_STARS);
+        let cta = match (played, stars) {
+            (false, _) => "Play",
+            (true, s) if s >= MAX_STARS => "Replay",
+            _ => "Continue",
+        };
+        dom::append(&side, dom::el("span", "card-cta", Some(&format!("{cta} →"))));
+    }
+    let (earned, max) = totals();
+    if let Some(total) = dom::by_id::<Element>("hub-total") {
+        dom::set_text(&total, &format!("{earned} of {max} stars"));
+    }
+    if let Some(bar) = dom::by_id::<HtmlElement>("hub-progress") {
+        let pct = if max > 0 { 100.0 * f64::from(earned) / f64::from(max) } else { 0.0 };
+        let _ = bar.style().set_property("width", &format!("{pct:.1}%"));
+    }
+    if let Some(where_) = dom::by_id::<Element>("hub-storage") {
+        let text = if storage::with_keeper(|k| k.persistent()) {
+            format!("Stars are saved in this browser only (localStorage, key {STARS_KEY}); they never decrease.")
+        } else {
+            "Stars are kept for this visit only (this browser's storage cannot be used).".to_string()
+        };
+        dom::set_text(&where_, &text);
+    }
+    Ok(())
+}
+
+fn show_storage_notices() {
+    storage::show_notices();
+}
+
+fn wire_reset(list: &Element) {
+    let confirm = dom::by_id::<HtmlElement>("reset-confirm");
+    let show = move |on: bool| {
+        if let Some(c) = dom::by_id::<HtmlElement>("reset-confirm") {
+            dom::set_hidden(&c, !on);
+        }
+        if let Some(b) = dom::by_id::<HtmlElement>("reset-stars") {
+            dom::set_hidden(&b, on);
+            if !on {
+                let _ = b.focus();
+            }
+        }
+        if on {
+            if let Some(no) = dom::by_id::<HtmlElement>("reset-no") {
+                let _ = no.focus();
+            }
+        }
+    };
+    if confirm.is_none() {
+        return;
+    }
+    if let Some(b) = dom::by_id::<HtmlElement>("reset-stars") {
+        dom::listen::<Event>(&b, "click", move |_| show(true));
+    }
+    if let Some(b) = dom::by_id::<HtmlElement>("reset-no") {
+        dom::listen::<Event>(&b, "click", move |_| show(false));
+    }
+    if let Some(b) = dom::by_id::<HtmlElement>("reset-yes") {
+        let list = list.clone();
+        dom::listen::<Event>(&b, "click", move |_| {
+            storage::with_keeper(|k| k.reset());
+            errors::clear_error("");
+            show_storage_notices();
+            let _ = render(&list);
+            show(false);
+            if let Some(s) = dom::by_id::<Element>("hub-status") {
+                dom::set_text(&s, "Every star was reset.");
+            }
+        });
+    }
+}

@@ -1,0 +1,203 @@
+//! Loading what instructors write: a preset (`kvlab/preset@1`) or a mission
+//! (`kvlab/mission@1`), told apart by `schema`, from the "Load…" dialog (pasted text or a file)
+//! or from the link (`?preset_url=` / `?mission_url=`: a path on this site or a `data:` URL).
+//! A document that does not validate leaves a message naming the field, and the lab keeps what
+//! it was showing.
+
+use std::rc::Rc;
+
+use serde_json::Value;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::{Event, HtmlDialogElement, HtmlElement, HtmlInputElement, HtmlTextAreaElement};
+
+use crate::engine::mission::{parse_mission, Mission, MISSION_SCHEMA};
+use crate::engine::preset::{parse_preset_dto, PresetDto, MAX_PRESET_BYTES};
+
+use super::app::App;
+use super::dom;
+use super::errors;
+use super::lab::error_text;
+use super::url_state::LabState;
+
+/// A document an instructor loads.
+pub enum Document {
+    Preset(PresetDto),
+    Mission(Box<Mission>),
+}
+
+/// Reads a preset or a mission; errors name the field ("goals[1].metric: …").
+pub fn parse_document(text: &str) -> Result<Document, String> {
+    if text.len() > MAX_PRESET_BYTES {
+        return Err(format!("the document is {} bytes; the limit is {MAX_PRESET_BYTES} bytes", text.len()));
+    }
+    let is_mission = serde_json::from_str::<Value>(text)
+        .ok()
+        .is_some_and(|v| v.get("schema").and_then(Value::as_str) == Some(MISSION_SCHEMA));
+    if is_mission {
+        parse_mission(text).map(|m| Document::Mission(Box::new(m))).map_err(|e| error_text(&e))
+    } else {
+        parse_preset_dto(text).map(Document::Preset).map_err(|e| error_text(&e))
+    }
+}
+
+/// Loads a preset (the free lab, keeping compare mode) or a mission (mission mode).
+/// `expect` ("preset" or "mission") refuses the other kind, for the link parameters.
+pub fn load_document(app: &App, text: &str, expect: Option<&str>) -> Result<(), String> {
+    let kind_of = |t: &str| if serde_json::from_str::<Value>(t).ok().and_then(|v| v.get("schema").cloned()) == Some(Value::from(MISSION_SCHEMA)) { "mission" } else { "preset" };
+    let kind = expect.unwrap_or_else(|| kind_of(text));
+    if let Some(want) = expect {
+        if kind_of(text) != want {
+            let e = format!("this is a {}, not a {want}; use {}_url", kind_of(text), kind_of(text));
+            let msg = format!("{} not loaded: {e}. The lab keeps its previous setup.", capitalized(want));
+            errors::show_error(want, &msg);
+            return Err(e);
+        }
+    }
+    match parse_document(text) {
+        Ok(Document::Mission(m)) => app.start_mission(&m),
+        Ok(Document::Preset(dto)) => app.change("preset", false, |s| {
+            let mut next = LabState::new(dto);
+            next.compare = s.compare;
+            next.hidden = s.hidden.clone();
+            Ok(next)
+        }),
+        Err(e) => app.change(kind, false, |_| Err(e)),
+    }
+}
+
+fn capitalized(s: &str) -> String {
+    let mut c = s.chars();
+    c.next().map(|f| f.to_uppercase().collect::<String>() + c.as_str()).unwrap_or_default()
+}
+
+/// Why `url` may not be loaded (None when it may): only this site's paths and `data:` URLs.
+pub fn url_problem(url: &str, page_href: &str) -> Option<String> {
+    let Ok(u) = web_sys::Url::new_with_base(url, page_href) else {
+        return Some(format!("\"{url}\" is not a URL or a path"));
+    };
+    if u.protocol() == "data:" {
+        return None;
+    }
+    let page = web_sys::Url::new(page_href).ok()?;
+    if u.origin() != page.origin() {
+        return Some(format!("\"{url}\" is on another site; use a path on this site (e.g. missions/mine.json) or a data: URL"));
+    }
+    None
+}
+
+/// Fetches `url` (the `param` of the link, `preset_url` or `mission_url`) and loads it.
+pub fn load_from_url(app: &Rc<App>, param: &'static str, url: &str) {
+    let expect = if param == "mission_url" { "mission" } else { "preset" };
+    let fail = move |e: String| errors::show_error(expect, &format!("Link not applied: {param}: {e}. The lab keeps its previous setup."));
+    let href = dom::window().location().href().unwrap_or_default();
+    if let Some(p) = url_problem(url, &href) {
+        fail(p);
+        return;
+    }
+    let resolved = web_sys::Url::new_with_base(url, &href).map(|u| u.href()).unwrap_or_else(|_| url.to_string());
+    let shown = if url.starts_with("data:") { "the data: URL".to_string() } else { format!("\"{url}\"") };
+    let app = app.clone();
+    let shown2 = shown.clone();
+    let on_response = Closure::<dyn FnMut(JsValue)>::once(move |resp: JsValue| {
+        let Ok(resp) = resp.dyn_into::<web_sys::Response>() else {
+            fail(format!("fetching {shown} gave no response"));
+            return;
+        };
+        if !resp.ok() {
+            fail(format!("{shown} answered {} {}", resp.status(), resp.status_text()));
+            return;
+        }
+        let Ok(text) = resp.text() else {
+            fail(format!("{shown} could not be read as text"));
+            return;
+        };
+        let on_text = Closure::<dyn FnMut(JsValue)>::once(move |t: JsValue| {
+            let text = t.as_string().unwrap_or_default();
+            if load_document(&app, &text, Some(expect)).is_ok() {
+                errors::clear_error("link");
+            }
+        });
+        let _ = text.then(&on_text);
+        on_text.forget();
+    });
+    let on_error = Closure::<dyn FnMut(JsValue)>::once(move |e: JsValue| {
+        let why = e.dyn_ref::<js_sys::Error>().map(|e| String::from(e.message())).unwrap_or_else(|| "network error".into());
+        errors::show_error(
+            if param == "mission_url" { "mission" } else { "preset" },
+            &format!("Link not applied: {param}: could not fetch {shown2} ({why}). The lab keeps its previous setup."),
+        );
+    });
+    let _ = dom::window().fetch_with_str(&resolved).then2(&on_response, &on_error);
+    // Each runs at most once; they live as long as the page.
+    on_response.forget();
+    on_error.forget();
+}
+
+/// The "Load…" dialog: paste or open a preset or mission.
+pub fn wire_dialog(app: &Rc<App>) {
+    let Some(dialog) = dom::by_id::<HtmlDialogElement>("load-dialog") else { return };
+    let error_box = dom::by_id::<HtmlElement>("load-error");
+    let show_error = {
+        let error_box = error_box.clone();
+        move |text: Option<&str>| {
+            if let Some(b) = &error_box {
+                dom::set_text(b, text.unwrap_or(""));
+                dom::set_hidden(b, text.is_none());
+            }
+        }
+    };
+    if let Some(btn) = dom::by_id::<HtmlElement>("load-btn") {
+        let d = dialog.clone();
+        let se = show_error.clone();
+        dom::listen::<Event>(&btn, "click", move |_| {
+            se(None);
+            let _ = d.show_modal();
+            if let Some(ta) = dom::by_id::<HtmlElement>("load-text") {
+                let _ = ta.focus();
+            }
+        });
+    }
+    if let Some(btn) = dom::by_id::<HtmlElement>("load-cancel") {
+        let d = dialog.clone();
+        dom::listen::<Event>(&btn, "click", move |_| d.close());
+    }
+    let apply = {
+        let app = app.clone();
+        let d = dialog.clone();
+        move |text: String| match load_document(&app, &text, None) {
+            Ok(()) => {
+                show_error(None);
+                d.close();
+            }
+            Err(e) => show_error(Some(&e)),
+        }
+    };
+    if let Some(btn) = dom::by_id::<HtmlElement>("load-apply") {
+        let apply = apply.clone();
+        dom::listen::<Event>(&btn, "click", move |_| {
+            if let Some(ta) = dom::by_id::<HtmlTextAreaElement>("load-text") {
+                apply(ta.value());
+            }
+        });
+    }
+    if let Some(input) = dom::by_id::<HtmlInputElement>("load-file") {
+        dom::listen::<Event>(&input.clone(), "change", move |_| {
+            let Some(file) = input.files().and_then(|f| f.get(0)) else { return };
+            let Ok(reader) = web_sys::FileReader::new() else { return };
+            let r2 = reader.clone();
+            let apply = apply.clone();
+            let onload = Closure::once_into_js(move || {
+                if let Some(text) = r2.result().ok().and_then(|v| v.as_string()) {
+                    if let Some(ta) = dom::by_id::<HtmlTextAreaElement>("load-text") {
+                        ta.set_value(&text);
+                    }
+                    apply(text);
+                }
+            });
+            reader.set_onload(Some(onload.unchecked_ref()));
+            let _ = reader.read_as_text(&file);
+            input.set_value("");
+        });
+    }
+}

@@ -1,0 +1,145 @@
+//! The page's star storage: `window.localStorage` behind the engine's [`StarStore`] seam.
+//! The rules (read defensively, never decrease, back up before replacing, fall back to memory)
+//! are the engine's [`StarKeeper`]; this module only moves text and says what happened:
+//!
+//! - no storage (the property throws, is null, or reading throws) → stars in memory, and a notice;
+//! - saving fails (quota exceeded, refused) → the keeper moves to memory, and a notice;
+//! - a stored value with problems → a notice naming them; valid stars are kept, and the raw value
+//!   is copied under `kvlab.stars.v1.backup` before a well-formed record replaces it.
+
+use std::cell::RefCell;
+
+use wasm_bindgen::{JsCast, JsValue};
+
+use super::errors;
+use crate::engine::stars::{MemoryReason, StarKeeper, StarStore, StoreError, STARS_BACKUP_KEY, STARS_KEY};
+
+/// `window.localStorage`.
+pub struct LocalStarStore {
+    storage: web_sys::Storage,
+}
+
+fn js_error_text(e: &JsValue) -> String {
+    if let Some(ex) = e.dyn_ref::<web_sys::DomException>() {
+        return format!("{}: {}", ex.name(), ex.message());
+    }
+    if let Some(err) = e.dyn_ref::<js_sys::Error>() {
+        return String::from(err.message());
+    }
+    e.as_string().unwrap_or_else(|| "unknown error".into())
+}
+
+fn store_error(e: &JsValue) -> StoreError {
+    let text = js_error_text(e);
+    let quota = e.dyn_ref::<web_sys::DomException>().is_some_and(|ex| ex.name() == "QuotaExceededError" || ex.code() == 22);
+    if quota {
+        StoreError::full(text)
+    } else {
+        StoreError::unavailable(text)
+    }
+}
+
+impl LocalStarStore {
+    /// The window's localStorage; an error when the browser has none or refuses it.
+    pub fn open() -> Result<LocalStarStore, StoreError> {
+        let window = web_sys::window().ok_or_else(|| StoreError::unavailable("no window"))?;
+        match window.local_storage() {
+            Ok(Some(storage)) => Ok(LocalStarStore { storage }),
+            Ok(None) => Err(StoreError::unavailable("localStorage is not available")),
+            Err(e) => Err(store_error(&e)),
+        }
+    }
+
+    fn get(&self, key: &str) -> Result<Option<String>, StoreError> {
+        self.storage.get_item(key).map_err(|e| store_error(&e))
+    }
+
+    fn set(&self, key: &str, value: &str) -> Result<(), StoreError> {
+        self.storage.set_item(key, value).map_err(|e| store_error(&e))
+    }
+}
+
+impl StarStore for LocalStarStore {
+    fn load(&self) -> Result<Option<String>, StoreError> {
+        self.get(STARS_KEY)
+    }
+    fn save(&mut self, text: &str) -> Result<(), StoreError> {
+        self.set(STARS_KEY, text)
+    }
+    fn load_backup(&self) -> Result<Option<String>, StoreError> {
+        self.get(STARS_BACKUP_KEY)
+    }
+    fn save_backup(&mut self, text: &str) -> Result<(), StoreError> {
+        self.set(STARS_BACKUP_KEY, text)
+    }
+    fn persistent(&self) -> bool {
+        true
+    }
+}
+
+/// A keeper over localStorage, or over memory when the page cannot use localStorage.
+pub fn open_keeper() -> StarKeeper {
+    match LocalStarStore::open() {
+        Ok(store) => StarKeeper::open(Box::new(store)),
+        Err(e) => StarKeeper::memory_only(e),
+    }
+}
+
+thread_local! {
+    static KEEPER: RefCell<Option<StarKeeper>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` on the page's keeper (opened on first use).
+pub fn with_keeper<R>(f: impl FnOnce(&mut StarKeeper) -> R) -> R {
+    KEEPER.with(|k| {
+        let mut k = k.borrow_mut();
+        f(k.get_or_insert_with(open_keeper))
+    })
+}
+
+/// Forgets the page's keeper, so the next use reads localStorage again (tests, reloads of state).
+pub fn reopen() {
+    KEEPER.with(|k| *k.borrow_mut() = None);
+}
+
+/// What the learner should know about their stars: (message kind, sentence) pairs, empty when
+/// all is well.
+pub fn notices(k: &StarKeeper) -> Vec<(&'static str, String)> {
+    let mut out = Vec::new();
+    if !k.problems().is_empty() {
+        let list: Vec<String> = k.problems().iter().take(4).map(ToString::to_string).collect();
+        let more = k.problems().len().saturating_sub(4);
+        let kept = match k.record().len() {
+            0 => "No saved stars could be read.".to_string(),
+            1 => "The 1 mission with readable stars is kept.".to_string(),
+            n => format!("The {n} missions with readable stars are kept."),
+        };
+        let backup = if k.backed_up() {
+            format!(" The stored value was copied to {STARS_BACKUP_KEY} before it was replaced.")
+        } else {
+            format!(" The stored value stays as it is until you earn a star; it is then copied to {STARS_BACKUP_KEY} first.")
+        };
+        out.push(("stars", format!(
+            "Some saved stars could not be read ({STARS_KEY}): {}{}. {kept}{backup}",
+            list.join("; "),
+            if more > 0 { format!("; and {more} more") } else { String::new() }
+        )));
+    }
+    if let Some(reason) = k.memory_reason() {
+        let tail = match reason {
+            MemoryReason::CannotBackUp(_) => " Reset the stars on the missions page to start a fresh record.",
+            _ => "",
+        };
+        out.push(("stars-memory", format!("Stars are kept for this visit only: {reason}.{tail}")));
+    }
+    out
+}
+
+/// Shows the notices about stars on the page (replacing earlier ones).
+pub fn show_notices() {
+    errors::clear_error("stars");
+    errors::clear_error("stars-memory");
+    for (kind, text) in with_keeper(|k| notices(k)) {
+        errors::show_notice(kind, &text);
+    }
+}

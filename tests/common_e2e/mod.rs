@@ -1,0 +1,210 @@
+//! Shared helpers of the browser end-to-end tests (tests/e2e_*.rs): the release bundle in
+//! dist/ served from 127.0.0.1 by a tiny static server, chromedriver started on a free port,
+//! a headless Chromium session through fantoccini, scripts, reports and screenshots.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use fantoccini::{Client, ClientBuilder};
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+use tokio::process::{Child, Command};
+
+pub fn dist_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("dist")
+}
+
+/// Fails (never skips) when the bundle is missing, saying how to build it.
+pub fn require_dist() -> PathBuf {
+    let dist = dist_dir();
+    assert!(
+        dist.join("index.html").is_file(),
+        "dist/index.html is missing: build the lab first with `scripts/test-web.sh` \
+         (or `PATH=$PWD/.tools/bin:$PATH trunk build --release --offline` after scripts/setup.sh)"
+    );
+    dist
+}
+
+pub fn content_type(path: &Path) -> &'static str {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("html") => "text/html; charset=utf-8",
+        Some("js") => "text/javascript",
+        Some("wasm") => "application/wasm",
+        Some("css") => "text/css",
+        Some("json") => "application/json",
+        Some("png") => "image/png",
+        _ => "application/octet-stream",
+    }
+}
+
+/// Serves `root` on 127.0.0.1 (GET only); returns the base URL.
+pub async fn serve(root: PathBuf) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind the static server");
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut sock, _)) = listener.accept().await else { continue };
+            let root = root.clone();
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 8192];
+                let n = sock.read(&mut buf).await.unwrap_or(0);
+                let req = String::from_utf8_lossy(&buf[..n]);
+                let target = req.split_whitespace().nth(1).unwrap_or("/");
+                let path = target.split(['?', '#']).next().unwrap_or("/");
+                let rel = if path == "/" { "index.html" } else { path.trim_start_matches('/') };
+                let file = root.join(rel);
+                let (status, body, ctype) = if rel.contains("..") {
+                    ("403 Forbidden", b"forbidden".to_vec(), "text/plain")
+                } else {
+                    match std::fs::read(&file) {
+                        Ok(b) => ("200 OK", b, content_type(&file)),
+                        Err(_) => ("404 Not Found", b"not found".to_vec(), "text/plain"),
+                    }
+                };
+                let head = format!(
+                    "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = sock.write_all(head.as_bytes()).await;
+                let _ = sock.write_all(&body).await;
+                let _ = sock.shutdown().await;
+            });
+        }
+    });
+    format!("http://{addr}/")
+}
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// chromedriver on a free port (killed when dropped) and a session on it.
+pub struct Browser {
+    pub client: Client,
+    _driver: Child,
+    _profile: PathBuf,
+}
+
+pub async fn browser(width: u32, height: u32) -> Browser {
+    let driver_bin = std::env::var("CHROMEDRIVER").unwrap_or_else(|_| "chromedriver".into());
+    let port = free_port();
+    let driver = Command::new(&driver_bin)
+        .arg(format!("--port={port}"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {driver_bin} ({e}); run scripts/setup.sh to install chromium-driver"));
+    let profile = std::env::temp_dir().join(format!("kvlab-e2e-{}-{port}", std::process::id()));
+    let mut args = vec![
+        "--headless".to_string(),
+        "--no-sandbox".into(),
+        "--disable-gpu".into(),
+        "--disable-quic".into(),
+        "--no-first-run".into(),
+        "--disable-background-networking".into(),
+        "--disable-component-update".into(),
+        "--disable-sync".into(),
+        "--disable-dev-shm-usage".into(),
+        format!("--window-size={width},{height}"),
+        format!("--user-data-dir={}", profile.display()),
+    ];
+    args.push("--hide-scrollbars".into());
+    let mut chrome = json!({ "args": args });
+    if Path::new("/usr/bin/chromium").exists() {
+        chrome["binary"] = json!("/usr/bin/chromium");
+    }
+    let mut caps = serde_json::Map::new();
+    caps.insert("goog:chromeOptions".into(), chrome);
+    let url = format!("http://127.0.0.1:{port}");
+    let mut last_err = String::new();
+    for _ in 0..100 {
+        let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+        match ClientBuilder::new(connector).capabilities(caps.clone()).connect(&url).await {
+            Ok(client) => return Browser { client, _driver: driver, _profile: profile },
+            Err(e) => last_err = e.to_string(),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("no WebDriver session on {url}: {last_err}");
+}
+
+pub async fn js(c: &Client, script: &str) -> Value {
+    c.execute(script, vec![]).await.unwrap_or_else(|e| panic!("script failed: {script}\n{e}"))
+}
+
+/// Opens the lab and waits until `window.kvlab` is there.
+pub async fn open(c: &Client, url: &str) {
+    c.goto(url).await.expect("load the lab");
+    for _ in 0..200 {
+        if js(c, "return !!(window.kvlab && document.getElementById('kvlab').dataset.ready)").await == json!(true) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let body = js(c, "return document.body.innerText.slice(0, 500)").await;
+    panic!("the lab did not become ready at {url}; page says: {body}");
+}
+
+pub async fn report(c: &Client) -> Value {
+    let text = js(c, "return kvlab.report()").await;
+    serde_json::from_str(text.as_str().expect("report() is a string")).expect("report() is JSON")
+}
+
+/// Share of the map canvas's pixels that are not background (white).
+pub async fn map_coverage(c: &Client, id: &str) -> f64 {
+    let script = format!(
+        "const c = document.getElementById('{id}'); const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data; \
+         let n = 0; for (let i = 0; i < d.length; i += 4) {{ if (d[i] !== 255 || d[i+1] !== 255 || d[i+2] !== 255) n++; }} \
+         return [n, c.width * c.height];"
+    );
+    let v = js(c, &script).await;
+    let (n, total) = (v[0].as_f64().unwrap(), v[1].as_f64().unwrap());
+    assert!(total > 1000.0, "the map canvas {id} has no size ({total} px)");
+    n / total
+}
+
+/// The report of a shipped preset run to the end by the native engine.
+pub fn native_report(id: &str) -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("assets/presets/{id}.json"));
+    let config = kvlab::engine::preset::parse_preset(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let mut sim = kvlab::engine::Simulation::new(config).unwrap();
+    serde_json::to_value(sim.run_to_end()).unwrap()
+}
+
+pub async fn save_screenshot(c: &Client, name: &str) {
+    let png = c.screenshot().await.expect("screenshot");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/screenshots");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join(name), png).unwrap();
+}
+
+/// Waits until `condition` (a JS expression) is true; panics with `what` after ~10 s.
+pub async fn wait_for(c: &Client, condition: &str, what: &str) {
+    for _ in 0..200 {
+        if js(c, &format!("return !!({condition})")).await == json!(true) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let body = js(c, "return document.body.innerText.slice(0, 800)").await;
+    panic!("timed out waiting for {what} ({condition}); page says: {body}");
+}
+
+/// Opens the missions hub (hub.html) and waits until it has drawn its list.
+pub async fn open_hub(c: &Client, base: &str) {
+    c.goto(&format!("{base}hub.html")).await.expect("load the hub");
+    wait_for(c, "document.getElementById('hub') && document.getElementById('hub').dataset.ready === 'true'", "the hub").await;
+}
+
+/// Parses a JSON string a page method returned.
+pub async fn js_json(c: &Client, script: &str) -> Value {
+    let v = js(c, script).await;
+    serde_json::from_str(v.as_str().unwrap_or_else(|| panic!("{script} did not return a string: {v}"))).expect("JSON text")
+}
+
+pub fn repo_path(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
+}

@@ -1,0 +1,312 @@
+//! End-to-end tests of missions, stars and the hub in the built page (dist/, headless Chromium
+//! through chromedriver, real localStorage): mission 1 goes from 0 stars to 3 through the real
+//! controls and the stars show on the hub after a reload; corrupt stored stars never cost a
+//! star; every mission of assets/missions/index.json loads, its broken setup scores 0 and its
+//! documented fix 3 (the same report as the native engine); instructors' broken documents
+//! leave a message naming the field and the lab as it was; the calibration selector.
+#![cfg(not(target_arch = "wasm32"))]
+
+mod common_e2e;
+
+use common_e2e::{browser, js, js_json, open, open_hub, repo_path, report, require_dist, save_screenshot, serve, wait_for};
+use fantoccini::{Client, Locator};
+use kvlab::engine::mission::{parse_mission, parse_mission_index};
+use serde_json::{json, Value};
+
+const KEY: &str = "kvlab.stars.v1";
+const BACKUP: &str = "kvlab.stars.v1.backup";
+
+async fn score(c: &Client) -> Value {
+    js_json(c, "return kvlab.missionScore()").await
+}
+
+async fn text(c: &Client, css: &str) -> String {
+    c.find(Locator::Css(css)).await.unwrap_or_else(|e| panic!("no {css}: {e}")).text().await.unwrap()
+}
+
+async fn attr(c: &Client, css: &str, name: &str) -> Option<String> {
+    c.find(Locator::Css(css)).await.unwrap_or_else(|e| panic!("no {css}: {e}")).attr(name).await.unwrap()
+}
+
+async fn stored(c: &Client, key: &str) -> Value {
+    js(c, &format!("return localStorage.getItem('{key}')")).await
+}
+
+/// Runs to the end with the End key on the page, as a learner would, and waits for the score.
+async fn run_to_end_by_key(c: &Client) {
+    c.find(Locator::Css("body")).await.unwrap().send_keys("\u{E010}").await.unwrap(); // End
+    wait_for(c, "JSON.parse(kvlab.missionScore()).final === true", "the run to reach its end").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mission_one_goes_from_zero_to_three_stars_and_the_hub_keeps_them() {
+    let base = serve(require_dist()).await;
+    let b = browser(1400, 900).await;
+    let c = &b.client;
+    open(c, &format!("{base}?mission=m1-paging&autoplay=0")).await;
+
+    // The mission panel: story, task, knobs, goals with thresholds and explanations, as text.
+    assert!(c.find(Locator::Id("mission")).await.unwrap().is_displayed().await.unwrap());
+    assert_eq!(text(c, "#mission-title").await, "Stop reserving memory you never write");
+    assert!(text(c, "#mission-story").await.contains("dark red"));
+    assert!(text(c, "#mission-knobs").await.contains("allocator"));
+    let goals = c.find_all(Locator::Css("#mission-goals .goal")).await.unwrap();
+    assert_eq!(goals.len(), 3);
+    let first = goals[0].text().await.unwrap();
+    assert!(first.contains("At least 96% of allocated KV memory holds tokens") && first.contains("kv.utilization_mean ≥ 96%"), "{first}");
+    let explain = js(c, "return document.querySelector('#mission-goals .goal-explain').textContent").await;
+    assert!(explain.as_str().unwrap().contains("PagedAttention paper"), "{explain}");
+    // Locked knobs are disabled, free ones are not; the preset picker is gone.
+    let disabled = |css: &'static str| async move { attr(c, css, "disabled").await.is_some() };
+    assert!(disabled("[data-path='seed']").await, "seed should be locked");
+    assert!(disabled("[data-path='scheduler.preemption']").await);
+    assert!(!disabled("#ctl-kvmem").await, "kv_memory_gib is a knob");
+    assert!(!disabled("[data-path='scheduler.max_num_seqs']").await);
+    assert!(!disabled("input[value='paged'][data-path='@alloc.kind']").await);
+    assert!(!c.find(Locator::Id("preset-pick")).await.unwrap().is_displayed().await.unwrap());
+    assert!(text(c, "#lock-note").await.contains("Mission 1 lets you change"));
+    save_screenshot(c, "mission-m1-start.png").await;
+
+    // The broken setup, run to the end: 0 stars, shown on the page, recorded as played.
+    run_to_end_by_key(c).await;
+    let s = score(c).await;
+    assert_eq!((s["stars"].clone(), s["final"].clone()), (json!(0), json!(true)), "{s}");
+    assert_eq!(attr(c, "#mission-stars", "data-stars").await.as_deref(), Some("0"));
+    assert_eq!(attr(c, "#mission-goals .goal:first-child", "class").await.as_deref(), Some("goal missed"));
+    assert!(text(c, "#mission-status").await.contains("Final score of this setup: 0 of 3"));
+    assert_eq!(js_json(c, "return kvlab.stars()").await, json!({ "m1-paging": 0 }));
+
+    // A locked change through the API is refused with the path and the knobs.
+    let thrown = js(c, "try { kvlab.setField('seed', '5'); return null; } catch (e) { return String(e.message); }").await;
+    assert!(thrown.as_str().unwrap_or("").contains("seed: this mission keeps seed as it is"), "{thrown}");
+
+    // The documented fix through the real control: the allocator switch, then End.
+    c.find(Locator::Css(".segmented label:nth-child(2)")).await.unwrap().click().await.unwrap();
+    let state = js_json(c, "return kvlab.state()").await;
+    assert_eq!(state["preset"]["allocator"], json!({ "kind": "paged", "block_size": 16, "prefix_caching": false }));
+    assert_eq!(state["mission"]["id"], "m1-paging");
+    run_to_end_by_key(c).await;
+    let s = score(c).await;
+    assert_eq!(s["stars"], 3, "{s}");
+    assert_eq!(attr(c, "#mission-stars", "data-stars").await.as_deref(), Some("3"));
+    assert!(text(c, "#mission-best").await.contains("★★★"));
+    assert_eq!(attr(c, "#mission-goals .goal:first-child", "class").await.as_deref(), Some("goal met"));
+    save_screenshot(c, "mission-m1-three-stars.png").await;
+    let raw = stored(c, KEY).await;
+    let rec: Value = serde_json::from_str(raw.as_str().expect("stars are in localStorage")).unwrap();
+    assert_eq!(rec, json!({ "schema": "kvlab/stars@1", "stars": { "m1-paging": 3 } }));
+
+    // Hints come one at a time; the link reproduces the mission and the setup.
+    c.find(Locator::Id("hint-btn")).await.unwrap().click().await.unwrap();
+    assert_eq!(c.find_all(Locator::Css("#mission-hints li")).await.unwrap().len(), 1);
+    let link = js(c, "return kvlab.shareUrl()").await.as_str().unwrap().to_string();
+    open(c, &link).await;
+    let again = js_json(c, "return kvlab.state()").await;
+    assert_eq!(again["mission"], json!({ "id": "m1-paging", "hints": 1 }));
+    assert_eq!(again["preset"]["allocator"]["kind"], "paged");
+    assert_eq!(c.find_all(Locator::Css("#mission-hints li")).await.unwrap().len(), 1);
+
+    // After a reload the hub shows the stars, and the lab's header counts them.
+    open_hub(c, &base).await;
+    assert_eq!(attr(c, "#hub-list li[data-id='m1-paging']", "data-stars").await.as_deref(), Some("3"));
+    assert_eq!(attr(c, "#hub-list li[data-id='m2-block-size']", "data-stars").await.as_deref(), Some("0"));
+    assert_eq!(text(c, "#hub-total").await, "3 of 18 stars");
+    let card = text(c, "#hub-list li[data-id='m1-paging']").await;
+    assert!(card.contains("Stop reserving memory you never write") && card.contains("Replay"), "{card}");
+    save_screenshot(c, "hub-with-stars.png").await;
+    c.find(Locator::Css("#hub-list li[data-id='m1-paging'] a")).await.unwrap().click().await.unwrap();
+    wait_for(c, "window.kvlab && document.getElementById('kvlab').dataset.ready", "the mission from the hub").await;
+    assert_eq!(js_json(c, "return kvlab.state()").await["mission"]["id"], "m1-paging");
+    assert!(text(c, "#hub-link-stars").await.contains("3/18"));
+
+    // Leaving the mission unlocks everything and drops it from the link.
+    c.find(Locator::Id("exit-mission-btn")).await.unwrap().click().await.unwrap();
+    assert!(!disabled("[data-path='seed']").await);
+    assert!(!js(c, "return location.search").await.as_str().unwrap().contains("mission"));
+    b.client.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn corrupt_stored_stars_never_cost_a_star() {
+    let base = serve(require_dist()).await;
+    let b = browser(1400, 900).await;
+    let c = &b.client;
+    c.goto(&base).await.unwrap();
+    let corrupt = r#"{"schema":"kvlab/stars@1","stars":{"m1-paging":3,"m2-block-size":"lots","Not An Id":9,"m4-burst-budget":2}}"#;
+    js(c, &format!("localStorage.clear(); localStorage.setItem('{KEY}', {}); localStorage.setItem('kvlab.other', '{{{{{{'); return null", serde_json::to_string(corrupt).unwrap())).await;
+
+    // The hub shows what could be read and says what could not.
+    open_hub(c, &base).await;
+    assert_eq!(attr(c, "#hub-list li[data-id='m1-paging']", "data-stars").await.as_deref(), Some("3"));
+    assert_eq!(attr(c, "#hub-list li[data-id='m4-burst-budget']", "data-stars").await.as_deref(), Some("2"));
+    let notice = c.find(Locator::Css("#messages .msg.notice")).await.expect("a notice about the stars");
+    assert!(notice.is_displayed().await.unwrap());
+    let n = notice.text().await.unwrap();
+    assert!(n.contains("stars[\"m2-block-size\"]") && n.contains("The 2 missions with readable stars are kept"), "{n}");
+    assert_eq!(stored(c, KEY).await, json!(corrupt), "reading never rewrites the stored value");
+    save_screenshot(c, "hub-corrupt-notice.png").await;
+
+    // Earning a star writes a well-formed record with every valid star, after a backup.
+    open(c, &format!("{base}?mission=m3-preemption-storm&autoplay=0")).await;
+    js(c, "kvlab.setField('kv_memory_gib', '4'); kvlab.runToEnd(); return null").await;
+    assert_eq!(score(c).await["stars"], 3);
+    let rec: Value = serde_json::from_str(stored(c, KEY).await.as_str().unwrap()).unwrap();
+    assert_eq!(rec["stars"], json!({ "m1-paging": 3, "m3-preemption-storm": 3, "m4-burst-budget": 2 }));
+    assert_eq!(stored(c, BACKUP).await, json!(corrupt));
+    assert_eq!(stored(c, "kvlab.other").await, json!("{{{"), "other keys are left alone");
+
+    // Foreign content that cannot be read at all: reported, kept aside before it is replaced.
+    js(c, &format!("localStorage.setItem('{KEY}', 'not json at all'); return null")).await;
+    open_hub(c, &base).await;
+    assert_eq!(text(c, "#hub-total").await, "0 of 18 stars");
+    assert!(js(c, "return document.querySelector('#messages .msg.notice').textContent").await.as_str().unwrap().contains("not valid JSON"));
+    open(c, &format!("{base}?mission=m3-preemption-storm&autoplay=0")).await;
+    js(c, "kvlab.setField('kv_memory_gib', '4'); kvlab.runToEnd(); return null").await;
+    assert_eq!(stored(c, BACKUP).await, json!("not json at all"));
+    let rec: Value = serde_json::from_str(stored(c, KEY).await.as_str().unwrap()).unwrap();
+    assert_eq!(rec["stars"], json!({ "m3-preemption-storm": 3 }));
+
+    // Reset is explicit: a confirmation first, and "keep" keeps.
+    open_hub(c, &base).await;
+    c.find(Locator::Id("reset-stars")).await.unwrap().click().await.unwrap();
+    assert!(c.find(Locator::Id("reset-confirm")).await.unwrap().is_displayed().await.unwrap());
+    c.find(Locator::Id("reset-no")).await.unwrap().click().await.unwrap();
+    assert_eq!(attr(c, "#hub-list li[data-id='m3-preemption-storm']", "data-stars").await.as_deref(), Some("3"));
+    c.find(Locator::Id("reset-stars")).await.unwrap().click().await.unwrap();
+    c.find(Locator::Id("reset-yes")).await.unwrap().click().await.unwrap();
+    assert_eq!(attr(c, "#hub-list li[data-id='m3-preemption-storm']", "data-stars").await.as_deref(), Some("0"));
+    let rec: Value = serde_json::from_str(stored(c, KEY).await.as_str().unwrap()).unwrap();
+    assert_eq!(rec, json!({ "schema": "kvlab/stars@1", "stars": {} }));
+    b.client.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_mission_loads_scores_zero_broken_and_three_with_its_fix() {
+    let base = serve(require_dist()).await;
+    let b = browser(1400, 900).await;
+    let c = &b.client;
+    let index = parse_mission_index(&std::fs::read_to_string(repo_path("assets/missions/index.json")).unwrap()).unwrap();
+    assert!(index.missions.len() >= 6);
+    for entry in &index.missions {
+        let mission = parse_mission(&std::fs::read_to_string(repo_path(&format!("assets/missions/{}", entry.file))).unwrap()).unwrap();
+        open(c, &format!("{base}?mission={}&autoplay=0", entry.id)).await;
+        assert_eq!(text(c, "#mission-title").await, entry.title, "{}", entry.id);
+        assert_eq!(js(c, "return kvlab.errors()").await, json!([]), "{}", entry.id);
+        save_screenshot(c, &format!("mission-{}-start.png", entry.id)).await;
+
+        js(c, "kvlab.runToEnd(); return null").await;
+        let s = score(c).await;
+        assert_eq!((s["stars"].clone(), s["final"].clone()), (json!(0), json!(true)), "{} broken: {s}", entry.id);
+        assert_eq!(attr(c, "#mission-stars", "data-stars").await.as_deref(), Some("0"), "{}", entry.id);
+
+        // The solution button applies the documented fix; it scores 3 and is not saved as earned.
+        c.find(Locator::Id("solution-btn")).await.unwrap().click().await.unwrap();
+        assert!(c.find(Locator::Id("mission-solution")).await.unwrap().is_displayed().await.unwrap());
+        js(c, "kvlab.runToEnd(); return null").await;
+        let s = score(c).await;
+        assert_eq!((s["stars"].clone(), s["solution"].clone()), (json!(3), json!(true)), "{} fix: {s}", entry.id);
+        assert_eq!(attr(c, "#mission-stars", "data-stars").await.as_deref(), Some("3"), "{}", entry.id);
+        let (native, native_score) = mission.run(mission.fix_preset()).unwrap();
+        assert_eq!(native_score.stars, 3);
+        assert_eq!(report(c).await, serde_json::to_value(native).unwrap(), "{}: wasm and native differ", entry.id);
+        assert_eq!(js_json(c, "return kvlab.stars()").await[&entry.id], 0, "{}: the solution's stars were saved", entry.id);
+    }
+    // One narrow look at a mission.
+    b.client.set_window_size(420, 900).await.unwrap();
+    open(c, &format!("{base}?mission=m2-block-size&autoplay=0")).await;
+    save_screenshot(c, "mission-narrow-420.png").await;
+    open_hub(c, &base).await;
+    save_screenshot(c, "hub-narrow-420.png").await;
+    b.client.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn instructors_documents_are_checked_and_the_calibration_selector_works() {
+    let base = serve(require_dist()).await;
+    let b = browser(1400, 900).await;
+    let c = &b.client;
+    open(c, &format!("{base}?autoplay=0&preset=bursty")).await;
+    js(c, "kvlab.runTo(10); return null").await;
+    let state = js(c, "return kvlab.state()").await;
+    let before = report(c).await;
+
+    // A broken custom preset pasted into the Load dialog: the field is named, the lab keeps.
+    c.find(Locator::Id("load-btn")).await.unwrap().click().await.unwrap();
+    let ta = c.find(Locator::Id("load-text")).await.unwrap();
+    ta.send_keys(r#"{"schema": "kvlab/preset@1", "kv_memory_gib": 12, "scheduler": {"max_num_seqs": "many"}}"#).await.unwrap();
+    c.find(Locator::Id("load-apply")).await.unwrap().click().await.unwrap();
+    let err = c.find(Locator::Id("load-error")).await.unwrap();
+    assert!(err.is_displayed().await.unwrap());
+    assert!(err.text().await.unwrap().contains("scheduler.max_num_seqs"), "{}", err.text().await.unwrap());
+    assert!(js(c, "return kvlab.errors()").await.to_string().contains("scheduler.max_num_seqs"));
+    save_screenshot(c, "load-dialog-error.png").await;
+    assert_eq!(js(c, "return kvlab.state()").await, state, "the lab changed");
+    assert_eq!(report(c).await, before);
+
+    // An impossible config and a broken mission are named too.
+    for (doc, field) in [
+        (r#"{"schema": "kvlab/preset@1", "kv_memory_gib": 0.001}"#, "kv_memory_gib"),
+        (r#"{"schema": "kvlab/preset@1", "colour": "red"}"#, "colour"),
+        (r#"{"schema": "kvlab/mission@1", "id": "x", "number": 1, "title": "t", "story": "s", "task": "t",
+            "preset": {"schema": "kvlab/preset@1"}, "knobs": ["kv_memory_gib"], "fix": {"kv_memory_gib": 4},
+            "goals": [{"metric": "ttft", "comparison": "<=", "value": 1, "stars": 1, "label": "l", "explain": "e"}]}"#, "goals[0].metric"),
+    ] {
+        ta.clear().await.unwrap();
+        ta.send_keys(doc).await.unwrap();
+        c.find(Locator::Id("load-apply")).await.unwrap().click().await.unwrap();
+        let e = c.find(Locator::Id("load-error")).await.unwrap().text().await.unwrap();
+        assert!(e.contains(field), "{field}: {e}");
+        assert_eq!(js(c, "return kvlab.state()").await, state, "{field}: the lab changed");
+    }
+
+    // A valid custom mission starts mission mode, and its link carries it whole.
+    let example = std::fs::read_to_string(repo_path("assets/missions/examples/first-mission.json")).unwrap();
+    ta.clear().await.unwrap();
+    js(c, &format!("document.getElementById('load-text').value = {}; return null", serde_json::to_string(&example).unwrap())).await;
+    c.find(Locator::Id("load-apply")).await.unwrap().click().await.unwrap();
+    assert!(!c.find(Locator::Id("load-dialog")).await.unwrap().is_displayed().await.unwrap(), "the dialog closes");
+    assert_eq!(text(c, "#mission-title").await, "Reserve for the request, not for the model");
+    assert!(text(c, "#mission-number").await.to_lowercase().contains("custom"));
+    let link = js(c, "return kvlab.shareUrl()").await.as_str().unwrap().to_string();
+    open(c, &link).await;
+    assert_eq!(text(c, "#mission-title").await, "Reserve for the request, not for the model");
+    js(c, "kvlab.setField('@contiguous.reserve', '\"prompt_plus_max_tokens\"'); kvlab.runToEnd(); return null").await;
+    assert_eq!(score(c).await["stars"], 3);
+
+    // From the link: a data: URL mission, and a cross-site URL refused with a reason.
+    let data_url = format!("data:application/json,{}", urlencode(&example));
+    open(c, &format!("{base}?autoplay=0&mission_url={}", urlencode(&data_url))).await;
+    wait_for(c, "document.getElementById('mission-title').textContent.startsWith('Reserve')", "the data: mission").await;
+    open(c, &format!("{base}?autoplay=0&preset_url={}", urlencode("http://192.0.2.1/preset.json"))).await;
+    wait_for(c, "kvlab.errors().join(' ').includes('another site')", "the cross-site refusal").await;
+    assert_eq!(js_json(c, "return kvlab.state()").await["preset"]["id"], "contiguous-default");
+    open(c, &format!("{base}?autoplay=0&preset_url=missing.json")).await;
+    wait_for(c, "kvlab.errors().join(' ').includes('404')", "the missing file").await;
+
+    // The calibration selector: the report names the calibration, and the link keeps it.
+    open(c, &format!("{base}?autoplay=0&preset=paged-default")).await;
+    let options = js(c, "return [...document.querySelectorAll('#ctl-calibration option')].map(o => o.value)").await;
+    assert_eq!(options, json!(["", "host-xeon-2core"]));
+    c.find(Locator::Css("#ctl-calibration option[value='host-xeon-2core']")).await.unwrap().click().await.unwrap();
+    js(c, "kvlab.runTo(5); return null").await;
+    let r = report(c).await;
+    assert_eq!(r["calibration"], "host-xeon-2core");
+    assert!(text(c, "#metrics-table tr[data-key='calibration']").await.contains("host-xeon-2core"));
+    let link = js(c, "return kvlab.shareUrl()").await.as_str().unwrap().to_string();
+    open(c, &link).await;
+    assert_eq!(js(c, "return document.getElementById('ctl-calibration').value").await, "host-xeon-2core");
+    assert_eq!(js_json(c, "return kvlab.state()").await["preset"]["calibration"], "host-xeon-2core");
+    c.find(Locator::Css("#ctl-calibration option[value='']")).await.unwrap().click().await.unwrap();
+    assert!(js_json(c, "return kvlab.state()").await["preset"].get("calibration").is_none());
+    assert_eq!(report(c).await["calibration"], Value::Null);
+    b.client.close().await.unwrap();
+}
+
+fn urlencode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
