@@ -37,7 +37,9 @@ pub fn parse_document(text: &str) -> Result<Document, String> {
     if is_mission {
         parse_mission(text).map(|m| Document::Mission(Box::new(m))).map_err(|e| error_text(&e))
     } else {
-        parse_preset_dto(text).map(Document::Preset).map_err(|e| error_text(&e))
+        let dto = parse_preset_dto(text).map_err(|e| error_text(&e))?;
+        dto.to_config().map_err(|e| error_text(&e))?;
+        Ok(Document::Preset(dto))
     }
 }
 

@@ -1,0 +1,30 @@
+//! Determinism in wasm: every shipped preset (assets/presets/, as the page embeds them) run to
+//! the end in the browser gives the same run digest as the native engine, pinned in
+//! tests/golden/preset_digests.json (tests/determinism.rs checks the same file natively).
+#![cfg(target_arch = "wasm32")]
+
+use std::collections::BTreeMap;
+
+use kvlab::engine::preset::parse_preset;
+use kvlab::engine::Simulation;
+use kvlab::web::presets;
+use wasm_bindgen_test::*;
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+const PINNED: &str = include_str!("golden/preset_digests.json");
+
+#[wasm_bindgen_test]
+fn shipped_presets_give_the_pinned_digests_in_wasm() {
+    let pinned: BTreeMap<String, String> = serde_json::from_str(PINNED).expect("the golden file is JSON");
+    let shipped: Vec<&str> = presets::ids();
+    let mut ids: Vec<String> = shipped.iter().map(|s| s.to_string()).collect();
+    ids.sort();
+    assert_eq!(ids, pinned.keys().cloned().collect::<Vec<_>>(), "the page's presets and the pinned digests list different presets");
+    for (id, json) in presets::SHIPPED {
+        let mut sim = Simulation::new(parse_preset(json).unwrap()).unwrap();
+        sim.run_to_end();
+        let digest = format!("{:016x}", sim.digest());
+        assert_eq!(&digest, &pinned[*id], "{id}: the wasm run diverged from the native one");
+    }
+}
