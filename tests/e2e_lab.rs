@@ -10,7 +10,7 @@ mod common_e2e;
 use std::path::Path;
 use std::time::Duration;
 
-use common_e2e::{browser, js, map_coverage, native_report, open, report, require_dist, save_screenshot, serve};
+use common_e2e::{browser, js, map_coverage, native_report, open, report, require_dist, save_screenshot, serve, set_viewport, wait_for};
 use fantoccini::Locator;
 use serde_json::{json, Value};
 
@@ -113,7 +113,16 @@ async fn links_reproduce_the_lab_and_bad_links_and_panics_are_reported() {
     assert!(c.find(Locator::Id("map-panel-1")).await.unwrap().is_displayed().await.unwrap(), "compare mode shows two maps");
     assert!(!c.find(Locator::Id("controls")).await.unwrap().is_displayed().await.unwrap(), "embed mode hides the settings");
     assert!(map_coverage(c, "map-1").await > 0.2, "the paged map of compare mode is blank");
-    c.set_window_size(800, 500).await.unwrap();
+    // In an 800 × 500 iframe everything fits: the metric tiles end above the bottom edge.
+    set_viewport(c, 800, 500).await;
+    wait_for(c, "window.innerHeight === 500", "the 800 × 500 viewport").await;
+    wait_for(
+        c,
+        "(() => { const t = document.querySelector('#metrics-table tbody').getBoundingClientRect(); \
+          return document.documentElement.scrollHeight <= innerHeight && t.bottom <= innerHeight - 4; })()",
+        "the compare embed to fit its iframe",
+    )
+    .await;
     save_screenshot(c, "e2e-embed-compare.png").await;
 
     // Playback runs on its own; Space pauses it; exports work.

@@ -91,6 +91,7 @@ async fn mission_one_goes_from_zero_to_three_stars_and_the_hub_keeps_them() {
     assert_eq!(attr(c, "#mission-stars", "data-stars").await.as_deref(), Some("3"));
     assert!(text(c, "#mission-best").await.contains("★★★"));
     assert_eq!(attr(c, "#mission-goals .goal:first-child", "class").await.as_deref(), Some("goal met"));
+    js(c, "document.activeElement.blur(); window.scrollTo(0, 0); return null").await;
     save_screenshot(c, "mission-m1-three-stars.png").await;
     let raw = stored(c, KEY).await;
     let rec: Value = serde_json::from_str(raw.as_str().expect("stars are in localStorage")).unwrap();

@@ -129,7 +129,12 @@ impl MissionView {
         text("mission-title", m.title());
         text("mission-story", m.story());
         text("mission-task", m.task());
-        text("mission-knobs", &super::missions::knob_list(m));
+        if let Some(knobs) = dom::by_id::<Element>("mission-knobs") {
+            dom::clear(&knobs);
+            for k in m.knobs() {
+                dom::append(&knobs, dom::el("code", "knob", Some(k)));
+            }
+        }
         text("mission-fix", &serde_json::to_string(m.fix()).unwrap_or_default());
         self.goals.clear();
         let Some(list) = dom::by_id::<Element>("mission-goals") else { return };
@@ -221,7 +226,7 @@ impl MissionView {
             }
         }
         if let Some(stars) = dom::by_id::<Element>("mission-stars") {
-            dom::fill_stars(&stars, status.score.stars, MAX_STARS);
+            dom::fill_stars(&stars, if started { status.score.stars } else { 0 }, MAX_STARS);
             dom::toggle_class(&stars, "final", status.at_end);
         }
         let t = lab.t_us as f64 / 1e6;
@@ -229,7 +234,7 @@ impl MissionView {
         let line = if solution {
             "This is the documented fix, shown by the solution button: its stars are not saved. Set it up yourself to earn them.".to_string()
         } else if !started {
-            format!("Press Play (or End) to run the {d:.0} simulated seconds; the goals are scored as the run goes and final at its end.")
+            format!("Not run yet: press Play, or End to jump to the end of the {d:.0} s.")
         } else if status.at_end {
             format!("Final score of this setup: {} of {MAX_STARS} stars.", status.score.stars)
         } else {

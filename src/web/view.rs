@@ -97,11 +97,22 @@ impl View {
         self.last_chart = None;
     }
 
-    fn max_map_height(lab: &Lab) -> f64 {
+    fn max_map_height(&self, lab: &Lab) -> f64 {
         let vh = dom::window().inner_height().ok().and_then(|v| v.as_f64()).unwrap_or(800.0);
         if lab.options.embed {
-            // What is left of the iframe after the transport, legend, chart and metrics.
-            (vh - 370.0).max(90.0)
+            // Whatever the iframe has left once everything else is laid out: the page's height
+            // less the map canvases' own (legend rows, chart and metric tiles vary with the width).
+            let shown = lab.runs.len().min(self.maps.len());
+            let heights: Vec<f64> = self.maps[..shown].iter().map(|m| f64::from(m.canvas.offset_height())).collect();
+            // Side by side, the taller map counts; stacked (narrow iframes), both do.
+            let stacked = shown > 1 && self.map_panels[1].offset_top() > self.map_panels[0].offset_top();
+            let (maps_h, share) = if stacked {
+                (heights.iter().sum::<f64>(), shown as f64)
+            } else {
+                (heights.iter().copied().fold(0.0, f64::max), 1.0)
+            };
+            let others = f64::from(self.root.offset_height()) - maps_h;
+            ((vh - others - 6.0) / share).max(60.0)
         } else {
             (vh * 0.40).clamp(160.0, 460.0)
         }
@@ -118,7 +129,7 @@ impl View {
         }
         let maps: Vec<MemoryMap> = lab.runs.iter().map(|r| r.sim.memory_map()).collect();
         if self.layout_dirty || maps.iter().zip(&self.maps).any(|(m, v)| m.cells.len() != v.cell_count()) {
-            let max_h = Self::max_map_height(lab);
+            let max_h = self.max_map_height(lab);
             for (i, m) in maps.iter().enumerate() {
                 let wrap = self.maps[i].canvas.parent_element();
                 let width = wrap.map_or(600, |w| w.client_width()).max(60);

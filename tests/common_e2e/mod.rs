@@ -208,3 +208,12 @@ pub async fn js_json(c: &Client, script: &str) -> Value {
 pub fn repo_path(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
 }
+
+/// Sizes the window so that the page's viewport is `w` × `h` CSS pixels (what an iframe of
+/// that size gives the page).
+pub async fn set_viewport(c: &Client, w: u32, h: u32) {
+    c.set_window_size(w, h).await.expect("resize");
+    let v = js(c, "return [window.innerWidth, window.innerHeight]").await;
+    let (iw, ih) = (v[0].as_u64().unwrap() as u32, v[1].as_u64().unwrap() as u32);
+    c.set_window_size(2 * w - iw, 2 * h - ih).await.expect("resize");
+}
