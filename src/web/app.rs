@@ -277,7 +277,7 @@ impl App {
         };
         if action == "solution" && result.is_ok() {
             if let Some(b) = dom::by_id::<web_sys::HtmlElement>("mission-solution") {
-                let _ = b.scroll_into_view_with_bool(false);
+                b.scroll_into_view_with_bool(false);
             }
         }
         result
