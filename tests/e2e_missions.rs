@@ -8,7 +8,7 @@
 
 mod common_e2e;
 
-use common_e2e::{browser, js, js_json, open, open_hub, repo_path, report, require_dist, save_screenshot, serve, wait_for};
+use common_e2e::{browser, js, js_json, open, open_hub, repo_path, report, require_dist, save_screenshot, serve, set_viewport, wait_for};
 use fantoccini::{Client, Locator};
 use kvlab::engine::mission::{parse_mission, parse_mission_index};
 use serde_json::{json, Value};
@@ -43,6 +43,7 @@ async fn mission_one_goes_from_zero_to_three_stars_and_the_hub_keeps_them() {
     let base = serve(require_dist()).await;
     let b = browser(1400, 900).await;
     let c = &b.client;
+    set_viewport(c, 1400, 900).await;
     open(c, &format!("{base}?mission=m1-paging&autoplay=0")).await;
 
     // The mission panel: story, task, knobs, goals with thresholds and explanations, as text.
@@ -91,7 +92,7 @@ async fn mission_one_goes_from_zero_to_three_stars_and_the_hub_keeps_them() {
     assert_eq!(attr(c, "#mission-stars", "data-stars").await.as_deref(), Some("3"));
     assert!(text(c, "#mission-best").await.contains("★★★"));
     assert_eq!(attr(c, "#mission-goals .goal:first-child", "class").await.as_deref(), Some("goal met"));
-    js(c, "document.activeElement.blur(); window.scrollTo(0, 0); return null").await;
+    js(c, "document.activeElement.blur(); window.scrollTo(0, 0); document.querySelector('.side').scrollTop = 0; return null").await;
     save_screenshot(c, "mission-m1-three-stars.png").await;
     let raw = stored(c, KEY).await;
     let rec: Value = serde_json::from_str(raw.as_str().expect("stars are in localStorage")).unwrap();
@@ -186,6 +187,7 @@ async fn every_mission_loads_scores_zero_broken_and_three_with_its_fix() {
     let base = serve(require_dist()).await;
     let b = browser(1400, 900).await;
     let c = &b.client;
+    set_viewport(c, 1400, 900).await;
     let index = parse_mission_index(&std::fs::read_to_string(repo_path("assets/missions/index.json")).unwrap()).unwrap();
     assert!(index.missions.len() >= 6);
     for entry in &index.missions {
@@ -213,7 +215,7 @@ async fn every_mission_loads_scores_zero_broken_and_three_with_its_fix() {
         assert_eq!(js_json(c, "return kvlab.stars()").await[&entry.id], 0, "{}: the solution's stars were saved", entry.id);
     }
     // One narrow look at a mission.
-    b.client.set_window_size(420, 900).await.unwrap();
+    set_viewport(c, 420, 900).await;
     open(c, &format!("{base}?mission=m2-block-size&autoplay=0")).await;
     save_screenshot(c, "mission-narrow-420.png").await;
     open_hub(c, &base).await;
