@@ -246,9 +246,14 @@ async fn instructors_documents_are_checked_and_the_calibration_selector_works() 
     assert_eq!(js(c, "return kvlab.state()").await, state, "the lab changed");
     assert_eq!(report(c).await, before);
 
-    // An impossible config and a broken mission are named too.
+    // Out-of-range values, unknown fields, impossible configs and broken missions are named too.
     for (doc, field) in [
-        (r#"{"schema": "kvlab/preset@1", "kv_memory_gib": 0.001}"#, "kv_memory_gib"),
+        (r#"{"schema": "kvlab/preset@1", "kv_memory_gib": 0.001}"#, "kv_memory_gib: 0.001 is out of range"),
+        (
+            r#"{"schema": "kvlab/preset@1", "kv_memory_gib": 0.5, "workload": {"arrival": {"kind": "poisson", "rate_per_s": 1},
+                "classes": [{"prompt_tokens": {"mean": 3000, "p99": 6000}, "output_tokens": {"mean": 100, "p99": 200}, "max_tokens": 4000}]}}"#,
+            "workload.classes[0].max_tokens: a typical request of this class needs 7000 tokens",
+        ),
         (r#"{"schema": "kvlab/preset@1", "colour": "red"}"#, "colour"),
         (r#"{"schema": "kvlab/mission@1", "id": "x", "number": 1, "title": "t", "story": "s", "task": "t",
             "preset": {"schema": "kvlab/preset@1"}, "knobs": ["kv_memory_gib"], "fix": {"kv_memory_gib": 4},
@@ -262,8 +267,17 @@ async fn instructors_documents_are_checked_and_the_calibration_selector_works() 
         assert_eq!(js(c, "return kvlab.state()").await, state, "{field}: the lab changed");
     }
 
-    // A valid custom mission starts mission mode, and its link carries it whole.
+    // The same from a file picked in the dialog.
     let example = std::fs::read_to_string(repo_path("assets/missions/examples/first-mission.json")).unwrap();
+    let file = std::env::temp_dir().join(format!("kvlab-e2e-bad-mission-{}.json", std::process::id()));
+    std::fs::write(&file, example.replace("\"allocator.reserve\"", "\"allocator.kind\"")).unwrap();
+    c.find(Locator::Id("load-file")).await.unwrap().send_keys(&file.display().to_string()).await.unwrap();
+    wait_for(c, "document.getElementById('load-error').textContent.includes('knobs[0]')", "the file's error").await;
+    assert!(text(c, "#load-error").await.contains("switching kinds replaces the whole object"));
+    assert_eq!(js(c, "return kvlab.state()").await, state, "a bad file changed the lab");
+    let _ = std::fs::remove_file(&file);
+
+    // A valid custom mission starts mission mode, and its link carries it whole.
     ta.clear().await.unwrap();
     js(c, &format!("document.getElementById('load-text').value = {}; return null", serde_json::to_string(&example).unwrap())).await;
     c.find(Locator::Id("load-apply")).await.unwrap().click().await.unwrap();

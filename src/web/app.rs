@@ -228,10 +228,17 @@ impl App {
             next.mission = Some(r);
             Ok(next)
         });
-        if result.is_ok() && !dom::prefers_reduced_motion() && !self.lab.borrow().options.bench {
+        if result.is_ok() && self.may_autoplay() {
             self.with_lab(|lab| lab.play());
         }
         result
+    }
+
+    /// Whether a new setup may start playing by itself (not with `autoplay=0`, reduced motion or
+    /// while benchmarking).
+    fn may_autoplay(&self) -> bool {
+        let lab = self.lab.borrow();
+        lab.options.autoplay != Some(false) && !lab.options.bench && !dom::prefers_reduced_motion()
     }
 
     /// The mission panel's buttons: `hint`, `solution`, `restart`, `exit`.
@@ -264,7 +271,7 @@ impl App {
                     }
                 });
                 let r = self.change("mission", false, |_| Ok(next));
-                if r.is_ok() && !dom::prefers_reduced_motion() {
+                if r.is_ok() && self.may_autoplay() {
                     self.with_lab(|lab| lab.play());
                 }
                 r
