@@ -11,7 +11,7 @@ use crate::engine::plan::group_thousands;
 use crate::engine::workload::Arrival;
 use crate::engine::{AllocatorConfig, ConfigError, Report, SimConfig, Simulation, StepSample};
 
-use super::url_state::{LabState, PageOptions};
+use super::url_state::{LabState, MissionRef, PageOptions};
 
 /// Playback speeds offered, in simulated seconds per real second; 0 means "as fast as the
 /// engine goes".
@@ -218,7 +218,7 @@ impl Lab {
     /// and returns the error ("field: message"). `keep_time` stays at the current time instead
     /// of the state's `t_s`.
     pub fn apply(&mut self, mut state: LabState, keep_time: bool) -> Result<(), String> {
-        let same = |o: &super::url_state::MissionRef, r: &super::url_state::MissionRef| o.id == r.id && o.custom == r.custom;
+        let same = |o: &MissionRef, r: &MissionRef| o.id == r.id && o.custom == r.custom;
         let mission = match (&state.mission, &self.mission, &self.state.mission) {
             (None, ..) => None,
             (Some(r), Some(m), Some(o)) if same(o, r) => Some(m.clone()),

@@ -97,11 +97,6 @@ pub fn with_keeper<R>(f: impl FnOnce(&mut StarKeeper) -> R) -> R {
     })
 }
 
-/// Forgets the page's keeper, so the next use reads localStorage again (tests, reloads of state).
-pub fn reopen() {
-    KEEPER.with(|k| *k.borrow_mut() = None);
-}
-
 /// What the learner should know about their stars: (message kind, sentence) pairs, empty when
 /// all is well.
 pub fn notices(k: &StarKeeper) -> Vec<(&'static str, String)> {
