@@ -326,7 +326,7 @@ mod tests {
             r#"{"schema": "kvlab/preset@1", "workload": {"arrival": {"kind": "poisson", "rate_per_s": 1,
                 "bursts": [{"start_s": 1, "end_s": 2, "rate_per_s": 3}]}, "classes": [{"prompt_tokens":
                 {"mean": 9, "p99": 9}, "output_tokens": {"mean": 9, "p99": 9}}]}}"#,
-            r#"{"schema": "kvlab/preset@1", "allocator": {"kind": "paged"},
+            r#"{"schema": "kvlab/preset@1", "allocator": {"kind": "paged"}, "calibration": "host-xeon-2core",
                 "model": {"name": "m", "layers": 1, "kv_heads": 1, "head_dim": 1, "params_b": 1},
                 "workload": {"arrival": {"kind": "trace", "csv": ""}, "classes": []}}"#,
         ];
