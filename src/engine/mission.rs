@@ -27,7 +27,7 @@ use serde_json::Value;
 
 use super::config::ConfigError;
 use super::metrics::Report;
-use super::preset::{from_json_with_path, preset_dto_from_value, PresetDto, MAX_PRESET_BYTES, PRESET_SCHEMA};
+use super::preset::{from_json_with_path, from_value_with_path, preset_dto_from_value, PresetDto, MAX_PRESET_BYTES, PRESET_SCHEMA};
 use super::sim::Simulation;
 
 mod paths;
@@ -288,7 +288,7 @@ pub fn parse_mission(json: &str) -> Result<Mission, ConfigError> {
             return Err(ConfigError::new(format!("goals[{i}]"), "write each goal as an object {\"metric\": …}"));
         }
     }
-    let dto: MissionDto = from_json_with_path(json).map_err(name_missing_field)?;
+    let dto: MissionDto = from_value_with_path(&value).map_err(name_missing_field)?;
     Mission::from_dto(dto)
 }
 

@@ -291,10 +291,7 @@ pub fn preset_dto_from_value(value: &serde_json::Value) -> Result<PresetDto, Con
         _ => {}
     }
     super::mission::check_preset_json_shape(value)?;
-    let dto: PresetDto = serde_path_to_error::deserialize(value).map_err(|e| {
-        let path = e.path().to_string();
-        ConfigError::new(if path == "." { String::new() } else { path }, e.into_inner().to_string())
-    })?;
+    let dto: PresetDto = from_value_with_path(value)?;
     if dto.schema != PRESET_SCHEMA {
         return Err(ConfigError::new(
             "schema",
@@ -304,17 +301,20 @@ pub fn preset_dto_from_value(value: &serde_json::Value) -> Result<PresetDto, Con
     Ok(dto)
 }
 
-/// serde_json with the failing field's path in the error.
+/// serde_json with the failing field's path in the error. The text is parsed into a JSON value
+/// first and every DTO is read from a value, so each DTO's deserializer exists once in the wasm
+/// bundle (not once per input type).
 pub fn from_json_with_path<T: serde::de::DeserializeOwned>(json: &str) -> Result<T, ConfigError> {
-    let de = &mut serde_json::Deserializer::from_str(json);
-    serde_path_to_error::deserialize(de).map_err(|e| {
+    let value: serde_json::Value =
+        serde_json::from_str(json).map_err(|e| ConfigError::new("", format!("not valid JSON ({e})")))?;
+    from_value_with_path(&value)
+}
+
+/// Reads a DTO from a parsed JSON value, naming the failing field's path.
+pub fn from_value_with_path<T: serde::de::DeserializeOwned>(value: &serde_json::Value) -> Result<T, ConfigError> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
-        let inner = e.into_inner();
-        if inner.is_syntax() || inner.is_eof() {
-            // A syntax error belongs to the text, not to a field (the path would read "?").
-            return ConfigError::new("", format!("not valid JSON ({inner})"));
-        }
-        ConfigError::new(if path == "." { String::new() } else { path }, inner.to_string())
+        ConfigError::new(if path == "." { String::new() } else { path }, e.into_inner().to_string())
     })
 }
 
@@ -327,10 +327,9 @@ fn parse_model(v: &serde_json::Value) -> Result<ModelSpec, ConfigError> {
             )
         }),
         serde_json::Value::Object(_) => {
-            let m: ModelObjectDto = serde_path_to_error::deserialize(v.clone()).map_err(|e| {
-                let path = e.path().to_string();
-                let field = if path == "." { "model".to_string() } else { format!("model.{path}") };
-                ConfigError::new(field, e.into_inner().to_string())
+            let m: ModelObjectDto = from_value_with_path(v).map_err(|e| {
+                let field = if e.field.is_empty() { "model".to_string() } else { format!("model.{}", e.field) };
+                ConfigError::new(field, e.message)
             })?;
             Ok(ModelSpec {
                 id: if m.name.is_empty() { "custom".into() } else { m.name },
