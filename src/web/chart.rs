@@ -3,6 +3,7 @@
 //! queues (running, waiting, swapped, cumulative preemptions). Both show a time cursor; in
 //! compare mode contiguous is drawn solid and paged dashed on the same axes.
 
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
@@ -90,19 +91,27 @@ fn points(series: &[StepSample], f: impl Fn(&StepSample) -> f64) -> Vec<(f64, f6
     out
 }
 
-/// Allocated vs live KV tokens.
-pub fn draw_kv(canvas: &HtmlCanvasElement, runs: &[ChartRun<'_>], duration_s: f64, cursor_s: f64) -> Result<PlotBox, String> {
-    let dpr = size_canvas(canvas);
-    let root = area(canvas)?;
-    let capacity = runs.iter().map(|r| r.capacity_tokens).max().unwrap_or(1).max(1) as f64;
+/// The frame both charts share: simulated seconds across, a light grid, muted labels.
+struct Axes {
+    /// Top margin and x-label band, CSS pixels.
+    top: f64,
+    x_area: f64,
+    duration_s: f64,
+    y_max: f64,
+    y_labels: usize,
+}
+
+type TimeChart<'a> = ChartContext<'a, CanvasBackend, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+fn time_axes<'a>(root: &'a Area, dpr: f64, a: Axes, y_fmt: &dyn Fn(&f64) -> String) -> Result<TimeChart<'a>, String> {
     let err = |e: DrawingAreaErrorKind<_>| format!("{e:?}");
-    let mut chart = ChartBuilder::on(&root)
-        .margin_top(px(12.0, dpr))
+    let mut chart = ChartBuilder::on(root)
+        .margin_top(px(a.top, dpr))
         .margin_right(px(14.0, dpr))
         .margin_left(px(4.0, dpr))
-        .x_label_area_size(px(24.0, dpr))
+        .x_label_area_size(px(a.x_area, dpr))
         .y_label_area_size(px(48.0, dpr))
-        .build_cartesian_2d(0f64..duration_s, 0f64..capacity * 1.04)
+        .build_cartesian_2d(0f64..a.duration_s, 0f64..a.y_max)
         .map_err(err)?;
     let font = ("system-ui, sans-serif", 11.5 * dpr).into_font().color(&MUTED);
     chart
@@ -111,12 +120,23 @@ pub fn draw_kv(canvas: &HtmlCanvasElement, runs: &[ChartRun<'_>], duration_s: f6
         .bold_line_style(GRID)
         .axis_style(AXIS)
         .x_labels(7)
-        .y_labels(5)
+        .y_labels(a.y_labels)
         .x_label_formatter(&|v| format!("{v:.0} s"))
-        .y_label_formatter(&|v| if *v >= 1000.0 { format!("{:.0}k", v / 1000.0) } else { format!("{v:.0}") })
+        .y_label_formatter(y_fmt)
         .label_style(font)
         .draw()
         .map_err(err)?;
+    Ok(chart)
+}
+
+/// Allocated vs live KV tokens.
+pub fn draw_kv(canvas: &HtmlCanvasElement, runs: &[ChartRun<'_>], duration_s: f64, cursor_s: f64) -> Result<PlotBox, String> {
+    let dpr = size_canvas(canvas);
+    let root = area(canvas)?;
+    let capacity = runs.iter().map(|r| r.capacity_tokens).max().unwrap_or(1).max(1) as f64;
+    let y_fmt = |v: &f64| if *v >= 1000.0 { format!("{:.0}k", v / 1000.0) } else { format!("{v:.0}") };
+    let mut chart = time_axes(&root, dpr, Axes { top: 12.0, x_area: 24.0, duration_s, y_max: capacity * 1.04, y_labels: 5 }, &y_fmt)?;
+    let err = |e: DrawingAreaErrorKind<_>| format!("{e:?}");
     let width = canvas.width() as usize;
     let solo = runs.len() == 1;
     for run in runs {
@@ -193,27 +213,8 @@ pub fn draw_queues(
         .unwrap_or(0)
         .max(4) as f64
         * 1.1;
-    let mut chart = ChartBuilder::on(&root)
-        .margin_top(px(8.0, dpr))
-        .margin_right(px(14.0, dpr))
-        .margin_left(px(4.0, dpr))
-        .x_label_area_size(px(22.0, dpr))
-        .y_label_area_size(px(48.0, dpr))
-        .build_cartesian_2d(0f64..duration_s, 0f64..y_max)
-        .map_err(err)?;
-    let font = ("system-ui, sans-serif", 11.5 * dpr).into_font().color(&MUTED);
-    chart
-        .configure_mesh()
-        .light_line_style(TRANSPARENT)
-        .bold_line_style(GRID)
-        .axis_style(AXIS)
-        .x_labels(7)
-        .y_labels(4)
-        .x_label_formatter(&|v| format!("{v:.0} s"))
-        .y_label_formatter(&|v| format!("{v:.0}"))
-        .label_style(font)
-        .draw()
-        .map_err(err)?;
+    let y_fmt = |v: &f64| format!("{v:.0}");
+    let mut chart = time_axes(&root, dpr, Axes { top: 8.0, x_area: 22.0, duration_s, y_max, y_labels: 4 }, &y_fmt)?;
     let width = canvas.width() as usize;
     for run in runs {
         let s = downsample(run.series, (duration_s * 1e6) as u64, width.max(2));
