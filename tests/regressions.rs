@@ -1,0 +1,52 @@
+//! One regression test per bug fixed, each opening with a line that says what broke.
+#![cfg(not(target_arch = "wasm32"))]
+
+mod common;
+
+use common::preset;
+use kvlab::engine::mission::parse_mission;
+use kvlab::engine::preset::parse_preset;
+use kvlab::engine::Simulation;
+
+/// Broke: requests arriving during the last step were never counted, so `requests.arrived`
+/// changed with unrelated knobs (175 vs 176 for the same seed and traffic).
+#[test]
+fn arrivals_before_the_end_are_counted_whatever_the_last_step_length() {
+    let base = preset("long-report-2gb");
+    let expected = Simulation::new(base.clone()).unwrap().requests().len() as u32;
+    for max_num_seqs in [4, 16, 256] {
+        let mut c = base.clone();
+        c.scheduler.max_num_seqs = max_num_seqs;
+        let r = Simulation::new(c).unwrap().run_to_end();
+        assert_eq!(r.requests.arrived, expected, "max_num_seqs {max_num_seqs}");
+    }
+}
+
+/// Broke: serde reads a JSON array as a struct by position, so `"scheduler": [1, 2]` silently
+/// meant max_num_seqs 1 and max_num_batched_tokens 2, and `["kvlab/preset@1"]` was a preset.
+#[test]
+fn arrays_where_objects_belong_are_refused_with_the_field() {
+    let e = parse_preset(r#"{"schema":"kvlab/preset@1","scheduler":[1,2]}"#).unwrap_err();
+    assert_eq!(e.field, "scheduler", "{e}");
+    let e = parse_preset(r#"["kvlab/preset@1"]"#).unwrap_err();
+    assert!(e.message.contains("JSON object"), "{e}");
+}
+
+/// Broke: a JSON syntax error was reported against a field named "?".
+#[test]
+fn a_syntax_error_names_no_field() {
+    let e = parse_preset(r#"{"schema":"kvlab/preset@1","seed":"#).unwrap_err();
+    assert_eq!(e.field, "");
+    assert!(e.message.starts_with("not valid JSON"), "{e}");
+    let e = parse_mission(r#"{"schema":"#).unwrap_err();
+    assert_eq!(e.field, "");
+}
+
+/// Broke: running a mission file as a preset said "unknown field `number`".
+#[test]
+fn a_mission_given_as_a_preset_says_what_it_is() {
+    let text = std::fs::read_to_string(common::repo_path("assets/missions/m1-paging.json")).unwrap();
+    let e = parse_preset(&text).unwrap_err();
+    assert_eq!(e.field, "schema");
+    assert!(e.message.contains("mission"), "{e}");
+}
