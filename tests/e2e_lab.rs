@@ -32,6 +32,9 @@ async fn contiguous_to_paged_lifts_utilisation_and_errors_keep_the_lab() {
     assert!(util_contiguous < 0.6, "contiguous should waste memory: {util_contiguous}");
     assert_eq!(contiguous, native_report("contiguous-default"), "wasm and native runs differ");
     assert!(map_coverage(c, "map-0").await > 0.3, "the contiguous map is blank");
+    let legend = "return [...document.querySelectorAll('.legend li')].filter(li => getComputedStyle(li).display !== 'none').map(li => li.textContent.trim()).join('|')";
+    let shown = js(c, legend).await;
+    assert!(shown.as_str().unwrap().contains("slab start") && !shown.as_str().unwrap().contains("shared block"), "{shown}");
 
     // Switch to paged with the allocator control, as a learner would.
     c.find(Locator::Css(".segmented label:nth-child(2)")).await.unwrap().click().await.unwrap();
@@ -42,6 +45,8 @@ async fn contiguous_to_paged_lifts_utilisation_and_errors_keep_the_lab() {
     assert!(util_paged >= 0.97, "paged utilisation {util_paged} < 0.97");
     assert_eq!(paged["requests"]["arrived"], contiguous["requests"]["arrived"], "same traffic");
     assert!(map_coverage(c, "map-0").await > 0.3, "the paged map is blank");
+    let shown = js(c, legend).await;
+    assert!(!shown.as_str().unwrap().contains("slab start") && shown.as_str().unwrap().contains("copy-on-write"), "{shown}");
     let metrics = c.find(Locator::Id("metrics-table")).await.unwrap().text().await.unwrap();
     assert!(metrics.contains("kv_cache_usage_perc") && metrics.contains("num_preemptions"), "{metrics}");
     let startup = c.find(Locator::Id("startup-line")).await.unwrap().text().await.unwrap();

@@ -127,6 +127,16 @@ impl View {
         for (i, panel) in self.map_panels.iter().enumerate() {
             dom::set_hidden(panel, i >= lab.runs.len());
         }
+        // The legend lists only what the shown allocators can draw (slabs, or shared blocks).
+        let paged = lab.runs.iter().filter(|r| r.is_paged()).count();
+        let kinds = match (paged, lab.runs.len() - paged) {
+            (0, _) => "contiguous",
+            (_, 0) => "paged",
+            _ => "both",
+        };
+        if self.root.get_attribute("data-allocators").as_deref() != Some(kinds) {
+            let _ = self.root.set_attribute("data-allocators", kinds);
+        }
         let maps: Vec<MemoryMap> = lab.runs.iter().map(|r| r.sim.memory_map()).collect();
         if self.layout_dirty || maps.iter().zip(&self.maps).any(|(m, v)| m.cells.len() != v.cell_count()) {
             let max_h = self.max_map_height(lab);
