@@ -19,6 +19,9 @@ cargo test --all-targets
 step "Build with the CUDA calibration backend (--features gpu; no GPU needed to build)"
 cargo build --features gpu
 
+step "Formatting (rustfmt.toml)"
+cargo fmt --check
+
 step "Clippy (native and wasm32)"
 cargo clippy --all-targets -- -D warnings
 cargo clippy --target wasm32-unknown-unknown --no-default-features --lib -- -D warnings

@@ -428,12 +428,8 @@ mod tests {
 
     #[test]
     fn cells_draw_free_empty_live_and_markers() {
-        let cells = [
-            cell(0, 0, 0),
-            cell(1, 0, MapCell::SLAB | MapCell::SLAB_START),
-            cell(1, 16, MapCell::SLAB),
-            cell(2, 8, 0),
-        ];
+        let cells =
+            [cell(0, 0, 0), cell(1, 0, MapCell::SLAB | MapCell::SLAB_START), cell(1, 16, MapCell::SLAB), cell(2, 8, 0)];
         let l = MapLayout::with_pitch(cells.len(), 40, 10);
         let mut buf = Vec::new();
         render_map(&cells, 16, &l, &RenderOptions::default(), &mut buf);

@@ -59,8 +59,21 @@ fn run_replays_a_trace() {
 }
 
 const BELGAVI: &[&str] = &[
-    "plan", "--model", "llama-3-8b", "--kv-gib", "24", "--prompt-tokens", "1100", "--output-tokens", "250",
-    "--max-tokens", "2048", "--max-model-len", "8192", "--block-size", "16",
+    "plan",
+    "--model",
+    "llama-3-8b",
+    "--kv-gib",
+    "24",
+    "--prompt-tokens",
+    "1100",
+    "--output-tokens",
+    "250",
+    "--max-tokens",
+    "2048",
+    "--max-model-len",
+    "8192",
+    "--block-size",
+    "16",
 ];
 
 #[test]
@@ -68,7 +81,10 @@ fn plan_prints_the_belgavi_figures_and_the_vllm_startup_line() {
     let o = kvlab(BELGAVI);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
-    assert!(out.contains("GPU KV cache size: 196,608 tokens, Maximum concurrency for 8,192 tokens per request: 24.00x"), "{out}");
+    assert!(
+        out.contains("GPU KV cache size: 196,608 tokens, Maximum concurrency for 8,192 tokens per request: 24.00x"),
+        "{out}"
+    );
     assert!(out.contains("at most 62 sequences"), "{out}");
     assert!(out.contains("24 sequences"), "{out}");
     let mut json = BELGAVI.to_vec();
@@ -98,7 +114,24 @@ fn assert_fails_naming(o: &Output, needle: &str) {
 
 #[test]
 fn bad_flags_fail_with_a_message() {
-    assert_fails_naming(&kvlab(&["plan", "--model", "gpt-9", "--kv-gib", "24", "--prompt-tokens", "1", "--output-tokens", "1", "--max-tokens", "1", "--max-model-len", "10"]), "--model");
+    assert_fails_naming(
+        &kvlab(&[
+            "plan",
+            "--model",
+            "gpt-9",
+            "--kv-gib",
+            "24",
+            "--prompt-tokens",
+            "1",
+            "--output-tokens",
+            "1",
+            "--max-tokens",
+            "1",
+            "--max-model-len",
+            "10",
+        ]),
+        "--model",
+    );
     let mut args = BELGAVI.to_vec();
     args[4] = "-3";
     assert_fails_naming(&kvlab(&args), "kv-gib");
@@ -118,7 +151,10 @@ fn bad_presets_fail_naming_the_field() {
         (r#"{"schema":"kvlab/preset@2"}"#, "schema"),
         (r#"{"schema":"kvlab/preset@1","gpu":"tpu"}"#, "gpu"),
         (r#"{"schema":"kvlab/preset@1","allocator":{"kind":"paged","block_size":512}}"#, "allocator.block_size"),
-        (r#"{"schema":"kvlab/preset@1","workload":{"classes":[{"prompt_tokens":{"mean":100,"p99":50},"output_tokens":{"mean":10,"p99":20}}]}}"#, "workload.classes[0].prompt_tokens"),
+        (
+            r#"{"schema":"kvlab/preset@1","workload":{"classes":[{"prompt_tokens":{"mean":100,"p99":50},"output_tokens":{"mean":10,"p99":20}}]}}"#,
+            "workload.classes[0].prompt_tokens",
+        ),
         (r#"{"schema":"kvlab/preset@1","kv_memory_gib":0.1}"#, "workload.classes[0].max_tokens"),
         (r#"{"schema":"kvlab/preset@1","#, "JSON"),
     ];
@@ -155,7 +191,10 @@ fn run_writes_the_series_as_csv() {
 
 #[test]
 fn a_preset_names_a_shipped_calibration_and_the_report_says_so() {
-    let ok = write_tmp("cal.json", r#"{"schema":"kvlab/preset@1","allocator":{"kind":"paged"},"calibration":"host-xeon-2core"}"#);
+    let ok = write_tmp(
+        "cal.json",
+        r#"{"schema":"kvlab/preset@1","allocator":{"kind":"paged"},"calibration":"host-xeon-2core"}"#,
+    );
     let o = kvlab(&["run", &ok, "--json"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();

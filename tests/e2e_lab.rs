@@ -10,7 +10,10 @@ mod common_e2e;
 use std::path::Path;
 use std::time::Duration;
 
-use common_e2e::{browser, js, map_coverage, native_report, open, report, require_dist, save_screenshot, serve, set_viewport, wait_for};
+use common_e2e::{
+    browser, js, map_coverage, native_report, open, report, require_dist, save_screenshot, serve, set_viewport,
+    wait_for,
+};
 use fantoccini::Locator;
 use serde_json::{json, Value};
 
@@ -34,7 +37,10 @@ async fn contiguous_to_paged_lifts_utilisation_and_errors_keep_the_lab() {
     assert!(map_coverage(c, "map-0").await > 0.3, "the contiguous map is blank");
     let legend = "return [...document.querySelectorAll('.legend li')].filter(li => getComputedStyle(li).display !== 'none').map(li => li.textContent.trim()).join('|')";
     let shown = js(c, legend).await;
-    assert!(shown.as_str().unwrap().contains("slab start") && !shown.as_str().unwrap().contains("shared block"), "{shown}");
+    assert!(
+        shown.as_str().unwrap().contains("slab start") && !shown.as_str().unwrap().contains("shared block"),
+        "{shown}"
+    );
 
     // Switch to paged with the allocator control, as a learner would.
     c.find(Locator::Css(".segmented label:nth-child(2)")).await.unwrap().click().await.unwrap();
@@ -46,14 +52,19 @@ async fn contiguous_to_paged_lifts_utilisation_and_errors_keep_the_lab() {
     assert_eq!(paged["requests"]["arrived"], contiguous["requests"]["arrived"], "same traffic");
     assert!(map_coverage(c, "map-0").await > 0.3, "the paged map is blank");
     let shown = js(c, legend).await;
-    assert!(!shown.as_str().unwrap().contains("slab start") && shown.as_str().unwrap().contains("copy-on-write"), "{shown}");
+    assert!(
+        !shown.as_str().unwrap().contains("slab start") && shown.as_str().unwrap().contains("copy-on-write"),
+        "{shown}"
+    );
     let metrics = c.find(Locator::Id("metrics-table")).await.unwrap().text().await.unwrap();
     assert!(metrics.contains("kv_cache_usage_perc") && metrics.contains("num_preemptions"), "{metrics}");
     let startup = c.find(Locator::Id("startup-line")).await.unwrap().text().await.unwrap();
     assert!(startup.starts_with("GPU KV cache size: 81,920 tokens"), "{startup}");
 
     // Off-page runs agree with the native engine too.
-    let json = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/presets/parallel-sampling.json")).unwrap();
+    let json =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/presets/parallel-sampling.json"))
+            .unwrap();
     let off_page = js(c, &format!("return kvlab.simulatePreset({})", serde_json::to_string(&json).unwrap())).await;
     let off_page: Value = serde_json::from_str(off_page.as_str().unwrap()).unwrap();
     assert_eq!(off_page, native_report("parallel-sampling"));
@@ -106,7 +117,8 @@ async fn links_reproduce_the_lab_and_bad_links_and_panics_are_reported() {
     open(c, &format!("{base}?autoplay=0")).await;
 
     // Compare mode at 30 s with a changed knob, then the link, in embed mode.
-    js(c, "kvlab.setCompare(true); kvlab.setField('scheduler.max_num_seqs', '128'); kvlab.runTo(30); return null").await;
+    js(c, "kvlab.setCompare(true); kvlab.setField('scheduler.max_num_seqs', '128'); kvlab.runTo(30); return null")
+        .await;
     let state = js(c, "return kvlab.state()").await;
     let reports = js(c, "return kvlab.reports()").await;
     let link = js(c, "return kvlab.shareUrl()").await.as_str().unwrap().to_string();
@@ -115,8 +127,14 @@ async fn links_reproduce_the_lab_and_bad_links_and_panics_are_reported() {
     open(c, &embed).await;
     assert_eq!(js(c, "return kvlab.state()").await, state, "the link did not reproduce the state");
     assert_eq!(js(c, "return kvlab.reports()").await, reports, "the link did not reproduce the runs");
-    assert!(c.find(Locator::Id("map-panel-1")).await.unwrap().is_displayed().await.unwrap(), "compare mode shows two maps");
-    assert!(!c.find(Locator::Id("controls")).await.unwrap().is_displayed().await.unwrap(), "embed mode hides the settings");
+    assert!(
+        c.find(Locator::Id("map-panel-1")).await.unwrap().is_displayed().await.unwrap(),
+        "compare mode shows two maps"
+    );
+    assert!(
+        !c.find(Locator::Id("controls")).await.unwrap().is_displayed().await.unwrap(),
+        "embed mode hides the settings"
+    );
     assert!(map_coverage(c, "map-1").await > 0.2, "the paged map of compare mode is blank");
     // In an 800 × 500 iframe everything fits: the metric tiles end above the bottom edge.
     set_viewport(c, 800, 500).await;

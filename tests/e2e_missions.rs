@@ -8,7 +8,10 @@
 
 mod common_e2e;
 
-use common_e2e::{browser, js, js_json, open, open_hub, repo_path, report, require_dist, save_screenshot, serve, set_viewport, wait_for};
+use common_e2e::{
+    browser, js, js_json, open, open_hub, repo_path, report, require_dist, save_screenshot, serve, set_viewport,
+    wait_for,
+};
 use fantoccini::{Client, Locator};
 use kvlab::engine::mission::{parse_mission, parse_mission_index};
 use serde_json::{json, Value};
@@ -54,7 +57,11 @@ async fn mission_one_goes_from_zero_to_three_stars_and_the_hub_keeps_them() {
     let goals = c.find_all(Locator::Css("#mission-goals .goal")).await.unwrap();
     assert_eq!(goals.len(), 3);
     let first = goals[0].text().await.unwrap();
-    assert!(first.contains("At least 96% of allocated KV memory holds tokens") && first.contains("kv.utilization_mean ≥ 96%"), "{first}");
+    assert!(
+        first.contains("At least 96% of allocated KV memory holds tokens")
+            && first.contains("kv.utilization_mean ≥ 96%"),
+        "{first}"
+    );
     let explain = js(c, "return document.querySelector('#mission-goals .goal-explain').textContent").await;
     assert!(explain.as_str().unwrap().contains("PagedAttention paper"), "{explain}");
     // Locked knobs are disabled, free ones are not; the preset picker is gone.
@@ -78,7 +85,8 @@ async fn mission_one_goes_from_zero_to_three_stars_and_the_hub_keeps_them() {
     assert_eq!(js_json(c, "return kvlab.stars()").await, json!({ "m1-paging": 0 }));
 
     // A locked change through the API is refused with the path and the knobs.
-    let thrown = js(c, "try { kvlab.setField('seed', '5'); return null; } catch (e) { return String(e.message); }").await;
+    let thrown =
+        js(c, "try { kvlab.setField('seed', '5'); return null; } catch (e) { return String(e.message); }").await;
     assert!(thrown.as_str().unwrap_or("").contains("seed: this mission keeps seed as it is"), "{thrown}");
 
     // The documented fix through the real control: the allocator switch, then End.
@@ -161,7 +169,11 @@ async fn corrupt_stored_stars_never_cost_a_star() {
     js(c, &format!("localStorage.setItem('{KEY}', 'not json at all'); return null")).await;
     open_hub(c, &base).await;
     assert_eq!(text(c, "#hub-total").await, "0 of 18 stars");
-    assert!(js(c, "return document.querySelector('#messages .msg.notice').textContent").await.as_str().unwrap().contains("not valid JSON"));
+    assert!(js(c, "return document.querySelector('#messages .msg.notice').textContent")
+        .await
+        .as_str()
+        .unwrap()
+        .contains("not valid JSON"));
     open(c, &format!("{base}?mission=m3-preemption-storm&autoplay=0")).await;
     js(c, "kvlab.setField('kv_memory_gib', '4'); kvlab.runToEnd(); return null").await;
     assert_eq!(stored(c, BACKUP).await, json!("not json at all"));
@@ -188,10 +200,13 @@ async fn every_mission_loads_scores_zero_broken_and_three_with_its_fix() {
     let b = browser(1400, 900).await;
     let c = &b.client;
     set_viewport(c, 1400, 900).await;
-    let index = parse_mission_index(&std::fs::read_to_string(repo_path("assets/missions/index.json")).unwrap()).unwrap();
+    let index =
+        parse_mission_index(&std::fs::read_to_string(repo_path("assets/missions/index.json")).unwrap()).unwrap();
     assert!(index.missions.len() >= 6);
     for entry in &index.missions {
-        let mission = parse_mission(&std::fs::read_to_string(repo_path(&format!("assets/missions/{}", entry.file))).unwrap()).unwrap();
+        let mission =
+            parse_mission(&std::fs::read_to_string(repo_path(&format!("assets/missions/{}", entry.file))).unwrap())
+                .unwrap();
         open(c, &format!("{base}?mission={}&autoplay=0", entry.id)).await;
         assert_eq!(text(c, "#mission-title").await, entry.title, "{}", entry.id);
         assert_eq!(js(c, "return kvlab.errors()").await, json!([]), "{}", entry.id);
@@ -212,7 +227,12 @@ async fn every_mission_loads_scores_zero_broken_and_three_with_its_fix() {
         let (native, native_score) = mission.run(mission.fix_preset()).unwrap();
         assert_eq!(native_score.stars, 3);
         assert_eq!(report(c).await, serde_json::to_value(native).unwrap(), "{}: wasm and native differ", entry.id);
-        assert_eq!(js_json(c, "return kvlab.stars()").await[&entry.id], 0, "{}: the solution's stars were saved", entry.id);
+        assert_eq!(
+            js_json(c, "return kvlab.stars()").await[&entry.id],
+            0,
+            "{}: the solution's stars were saved",
+            entry.id
+        );
     }
     // One narrow look at a mission.
     set_viewport(c, 420, 900).await;
@@ -236,7 +256,9 @@ async fn instructors_documents_are_checked_and_the_calibration_selector_works() 
     // A broken custom preset pasted into the Load dialog: the field is named, the lab keeps.
     c.find(Locator::Id("load-btn")).await.unwrap().click().await.unwrap();
     let ta = c.find(Locator::Id("load-text")).await.unwrap();
-    ta.send_keys(r#"{"schema": "kvlab/preset@1", "kv_memory_gib": 12, "scheduler": {"max_num_seqs": "many"}}"#).await.unwrap();
+    ta.send_keys(r#"{"schema": "kvlab/preset@1", "kv_memory_gib": 12, "scheduler": {"max_num_seqs": "many"}}"#)
+        .await
+        .unwrap();
     c.find(Locator::Id("load-apply")).await.unwrap().click().await.unwrap();
     let err = c.find(Locator::Id("load-error")).await.unwrap();
     assert!(err.is_displayed().await.unwrap());
@@ -255,9 +277,12 @@ async fn instructors_documents_are_checked_and_the_calibration_selector_works() 
             "workload.classes[0].max_tokens: a typical request of this class needs 7000 tokens",
         ),
         (r#"{"schema": "kvlab/preset@1", "colour": "red"}"#, "colour"),
-        (r#"{"schema": "kvlab/mission@1", "id": "x", "number": 1, "title": "t", "story": "s", "task": "t",
+        (
+            r#"{"schema": "kvlab/mission@1", "id": "x", "number": 1, "title": "t", "story": "s", "task": "t",
             "preset": {"schema": "kvlab/preset@1"}, "knobs": ["kv_memory_gib"], "fix": {"kv_memory_gib": 4},
-            "goals": [{"metric": "ttft", "comparison": "<=", "value": 1, "stars": 1, "label": "l", "explain": "e"}]}"#, "goals[0].metric"),
+            "goals": [{"metric": "ttft", "comparison": "<=", "value": 1, "stars": 1, "label": "l", "explain": "e"}]}"#,
+            "goals[0].metric",
+        ),
     ] {
         ta.clear().await.unwrap();
         ta.send_keys(doc).await.unwrap();
@@ -279,7 +304,14 @@ async fn instructors_documents_are_checked_and_the_calibration_selector_works() 
 
     // A valid custom mission starts mission mode, and its link carries it whole.
     ta.clear().await.unwrap();
-    js(c, &format!("document.getElementById('load-text').value = {}; return null", serde_json::to_string(&example).unwrap())).await;
+    js(
+        c,
+        &format!(
+            "document.getElementById('load-text').value = {}; return null",
+            serde_json::to_string(&example).unwrap()
+        ),
+    )
+    .await;
     c.find(Locator::Id("load-apply")).await.unwrap().click().await.unwrap();
     assert!(!c.find(Locator::Id("load-dialog")).await.unwrap().is_displayed().await.unwrap(), "the dialog closes");
     assert_eq!(text(c, "#mission-title").await, "Reserve for the request, not for the model");
@@ -293,7 +325,8 @@ async fn instructors_documents_are_checked_and_the_calibration_selector_works() 
     // From the link: a data: URL mission, and a cross-site URL refused with a reason.
     let data_url = format!("data:application/json,{}", urlencode(&example));
     open(c, &format!("{base}?autoplay=0&mission_url={}", urlencode(&data_url))).await;
-    wait_for(c, "document.getElementById('mission-title').textContent.startsWith('Reserve')", "the data: mission").await;
+    wait_for(c, "document.getElementById('mission-title').textContent.startsWith('Reserve')", "the data: mission")
+        .await;
     open(c, &format!("{base}?autoplay=0&preset_url={}", urlencode("http://192.0.2.1/preset.json"))).await;
     wait_for(c, "kvlab.errors().join(' ').includes('another site')", "the cross-site refusal").await;
     assert_eq!(js_json(c, "return kvlab.state()").await["preset"]["id"], "contiguous-default");

@@ -86,7 +86,10 @@ fn preset_wrong_types_are_named() {
     check_preset(|v| set(v, "/scheduler/chunked_prefill", json!("yes")), "scheduler.chunked_prefill");
     check_preset(|v| set(v, "/workload/classes/0/n", json!(1.5)), "workload.classes[0].n");
     check_preset(|v| set(v, "/model", json!(8)), "model");
-    check_preset(|v| set(v, "/model", json!({ "layers": 32, "kv_heads": "8", "head_dim": 128, "params_b": 8 })), "model.kv_heads");
+    check_preset(
+        |v| set(v, "/model", json!({ "layers": 32, "kv_heads": "8", "head_dim": 128, "params_b": 8 })),
+        "model.kv_heads",
+    );
     let e = check_preset(|v| set(v, "/kv_dtype", json!("int4")), "kv_dtype");
     assert!(e.message.contains("fp8"), "{e}");
     let e = check_preset(|v| set(v, "/gpu", json!("tpu-v5")), "gpu");
@@ -123,7 +126,10 @@ fn preset_impossible_configs_name_what_to_change() {
         },
         "workload.classes[0].n",
     );
-    check_preset(|v| set(v, "/workload/classes/0/prompt_tokens", json!({ "mean": 9000, "p99": 9500 })), "workload.classes[0].prompt_tokens");
+    check_preset(
+        |v| set(v, "/workload/classes/0/prompt_tokens", json!({ "mean": 9000, "p99": 9500 })),
+        "workload.classes[0].prompt_tokens",
+    );
     check_preset(|v| set(v, "/scheduler/max_num_batched_tokens", json!(512)), "scheduler.max_num_batched_tokens");
     check_preset(
         |v| {
@@ -222,7 +228,10 @@ fn mission_fix_is_checked_as_a_patch() {
     assert!(e.message.contains("allocator, kv_memory_gib"), "{e}");
     check_mission(|v| set(v, "/fix", json!({ "kv_memory_gib": -1 })), "fix.kv_memory_gib");
     check_mission(|v| set(v, "/fix", json!({ "kv_memory_gib": null })), "fix.kv_memory_gib");
-    check_mission(|v| set(v, "/fix", json!({ "allocator": { "kind": "paged", "block_size": 0 } })), "fix.allocator.block_size");
+    check_mission(
+        |v| set(v, "/fix", json!({ "allocator": { "kind": "paged", "block_size": 0 } })),
+        "fix.allocator.block_size",
+    );
     check_mission(|v| set(v, "/fix", json!({ "scheduler": { "max_num_seqs": 0 } })), "fix.scheduler.max_num_seqs");
     check_mission(|v| set(v, "/fix", json!({ "scheduler": [1] })), "fix.scheduler");
     check_mission(|v| set(v, "/fix", json!({})), "fix");
@@ -290,7 +299,8 @@ fn schema_doc_json_examples_validate() {
             serde_json::from_str(block).unwrap_or_else(|e| panic!("docs/SCHEMA.md block is not JSON ({e}):\n{block}"))
         } else {
             let text = format!("{{ \"schema\": \"kvlab/preset@1\", {block} }}");
-            serde_json::from_str(&text).unwrap_or_else(|e| panic!("docs/SCHEMA.md field example is not JSON ({e}):\n{block}"))
+            serde_json::from_str(&text)
+                .unwrap_or_else(|e| panic!("docs/SCHEMA.md field example is not JSON ({e}):\n{block}"))
         };
         let text = v.to_string();
         let result = match v["schema"].as_str() {

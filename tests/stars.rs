@@ -66,7 +66,10 @@ fn a_well_formed_record_reads_back_exactly() {
     assert_eq!(parsed.record, r);
     assert_eq!(r.total(), 4);
     let v: Value = serde_json::from_str(&r.to_json()).unwrap();
-    assert_eq!(v, json!({ "schema": "kvlab/stars@1", "stars": { "m1-paging": 3, "m2-block-size": 1, "m3-preemption-storm": 0 } }));
+    assert_eq!(
+        v,
+        json!({ "schema": "kvlab/stars@1", "stars": { "m1-paging": 3, "m2-block-size": 1, "m3-preemption-storm": 0 } })
+    );
 }
 
 #[test]

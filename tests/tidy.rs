@@ -23,8 +23,20 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 #[test]
 fn the_engine_knows_nothing_of_the_web_the_clock_or_os_randomness() {
     let forbidden = [
-        "web_sys", "js_sys", "wasm_bindgen", "std::time", "Instant", "SystemTime", "thread_rng",
-        "rand::rng(", "from_os_rng", "getrandom", "std::thread", "HashMap", "HashSet", "unsafe ",
+        "web_sys",
+        "js_sys",
+        "wasm_bindgen",
+        "std::time",
+        "Instant",
+        "SystemTime",
+        "thread_rng",
+        "rand::rng(",
+        "from_os_rng",
+        "getrandom",
+        "std::thread",
+        "HashMap",
+        "HashSet",
+        "unsafe ",
     ];
     let mut files = Vec::new();
     rust_files(&repo_path("src/engine"), &mut files);

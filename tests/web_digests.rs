@@ -20,7 +20,11 @@ fn shipped_presets_give_the_pinned_digests_in_wasm() {
     let shipped: Vec<&str> = presets::ids();
     let mut ids: Vec<String> = shipped.iter().map(|s| s.to_string()).collect();
     ids.sort();
-    assert_eq!(ids, pinned.keys().cloned().collect::<Vec<_>>(), "the page's presets and the pinned digests list different presets");
+    assert_eq!(
+        ids,
+        pinned.keys().cloned().collect::<Vec<_>>(),
+        "the page's presets and the pinned digests list different presets"
+    );
     for (id, json) in presets::SHIPPED {
         let mut sim = Simulation::new(parse_preset(json).unwrap()).unwrap();
         sim.run_to_end();

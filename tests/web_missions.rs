@@ -67,7 +67,12 @@ fn mission_state_round_trips_through_the_url() {
     bad["mission"] = serde_json::json!({ "id": "m1-paging", "stars": 3 });
     assert!(LabState::from_json(&bad.to_string()).unwrap_err().to_string().contains("stars"));
 
-    let o = PageOptions::from_pairs([("mission", "m3-preemption-storm"), ("hub", "1"), ("mission_url", "x.json"), ("preset_url", "")]);
+    let o = PageOptions::from_pairs([
+        ("mission", "m3-preemption-storm"),
+        ("hub", "1"),
+        ("mission_url", "x.json"),
+        ("preset_url", ""),
+    ]);
     assert_eq!(o.mission.as_deref(), Some("m3-preemption-storm"));
     assert!(o.hub);
     assert_eq!(o.mission_url.as_deref(), Some("x.json"));

@@ -40,13 +40,13 @@ fn cell(owner: u32, live: u16, flags: u8) -> MapCell {
 #[wasm_bindgen_test]
 fn known_snapshot_gives_expected_pixels() {
     let cells = [
-        cell(0, 0, 0),                                    // free
+        cell(0, 0, 0),                                   // free
         cell(1, 0, MapCell::SLAB | MapCell::SLAB_START), // slab start, empty
-        cell(1, 16, MapCell::SLAB),                       // full
-        cell(2, 8, 0),                                    // half full
-        cell(3, 16, MapCell::SHARED),                     // shared block
-        cell(4, 9, MapCell::COPIED),                      // copy-on-write copy
-        cell(0, 0, MapCell::CACHED),                      // free, cached prefix
+        cell(1, 16, MapCell::SLAB),                      // full
+        cell(2, 8, 0),                                   // half full
+        cell(3, 16, MapCell::SHARED),                    // shared block
+        cell(4, 9, MapCell::COPIED),                     // copy-on-write copy
+        cell(0, 0, MapCell::CACHED),                     // free, cached prefix
     ];
     let layout = MapLayout::with_pitch(cells.len(), 40, 10); // 4 columns, 2 rows, 9-px cells
     let c = canvas(40, 20);
@@ -106,7 +106,10 @@ fn simulated_maps_are_not_blank_and_match_the_engine() {
         let (x, y) = layout.origin(i);
         let p = pixel(&c, x + layout.cell - 1, y + layout.cell - 1);
         let owner = map.cells[i].request().unwrap();
-        assert!(p == owner_colour(owner) || p == palette::EMPTY || p == palette::EMPTY_HATCH, "{id}: cell {i} is {p:?}");
+        assert!(
+            p == owner_colour(owner) || p == palette::EMPTY || p == palette::EMPTY_HATCH,
+            "{id}: cell {i} is {p:?}"
+        );
     }
 }
 

@@ -108,7 +108,11 @@ fn unavailable_storage_falls_back_to_memory() {
     run_js("Object.defineProperty(window, 'localStorage', window.__ls); delete window.__ls;");
     assert!(opened, "localStorage should have been unavailable");
     assert!(!k.persistent());
-    assert!(matches!(k.memory_reason(), Some(MemoryReason::Unavailable(e)) if e.message.contains("SecurityError")), "{:?}", k.memory_reason());
+    assert!(
+        matches!(k.memory_reason(), Some(MemoryReason::Unavailable(e)) if e.message.contains("SecurityError")),
+        "{:?}",
+        k.memory_reason()
+    );
     assert!(earned);
     assert_eq!(k.stars("m1-paging"), 3);
     let n = notices(&k);
@@ -140,7 +144,11 @@ fn a_full_storage_keeps_the_stars_in_memory() {
     }
     let improved = k.earn("m2-block-size", 3);
     assert!(improved);
-    assert!(matches!(k.memory_reason(), Some(MemoryReason::SaveFailed(e)) if e.kind == kvlab::engine::stars::StoreErrorKind::Full), "{:?}", k.memory_reason());
+    assert!(
+        matches!(k.memory_reason(), Some(MemoryReason::SaveFailed(e)) if e.kind == kvlab::engine::stars::StoreErrorKind::Full),
+        "{:?}",
+        k.memory_reason()
+    );
     assert_eq!((k.stars("m1-paging"), k.stars("m2-block-size")), (2, 3));
     s.clear().unwrap();
 }

@@ -445,7 +445,8 @@ extern "C" __global__ void read_pool(const u64* pool, u64 words, u64* out) {
             let words = (b.total_tokens as usize * self.geometry.token_words()).max(1);
             if self.staging.as_ref().is_none_or(|s| s.len() < words) {
                 self.staging = None;
-                self.staging = Some(self.stream.alloc_zeros::<u64>(words).map_err(err("allocating the contiguous copy"))?);
+                self.staging =
+                    Some(self.stream.alloc_zeros::<u64>(words).map_err(err("allocating the contiguous copy"))?);
             }
             let cfg = self.grid(&b);
             let (bshift, pshift, chunk) = self.shifts();

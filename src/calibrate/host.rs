@@ -20,7 +20,8 @@ impl HostPool {
     /// Allocates the pool (zeroed). Fails when the geometry is invalid or the memory is not there.
     pub fn new(geometry: PoolGeometry) -> Result<Self, String> {
         geometry.validate()?;
-        let words = usize::try_from(geometry.pool_bytes() / 8).map_err(|_| "pool too large for this machine".to_string())?;
+        let words =
+            usize::try_from(geometry.pool_bytes() / 8).map_err(|_| "pool too large for this machine".to_string())?;
         let mut v = Vec::new();
         v.try_reserve_exact(words)
             .map_err(|_| format!("cannot allocate a {} MiB host pool", geometry.pool_bytes() >> 20))?;

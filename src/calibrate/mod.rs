@@ -20,7 +20,7 @@ use crate::engine::backend::{BlockPoolBackend, GatherResult, PoolGeometry};
 use crate::engine::timing::{Calibration, OverheadPoint, CALIBRATION_SCHEMA};
 use crate::engine::SimConfig;
 
-use fit::{batch_figures, block_size_figures, fit_line, fit_line_robust, round, Line, BlockSizeFigures, Sample};
+use fit::{batch_figures, block_size_figures, fit_line, fit_line_robust, round, BlockSizeFigures, Line, Sample};
 use trace::{paged_config, StepBatch, TraceReplayer};
 
 /// The block sizes a calibration measures by default.
@@ -112,7 +112,9 @@ pub fn calibrate(
         geometries.push(geometry);
     }
     if samples.is_empty() {
-        return Err("no step of the trace had a running batch; use a preset with traffic or a longer --duration-s".into());
+        return Err(
+            "no step of the trace had a running batch; use a preset with traffic or a longer --duration-s".into()
+        );
     }
     build(opts, &block_sizes, &geometries, samples, &pool_reads_gb_s)
 }
@@ -158,7 +160,12 @@ fn replay_and_measure(
 
 /// Reads one batch through its block tables and contiguously, `reps` times each, alternating
 /// which goes first; the untimed warm-up pair checks that both read the same bytes.
-fn measure(opts: &CalibrateOptions, bs: u32, batch: &StepBatch, pool: &mut dyn BlockPoolBackend) -> Result<Sample, String> {
+fn measure(
+    opts: &CalibrateOptions,
+    bs: u32,
+    batch: &StepBatch,
+    pool: &mut dyn BlockPoolBackend,
+) -> Result<Sample, String> {
     let tables = batch.table_slices();
     pool.stage_contiguous(&tables, &batch.tokens);
     let paged = pool.gather(&tables, &batch.tokens);
@@ -221,7 +228,9 @@ fn build(
     let intercept_us = line.map_or(0.0, |l| l.intercept.clamp(0.0, fastest_us));
     let measured_read = pool_reads_gb_s.iter().cloned().fold(0.0, f64::max);
     let (nominal_gb_s, nominal_source) = match &opts.nominal {
-        Nominal::MeasuredPoolRead => (measured_read, "streaming read of the whole pool (best of 3 per block size)".to_string()),
+        Nominal::MeasuredPoolRead => {
+            (measured_read, "streaming read of the whole pool (best of 3 per block size)".to_string())
+        }
         Nominal::Spec { gb_s, source } => (*gb_s, source.clone()),
     };
     if !(nominal_gb_s > 0.0 && effective_gb_s > 0.0) {
@@ -299,7 +308,9 @@ fn build(
         paged_overhead,
         measurements,
     };
-    calibration.validate().map_err(|e| format!("the fitted calibration is invalid ({e}); the measurement was too noisy"))?;
+    calibration
+        .validate()
+        .map_err(|e| format!("the fitted calibration is invalid ({e}); the measurement was too noisy"))?;
     let summary = summarize(&calibration, &figures, nominal_gb_s, effective_gb_s, intercept_us, samples.len());
     Ok(CalibrationRun { calibration, figures, summary })
 }
@@ -314,7 +325,14 @@ fn line_json(l: Line, method: &str) -> serde_json::Value {
     })
 }
 
-fn summarize(c: &Calibration, figures: &[BlockSizeFigures], nominal: f64, effective: f64, intercept_us: f64, n: usize) -> String {
+fn summarize(
+    c: &Calibration,
+    figures: &[BlockSizeFigures],
+    nominal: f64,
+    effective: f64,
+    intercept_us: f64,
+    n: usize,
+) -> String {
     let mut s = format!("calibration {} on {} ({n} measured steps)\n", c.name, c.device);
     s += &format!(
         "nominal {nominal:.1} GB/s, effective contiguous {effective:.1} GB/s → bandwidth_efficiency {:.3}\n",
@@ -338,9 +356,7 @@ fn summarize(c: &Calibration, figures: &[BlockSizeFigures], nominal: f64, effect
 /// Today's date (UTC) as YYYY-MM-DD from the system clock.
 pub fn today_utc() -> String {
     #[allow(clippy::disallowed_methods)] // the file records when it was measured
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let days = (secs / 86_400) as i64;
     // Civil from days (H. Hinnant's algorithm).
     let z = days + 719_468;
@@ -359,7 +375,12 @@ pub fn today_utc() -> String {
 pub fn host_device_name() -> String {
     let model = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
-        .and_then(|t| t.lines().find(|l| l.starts_with("model name")).and_then(|l| l.split(':').nth(1)).map(|s| s.trim().to_string()))
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|s| s.trim().to_string())
+        })
         .unwrap_or_else(|| std::env::consts::ARCH.to_string());
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     format!("host memory: {model} ({cores} cores, read on one thread)")

@@ -7,7 +7,9 @@ use clap::{Args, ValueEnum};
 
 use crate::calibrate::cuda::{spec_bandwidth_gb_s, CudaDevice};
 use crate::calibrate::host::HostPool;
-use crate::calibrate::{calibrate as run_calibration, host_device_name, today_utc, CalibrateOptions, Nominal, DEFAULT_BLOCK_SIZES};
+use crate::calibrate::{
+    calibrate as run_calibration, host_device_name, today_utc, CalibrateOptions, Nominal, DEFAULT_BLOCK_SIZES,
+};
 use crate::engine::backend::BlockPoolBackend;
 use crate::engine::model::{model_preset, KvDtype};
 use crate::engine::workload::{Arrival, LengthDist, UserClass, WorkloadConfig};

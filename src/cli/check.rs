@@ -88,7 +88,10 @@ fn check_mission(path: &Path) -> Result<(), String> {
         )));
     }
     if fixed.stars != 3 {
-        return Err(fail(format!("the fix earns {} star(s), not 3; fix the \"fix\" or the goals it misses", fixed.stars)));
+        return Err(fail(format!(
+            "the fix earns {} star(s), not 3; fix the \"fix\" or the goals it misses",
+            fixed.stars
+        )));
     }
     Ok(())
 }
@@ -153,7 +156,8 @@ pub fn mission(args: &MissionArgs) -> Result<(), String> {
     let preset = match (&args.patch, args.fix) {
         (Some(p), _) => {
             let text = read(p)?;
-            let patch: Value = serde_json::from_str(&text).map_err(|e| format!("{}: not valid JSON ({e})", p.display()))?;
+            let patch: Value =
+                serde_json::from_str(&text).map_err(|e| format!("{}: not valid JSON ({e})", p.display()))?;
             m.apply_patch(&patch).map_err(|e| format!("{}: {e}", p.display()))?
         }
         (None, true) => m.fix_preset().clone(),

@@ -11,7 +11,11 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser, Debug)]
-#[command(name = "kvlab", version, about = "Simulate, plan and check how an LLM server spends GPU memory on the KV cache")]
+#[command(
+    name = "kvlab",
+    version,
+    about = "Simulate, plan and check how an LLM server spends GPU memory on the KV cache"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,

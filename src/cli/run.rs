@@ -58,7 +58,8 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
     let mut sim = Simulation::new(config).map_err(|e| format!("{}: {e}", args.preset.display()))?;
     let report = sim.run_to_end();
     if let Some(path) = &args.series {
-        std::fs::write(path, series_csv(&[(&report.allocator, sim.series())])).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        std::fs::write(path, series_csv(&[(&report.allocator, sim.series())]))
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report).expect("report serializes"));
@@ -71,7 +72,10 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
 pub fn summary(r: &Report) -> String {
     let pct = |x: f64| format!("{:.1}%", x * 100.0);
     let mut s = String::new();
-    s += &format!("preset {} ({} allocator), {:.0} s simulated in {} steps\n", r.preset, r.allocator, r.sim_time_s, r.steps);
+    s += &format!(
+        "preset {} ({} allocator), {:.0} s simulated in {} steps\n",
+        r.preset, r.allocator, r.sim_time_s, r.steps
+    );
     s += &format!("{}\n", r.capacity_line);
     s += &format!("KV bytes per token: {}\n", r.kv_bytes_per_token);
     s += &format!(
@@ -98,7 +102,11 @@ pub fn summary(r: &Report) -> String {
     s += &format!("copy-on-write copies: {}; prefix_cache_hit_rate: {}\n", r.cow_copies, pct(r.prefix_cache_hit_rate));
     s += &format!(
         "TTFT p50 {:.0} ms, p95 {:.0} ms; TPOT p50 {:.1} ms, p95 {:.1} ms; {:.0} output tokens/s\n",
-        r.latency_ms.ttft_p50, r.latency_ms.ttft_p95, r.latency_ms.tpot_p50, r.latency_ms.tpot_p95, r.output_tokens_per_s
+        r.latency_ms.ttft_p50,
+        r.latency_ms.ttft_p95,
+        r.latency_ms.tpot_p50,
+        r.latency_ms.tpot_p95,
+        r.output_tokens_per_s
     );
     if let Some(c) = &r.calibration {
         s += &format!("step-time calibration: {c}\n");

@@ -207,7 +207,8 @@ impl SimulatedPool {
                 continue;
             }
             for t in 0..n {
-                let slot = table[(t / g.block_size) as usize] as usize * g.block_size as usize + (t % g.block_size) as usize;
+                let slot =
+                    table[(t / g.block_size) as usize] as usize * g.block_size as usize + (t % g.block_size) as usize;
                 let sum = (0..g.planes).fold(0u64, |a, p| a.wrapping_add(self.plane_sum(slot, p)));
                 acc = acc.wrapping_add(sum.wrapping_mul(token_weight(t)));
             }

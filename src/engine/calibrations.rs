@@ -17,7 +17,10 @@ pub fn shipped_calibration(name: &str) -> Result<Calibration, ConfigError> {
     let (_, text) = SHIPPED.iter().find(|(n, _)| *n == name).ok_or_else(|| {
         ConfigError::new(
             "calibration",
-            format!("unknown calibration \"{name}\"; use one of {} or leave it out for the default model", shipped_names().join(", ")),
+            format!(
+                "unknown calibration \"{name}\"; use one of {} or leave it out for the default model",
+                shipped_names().join(", ")
+            ),
         )
     })?;
     parse_calibration(text).map_err(|e| ConfigError::new("calibration", format!("shipped file {name} is invalid: {e}")))

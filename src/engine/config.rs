@@ -127,12 +127,7 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
-fn check_range<T: PartialOrd + fmt::Display + Copy>(
-    field: &str,
-    v: T,
-    lo: T,
-    hi: T,
-) -> Result<(), ConfigError> {
+fn check_range<T: PartialOrd + fmt::Display + Copy>(field: &str, v: T, lo: T, hi: T) -> Result<(), ConfigError> {
     if v >= lo && v <= hi {
         Ok(())
     } else {
@@ -250,13 +245,18 @@ impl SimConfig {
             if prompt >= u64::from(s.max_model_len) {
                 return Err(ConfigError::new(
                     f("prompt_tokens"),
-                    format!("the mean prompt ({prompt}) does not fit max_model_len ({}); raise scheduler.max_model_len", s.max_model_len),
+                    format!(
+                        "the mean prompt ({prompt}) does not fit max_model_len ({}); raise scheduler.max_model_len",
+                        s.max_model_len
+                    ),
                 ));
             }
             if !s.chunked_prefill && prompt > u64::from(s.max_num_batched_tokens) {
                 return Err(ConfigError::new(
                     "scheduler.max_num_batched_tokens",
-                    format!("a {prompt}-token prompt of class {i} never fits one step; raise it or turn on chunked_prefill"),
+                    format!(
+                        "a {prompt}-token prompt of class {i} never fits one step; raise it or turn on chunked_prefill"
+                    ),
                 ));
             }
             let need = self.worst_case_tokens(prompt as u32, c.max_tokens, c.n);

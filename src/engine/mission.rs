@@ -27,13 +27,15 @@ use serde_json::Value;
 
 use super::config::ConfigError;
 use super::metrics::Report;
-use super::preset::{from_json_with_path, from_value_with_path, preset_dto_from_value, PresetDto, MAX_PRESET_BYTES, PRESET_SCHEMA};
+use super::preset::{
+    from_json_with_path, from_value_with_path, preset_dto_from_value, PresetDto, MAX_PRESET_BYTES, PRESET_SCHEMA,
+};
 use super::sim::Simulation;
 
 mod paths;
 
-use paths::{check_preset_shape, covers, diff, display_path, get_path, merge, parse_path, Seg};
 pub use paths::{check_preset_json_shape, preset_path_kind, PathKind, PRESET_PATHS};
+use paths::{check_preset_shape, covers, diff, display_path, get_path, merge, parse_path, Seg};
 
 pub const MISSION_SCHEMA: &str = "kvlab/mission@1";
 pub const MISSION_INDEX_SCHEMA: &str = "kvlab/missions-index@1";
@@ -158,7 +160,11 @@ pub fn metric_problem(metric: &str) -> Option<String> {
     if let Some(rest) = metric.strip_prefix("config.") {
         let segs = match parse_path(rest) {
             Some(s) if !s.contains(&Seg::Any) => s,
-            _ => return Some(format!("\"{metric}\" is not a path; write config.<preset path>, e.g. config.kv_memory_gib")),
+            _ => {
+                return Some(format!(
+                    "\"{metric}\" is not a path; write config.<preset path>, e.g. config.kv_memory_gib"
+                ))
+            }
         };
         return match preset_path_kind(rest) {
             Some(PathKind::Number | PathKind::Bool) => None,
@@ -275,8 +281,7 @@ pub fn parse_mission(json: &str) -> Result<Mission, ConfigError> {
             format!("the mission is {} bytes; the limit is {MAX_PRESET_BYTES} bytes", json.len()),
         ));
     }
-    let value: Value =
-        serde_json::from_str(json).map_err(|e| ConfigError::new("", format!("not valid JSON ({e})")))?;
+    let value: Value = serde_json::from_str(json).map_err(|e| ConfigError::new("", format!("not valid JSON ({e})")))?;
     let Value::Object(root) = &value else {
         return Err(ConfigError::new("", format!("a mission is a JSON object with \"schema\": \"{MISSION_SCHEMA}\"")));
     };
@@ -358,18 +363,27 @@ impl Mission {
             check_text(&format!("hints[{i}]"), h, 1000)?;
         }
         if !dto.fix.is_object() {
-            return Err(ConfigError::new("fix", "the fix is a JSON object shaped like a preset, e.g. {\"kv_memory_gib\": 4}"));
+            return Err(ConfigError::new(
+                "fix",
+                "the fix is a JSON object shaped like a preset, e.g. {\"kv_memory_gib\": 4}",
+            ));
         }
         let fix_preset = patch_preset(&dto.preset, &knobs, &dto.knobs, &dto.fix).map_err(|e| within("fix", e))?;
         if changed_paths(&dto.preset, &fix_preset).is_empty() {
-            return Err(ConfigError::new("fix", "the fix changes nothing in the preset; write the change that earns three stars"));
+            return Err(ConfigError::new(
+                "fix",
+                "the fix changes nothing in the preset; write the change that earns three stars",
+            ));
         }
         Ok(Mission { dto, knobs, fix_preset })
     }
 
     fn validate_knobs(knobs: &[String]) -> Result<Vec<Vec<Seg>>, ConfigError> {
         if knobs.is_empty() {
-            return Err(ConfigError::new("knobs", "list at least one preset path the learner may change, e.g. \"kv_memory_gib\""));
+            return Err(ConfigError::new(
+                "knobs",
+                "list at least one preset path the learner may change, e.g. \"kv_memory_gib\"",
+            ));
         }
         if knobs.len() > MAX_KNOBS {
             return Err(ConfigError::new("knobs", format!("{} knobs; keep it to {MAX_KNOBS}", knobs.len())));
@@ -381,7 +395,10 @@ impl Mission {
                 ConfigError::new(&field, format!("\"{k}\" is not a preset path; write e.g. \"scheduler.max_num_seqs\""))
             })?;
             if preset_path_kind(k).is_none() {
-                return Err(ConfigError::new(&field, format!("no preset has the path \"{k}\"; see the preset fields in docs/SCHEMA.md")));
+                return Err(ConfigError::new(
+                    &field,
+                    format!("no preset has the path \"{k}\"; see the preset fields in docs/SCHEMA.md"),
+                ));
             }
             if let Some(parent) = k.strip_suffix(".kind") {
                 return Err(ConfigError::new(
@@ -399,7 +416,10 @@ impl Mission {
 
     fn validate_goals(goals: &[GoalDto]) -> Result<(), ConfigError> {
         if goals.is_empty() || goals.len() > MAX_GOALS {
-            return Err(ConfigError::new("goals", format!("{} goals; write 1 to {MAX_GOALS}, at least one per star", goals.len())));
+            return Err(ConfigError::new(
+                "goals",
+                format!("{} goals; write 1 to {MAX_GOALS}, at least one per star", goals.len()),
+            ));
         }
         for (i, g) in goals.iter().enumerate() {
             let f = |k: &str| format!("goals[{i}].{k}");
@@ -410,7 +430,10 @@ impl Mission {
                 return Err(ConfigError::new(f("value"), "use a finite number"));
             }
             if !(1..=MAX_STARS).contains(&g.stars) {
-                return Err(ConfigError::new(f("stars"), format!("{} is out of range; use 1, 2 or 3 (the star this goal is part of)", g.stars)));
+                return Err(ConfigError::new(
+                    f("stars"),
+                    format!("{} is out of range; use 1, 2 or 3 (the star this goal is part of)", g.stars),
+                ));
             }
             check_text(&f("label"), &g.label, 120)?;
             check_text(&f("explain"), &g.explain, 1000)?;
@@ -495,12 +518,17 @@ impl Mission {
     }
 }
 
-fn patch_preset(base: &PresetDto, knobs: &[Vec<Seg>], knob_names: &[String], patch: &Value) -> Result<PresetDto, ConfigError> {
+fn patch_preset(
+    base: &PresetDto,
+    knobs: &[Vec<Seg>],
+    knob_names: &[String],
+    patch: &Value,
+) -> Result<PresetDto, ConfigError> {
     if !patch.is_object() {
         return Err(ConfigError::new("", "a patch is a JSON object shaped like a preset, e.g. {\"kv_memory_gib\": 4}"));
     }
-    let mut merged =
-        serde_json::to_value(base).map_err(|e| ConfigError::new("preset", format!("cannot be written as JSON: {e}")))?;
+    let mut merged = serde_json::to_value(base)
+        .map_err(|e| ConfigError::new("preset", format!("cannot be written as JSON: {e}")))?;
     merge(&mut merged, patch, &mut Vec::new())?;
     let dto = preset_dto_from_value(&merged).map_err(name_missing_field)?;
     if let Some(path) = locked_changes(base, knobs, &dto).into_iter().next() {
@@ -565,10 +593,8 @@ pub fn parse_mission_index(json: &str) -> Result<MissionIndex, ConfigError> {
             return Err(ConfigError::new(f("number"), "list missions in increasing order of number"));
         }
         last = m.number;
-        let file_ok = m.file.ends_with(".json")
-            && !m.file.contains("..")
-            && !m.file.starts_with('/')
-            && !m.file.contains('\\');
+        let file_ok =
+            m.file.ends_with(".json") && !m.file.contains("..") && !m.file.starts_with('/') && !m.file.contains('\\');
         if !file_ok {
             return Err(ConfigError::new(f("file"), "use a relative path to a .json file next to the index"));
         }

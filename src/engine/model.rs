@@ -40,10 +40,7 @@ pub struct ModelSpec {
 
 impl ModelSpec {
     pub fn kv_bytes_per_token(&self, dtype: KvDtype) -> u64 {
-        2 * u64::from(self.layers)
-            * u64::from(self.kv_heads)
-            * u64::from(self.head_dim)
-            * dtype.bytes_per_element()
+        2 * u64::from(self.layers) * u64::from(self.kv_heads) * u64::from(self.head_dim) * dtype.bytes_per_element()
     }
 
     /// Weight bytes read per forward pass (16-bit weights).
@@ -58,13 +55,7 @@ impl ModelSpec {
 }
 
 /// Model ids the presets accept, in the order the lab lists them.
-pub const MODEL_IDS: &[&str] = &[
-    "llama-3-8b",
-    "llama-3-70b",
-    "mistral-7b",
-    "opt-13b",
-    "llama-2-7b",
-];
+pub const MODEL_IDS: &[&str] = &["llama-3-8b", "llama-3-70b", "mistral-7b", "opt-13b", "llama-2-7b"];
 
 pub fn model_preset(id: &str) -> Option<ModelSpec> {
     let (layers, kv_heads, head_dim, params_b) = match id {

@@ -47,11 +47,9 @@ impl CapacityPlan {
         let block = u64::from(input.block_size.max(1));
         let num_blocks = capacity / block;
         let paged_capacity = num_blocks * block;
-        let reserve_prompt_max =
-            u64::from(input.prompt_tokens + input.max_tokens).min(u64::from(input.max_model_len));
-        let paged_tokens_per_seq = f64::from(input.prompt_tokens)
-            + f64::from(input.output_tokens) / 2.0
-            + f64::from(input.block_size) / 2.0;
+        let reserve_prompt_max = u64::from(input.prompt_tokens + input.max_tokens).min(u64::from(input.max_model_len));
+        let paged_tokens_per_seq =
+            f64::from(input.prompt_tokens) + f64::from(input.output_tokens) / 2.0 + f64::from(input.block_size) / 2.0;
         CapacityPlan {
             model: input.model.id.clone(),
             kv_dtype: input.kv_dtype.name(),

@@ -267,8 +267,8 @@ pub fn parse_preset_dto(json: &str) -> Result<PresetDto, ConfigError> {
             format!("the preset is {} bytes; the limit is {} bytes", json.len(), MAX_PRESET_BYTES),
         ));
     }
-    let value: serde_json::Value = serde_json::from_str(json)
-        .map_err(|e| ConfigError::new("", format!("not valid JSON ({e})")))?;
+    let value: serde_json::Value =
+        serde_json::from_str(json).map_err(|e| ConfigError::new("", format!("not valid JSON ({e})")))?;
     preset_dto_from_value(&value)
 }
 
@@ -280,14 +280,15 @@ pub fn preset_dto_from_value(value: &serde_json::Value) -> Result<PresetDto, Con
     };
     match map.get("schema") {
         None => {
-            return Err(ConfigError::new("schema", format!("missing; every preset starts with \"schema\": \"{PRESET_SCHEMA}\"")))
-        }
-        Some(serde_json::Value::String(s)) if s == super::mission::MISSION_SCHEMA => {
             return Err(ConfigError::new(
                 "schema",
-                "this file is a mission, not a preset; run it with `kvlab mission FILE` or open it as a mission in the lab",
+                format!("missing; every preset starts with \"schema\": \"{PRESET_SCHEMA}\""),
             ))
         }
+        Some(serde_json::Value::String(s)) if s == super::mission::MISSION_SCHEMA => return Err(ConfigError::new(
+            "schema",
+            "this file is a mission, not a preset; run it with `kvlab mission FILE` or open it as a mission in the lab",
+        )),
         _ => {}
     }
     super::mission::check_preset_json_shape(value)?;
@@ -323,7 +324,10 @@ fn parse_model(v: &serde_json::Value) -> Result<ModelSpec, ConfigError> {
         serde_json::Value::String(id) => model_preset(id).ok_or_else(|| {
             ConfigError::new(
                 "model",
-                format!("unknown model \"{id}\"; use one of {} or an object {{layers, kv_heads, head_dim, params_b}}", MODEL_IDS.join(", ")),
+                format!(
+                    "unknown model \"{id}\"; use one of {} or an object {{layers, kv_heads, head_dim, params_b}}",
+                    MODEL_IDS.join(", ")
+                ),
             )
         }),
         serde_json::Value::Object(_) => {
@@ -339,7 +343,9 @@ fn parse_model(v: &serde_json::Value) -> Result<ModelSpec, ConfigError> {
                 params_b: m.params_b,
             })
         }
-        _ => Err(ConfigError::new("model", "use a model id string or an object {layers, kv_heads, head_dim, params_b}")),
+        _ => {
+            Err(ConfigError::new("model", "use a model id string or an object {layers, kv_heads, head_dim, params_b}"))
+        }
     }
 }
 

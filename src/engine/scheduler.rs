@@ -118,9 +118,7 @@ impl Scheduler {
     pub fn reservation(&self, g: &SequenceGroup) -> u32 {
         match self.reserve {
             Some(Reserve::MaxModelLen) | None => self.cfg.max_model_len,
-            Some(Reserve::PromptPlusMaxTokens) => {
-                (g.prompt_tokens + g.max_tokens).min(self.cfg.max_model_len)
-            }
+            Some(Reserve::PromptPlusMaxTokens) => (g.prompt_tokens + g.max_tokens).min(self.cfg.max_model_len),
         }
     }
 
@@ -244,7 +242,13 @@ impl Scheduler {
         victim == r
     }
 
-    fn preempt(&mut self, r: RequestId, groups: &mut [SequenceGroup], kv: &mut KvCacheManager, out: &mut SchedulerOutput) {
+    fn preempt(
+        &mut self,
+        r: RequestId,
+        groups: &mut [SequenceGroup],
+        kv: &mut KvCacheManager,
+        out: &mut SchedulerOutput,
+    ) {
         let pos = self.running.iter().rposition(|&x| x == r).expect("victim is running");
         self.running.remove(pos);
         let g = &mut groups[r as usize];

@@ -49,11 +49,9 @@ impl Simulation {
         config.validate()?;
         let capacity = config.capacity_tokens();
         let (kv, reserve, block_size) = match config.allocator {
-            AllocatorConfig::Contiguous { reserve, fit } => (
-                KvCacheManager::Contiguous(ContiguousAllocator::new(capacity as u32, fit)),
-                Some(reserve),
-                None,
-            ),
+            AllocatorConfig::Contiguous { reserve, fit } => {
+                (KvCacheManager::Contiguous(ContiguousAllocator::new(capacity as u32, fit)), Some(reserve), None)
+            }
             AllocatorConfig::Paged { block_size, prefix_caching } => (
                 KvCacheManager::Paged(PagedAllocator::new(
                     (capacity / u64::from(block_size)) as u32,
@@ -164,7 +162,10 @@ impl Simulation {
             for &r in queue {
                 seen[r as usize] += 1;
                 if self.groups[r as usize].status != status {
-                    return Err(format!("request {r} is queued as {status:?} but is {:?}", self.groups[r as usize].status));
+                    return Err(format!(
+                        "request {r} is queued as {status:?} but is {:?}",
+                        self.groups[r as usize].status
+                    ));
                 }
             }
         }
@@ -537,7 +538,8 @@ impl Simulation {
                         if let Some(t) = p.table(s.seq) {
                             v.kv_tokens = t.num_tokens;
                             v.block_table = t.blocks.clone();
-                            v.shared_blocks = t.blocks.iter().filter(|&&b| p.pool().block(b).ref_cnt > 1).count() as u32;
+                            v.shared_blocks =
+                                t.blocks.iter().filter(|&&b| p.pool().block(b).ref_cnt > 1).count() as u32;
                             v.copied_blocks = t.blocks.iter().filter(|&&b| p.pool().block(b).copied).count() as u32;
                         }
                     }

@@ -291,12 +291,16 @@ pub fn parse_record(text: &str) -> Parsed {
         ))),
     }
     for key in root.keys().filter(|k| *k != "schema" && *k != "stars") {
-        out.problems.push(Problem::whole(format!("the record has an unknown field {}; it was left out", Value::from(shorten(key, 40)))));
+        out.problems.push(Problem::whole(format!(
+            "the record has an unknown field {}; it was left out",
+            Value::from(shorten(key, 40))
+        )));
     }
     let stars = match root.get("stars") {
         Some(Value::Object(m)) => m,
         Some(other) => {
-            out.problems.push(Problem::whole(format!("\"stars\" is {}, not an object of mission ids", describe(other))));
+            out.problems
+                .push(Problem::whole(format!("\"stars\" is {}, not an object of mission ids", describe(other))));
             return out;
         }
         None => {
@@ -316,7 +320,8 @@ pub fn parse_record(text: &str) -> Parsed {
         match star_value(v) {
             Ok(s) => {
                 if out.record.len() >= MAX_ENTRIES {
-                    out.problems.push(Problem::whole(format!("more than {MAX_ENTRIES} missions; the rest were left out")));
+                    out.problems
+                        .push(Problem::whole(format!("more than {MAX_ENTRIES} missions; the rest were left out")));
                     break;
                 }
                 out.record.merge_stars(id, s);
@@ -342,7 +347,9 @@ impl fmt::Display for MemoryReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             MemoryReason::Unavailable(e) => write!(f, "this browser does not let the lab store anything ({e})"),
-            MemoryReason::SaveFailed(e) if e.kind == StoreErrorKind::Full => write!(f, "this browser's storage is full ({e})"),
+            MemoryReason::SaveFailed(e) if e.kind == StoreErrorKind::Full => {
+                write!(f, "this browser's storage is full ({e})")
+            }
             MemoryReason::SaveFailed(e) => write!(f, "saving failed ({e})"),
             MemoryReason::CannotBackUp(e) => write!(
                 f,
@@ -364,7 +371,8 @@ pub struct StarKeeper {
 impl StarKeeper {
     /// Opens the record in `store`. A store that cannot load is replaced by memory.
     pub fn open(store: Box<dyn StarStore>) -> StarKeeper {
-        let mut k = StarKeeper { store, record: StarRecord::new(), problems: Vec::new(), memory: None, backed_up: false };
+        let mut k =
+            StarKeeper { store, record: StarRecord::new(), problems: Vec::new(), memory: None, backed_up: false };
         match k.store.load() {
             Ok(Some(text)) => {
                 let parsed = parse_record(&text);

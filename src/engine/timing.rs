@@ -70,7 +70,10 @@ impl Calibration {
 /// (`paged_overhead[2].overhead: ...`).
 pub fn parse_calibration(json: &str) -> Result<Calibration, ConfigError> {
     if json.len() > MAX_CALIBRATION_BYTES {
-        return Err(ConfigError::new("", format!("calibration file is {} bytes; the limit is {MAX_CALIBRATION_BYTES}", json.len())));
+        return Err(ConfigError::new(
+            "",
+            format!("calibration file is {} bytes; the limit is {MAX_CALIBRATION_BYTES}", json.len()),
+        ));
     }
     let c: Calibration = from_json_with_path(json)?;
     c.validate()?;
@@ -108,7 +111,10 @@ impl Calibration {
         for (i, p) in self.paged_overhead.iter().enumerate() {
             let field = |k: &str| format!("paged_overhead[{i}].{k}");
             if !(1..=256).contains(&p.block_size) {
-                return Err(ConfigError::new(field("block_size"), format!("{} is out of range; use a block size from 1 to 256", p.block_size)));
+                return Err(ConfigError::new(
+                    field("block_size"),
+                    format!("{} is out of range; use a block size from 1 to 256", p.block_size),
+                ));
             }
             if p.block_size <= prev {
                 return Err(ConfigError::new(
@@ -155,10 +161,9 @@ impl StepTimeModel {
         paged_block_size: Option<u32>,
         calibration: Option<&Calibration>,
     ) -> Self {
-        let (bw_eff, fixed) = calibration
-            .map_or((DEFAULT_BANDWIDTH_EFFICIENCY, DEFAULT_FIXED_STEP_US), |c| {
-                (c.bandwidth_efficiency, c.fixed_step_us)
-            });
+        let (bw_eff, fixed) = calibration.map_or((DEFAULT_BANDWIDTH_EFFICIENCY, DEFAULT_FIXED_STEP_US), |c| {
+            (c.bandwidth_efficiency, c.fixed_step_us)
+        });
         let overhead = paged_block_size.map_or(0.0, |bs| match calibration {
             Some(c) => c.overhead_at(bs),
             None => default_paged_overhead(bs),

@@ -137,12 +137,7 @@ pub fn secs_to_us(s: f64) -> u64 {
 }
 
 /// Draws every request that arrives in `[0, duration_us)`.
-pub fn generate(
-    workload: &WorkloadConfig,
-    duration_us: u64,
-    seed: u64,
-    max_model_len: u32,
-) -> Vec<RequestSpec> {
+pub fn generate(workload: &WorkloadConfig, duration_us: u64, seed: u64, max_model_len: u32) -> Vec<RequestSpec> {
     let mut rng = StdRng::seed_from_u64(seed);
     match &workload.arrival {
         Arrival::Trace { rows, max_tokens } => rows
@@ -182,8 +177,8 @@ pub fn generate(
                 let c = &workload.classes[class];
                 let (p, o) = params[class];
                 let min_prompt = (c.shared_prefix_tokens + 1).min(max_model_len.saturating_sub(1));
-                let prompt = draw_lognormal(p, &mut rng)
-                    .clamp(min_prompt.max(1), max_model_len.saturating_sub(1).max(1));
+                let prompt =
+                    draw_lognormal(p, &mut rng).clamp(min_prompt.max(1), max_model_len.saturating_sub(1).max(1));
                 let cap = c.max_tokens.min(max_model_len.saturating_sub(prompt)).max(1);
                 let outputs = (0..c.n.max(1)).map(|_| draw_lognormal(o, &mut rng).clamp(1, cap)).collect();
                 out.push(RequestSpec {

@@ -97,7 +97,12 @@ impl App {
 
     /// Proposes a new state computed from the current one. Valid: taken, the form and URL
     /// follow. Invalid: the message appears under `kind` and everything stays as it was.
-    pub fn change(&self, kind: &str, keep_time: bool, f: impl FnOnce(&LabState) -> Result<LabState, String>) -> Result<(), String> {
+    pub fn change(
+        &self,
+        kind: &str,
+        keep_time: bool,
+        f: impl FnOnce(&LabState) -> Result<LabState, String>,
+    ) -> Result<(), String> {
         let proposed = f(&self.lab.borrow().state);
         let result = proposed.and_then(|s| self.lab.borrow_mut().apply(s, keep_time));
         match &result {
@@ -178,7 +183,8 @@ impl App {
     /// The link that reproduces what is on screen.
     pub fn share_url(&self) -> String {
         let loc = dom::window().location();
-        let base = format!("{}{}{}", loc.origin().unwrap_or_default(), loc.pathname().unwrap_or_default(), self.search());
+        let base =
+            format!("{}{}{}", loc.origin().unwrap_or_default(), loc.pathname().unwrap_or_default(), self.search());
         format!("{base}#{}", self.lab.borrow().snapshot().to_fragment())
     }
 

@@ -117,5 +117,6 @@ pub fn simulate(app: &App, reps: u32) -> String {
     }
     let min = times.iter().copied().fold(f64::INFINITY, f64::min);
     let times_ms = times.clone();
-    serde_json::to_string(&SimBench { reps, median_ms: median(&mut times), min_ms: min, steps, times_ms }).unwrap_or_default()
+    serde_json::to_string(&SimBench { reps, median_ms: median(&mut times), min_ms: min, steps, times_ms })
+        .unwrap_or_default()
 }

@@ -130,12 +130,22 @@ fn time_axes<'a>(root: &'a Area, dpr: f64, a: Axes, y_fmt: &dyn Fn(&f64) -> Stri
 }
 
 /// Allocated vs live KV tokens.
-pub fn draw_kv(canvas: &HtmlCanvasElement, runs: &[ChartRun<'_>], duration_s: f64, cursor_s: f64) -> Result<PlotBox, String> {
+pub fn draw_kv(
+    canvas: &HtmlCanvasElement,
+    runs: &[ChartRun<'_>],
+    duration_s: f64,
+    cursor_s: f64,
+) -> Result<PlotBox, String> {
     let dpr = size_canvas(canvas);
     let root = area(canvas)?;
     let capacity = runs.iter().map(|r| r.capacity_tokens).max().unwrap_or(1).max(1) as f64;
     let y_fmt = |v: &f64| if *v >= 1000.0 { format!("{:.0}k", v / 1000.0) } else { format!("{v:.0}") };
-    let mut chart = time_axes(&root, dpr, Axes { top: 12.0, x_area: 24.0, duration_s, y_max: capacity * 1.04, y_labels: 5 }, &y_fmt)?;
+    let mut chart = time_axes(
+        &root,
+        dpr,
+        Axes { top: 12.0, x_area: 24.0, duration_s, y_max: capacity * 1.04, y_labels: 5 },
+        &y_fmt,
+    )?;
     let err = |e: DrawingAreaErrorKind<_>| format!("{e:?}");
     let width = canvas.width() as usize;
     let solo = runs.len() == 1;
@@ -238,7 +248,11 @@ pub fn draw_queues(
 }
 
 fn draw_cursor(
-    chart: &mut ChartContext<'_, CanvasBackend, Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>>,
+    chart: &mut ChartContext<
+        '_,
+        CanvasBackend,
+        Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+    >,
     cursor_s: f64,
     y_max: f64,
     dpr: f64,
@@ -253,7 +267,11 @@ fn draw_cursor(
 }
 
 fn plot_box(
-    chart: &ChartContext<'_, CanvasBackend, Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>>,
+    chart: &ChartContext<
+        '_,
+        CanvasBackend,
+        Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+    >,
     dpr: f64,
     duration_s: f64,
 ) -> PlotBox {

@@ -114,8 +114,8 @@ pub fn edit(state: &LabState, path: &str, value: Value) -> Result<LabState, Stri
         let paged = kind == "paged";
         let mut alloc = serde_json::to_value(next.allocator_of(paged)).map_err(|e| e.to_string())?;
         set_in(&mut alloc, field, value)?;
-        let alloc: AllocatorDto = from_json_with_path(&alloc.to_string())
-            .map_err(|e| format!("allocator.{field}: {}", e.message))?;
+        let alloc: AllocatorDto =
+            from_json_with_path(&alloc.to_string()).map_err(|e| format!("allocator.{field}: {}", e.message))?;
         if next.is_paged() == paged {
             next.preset.allocator = alloc;
         } else {
@@ -175,7 +175,11 @@ pub fn add_row(state: &LabState, what: &str) -> Result<LabState, String> {
             let d = next.preset.duration_s;
             if let ArrivalDto::Poisson { rate_per_s, bursts } = &mut next.preset.workload.arrival {
                 let start = (d / 3.0).floor();
-                bursts.push(BurstDto { start_s: start, end_s: (start + 10.0).min(d), rate_per_s: (*rate_per_s * 4.0).max(1.0) });
+                bursts.push(BurstDto {
+                    start_s: start,
+                    end_s: (start + 10.0).min(d),
+                    rate_per_s: (*rate_per_s * 4.0).max(1.0),
+                });
             }
         }
         _ => return Err(format!("unknown row kind {what}")),

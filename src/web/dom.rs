@@ -43,7 +43,11 @@ pub fn toggle_class(el: &Element, class: &str, on: bool) {
 
 /// Attaches `f` to `target` for `event`; the closure is leaked on purpose (it lives as long
 /// as the page does).
-pub fn listen<E: JsCast + wasm_bindgen::convert::FromWasmAbi + 'static>(target: &web_sys::EventTarget, event: &str, f: impl FnMut(E) + 'static) {
+pub fn listen<E: JsCast + wasm_bindgen::convert::FromWasmAbi + 'static>(
+    target: &web_sys::EventTarget,
+    event: &str,
+    f: impl FnMut(E) + 'static,
+) {
     let closure = Closure::<dyn FnMut(E)>::new(f);
     let _ = target.add_event_listener_with_callback(event, closure.as_ref().unchecked_ref());
     closure.forget();
@@ -77,11 +81,7 @@ pub fn device_pixel_ratio() -> f64 {
 
 /// Whether the learner asked the system for reduced motion.
 pub fn prefers_reduced_motion() -> bool {
-    window()
-        .match_media("(prefers-reduced-motion: reduce)")
-        .ok()
-        .flatten()
-        .is_some_and(|m| m.matches())
+    window().match_media("(prefers-reduced-motion: reduce)").ok().flatten().is_some_and(|m| m.matches())
 }
 
 /// A new element with a class and (optionally) text. Text is always set as text, never parsed

@@ -7,7 +7,10 @@ use std::rc::Rc;
 
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use web_sys::{Element, Event, EventTarget, HtmlElement, HtmlInputElement, HtmlSelectElement, HtmlTextAreaElement, KeyboardEvent, MouseEvent};
+use web_sys::{
+    Element, Event, EventTarget, HtmlElement, HtmlInputElement, HtmlSelectElement, HtmlTextAreaElement, KeyboardEvent,
+    MouseEvent,
+};
 
 use super::app::App;
 use super::controls;
@@ -40,7 +43,9 @@ pub fn wire(app: &Rc<App>) {
 }
 
 fn wire_mission(app: &Rc<App>) {
-    for (id, action) in [("hint-btn", "hint"), ("solution-btn", "solution"), ("restart-btn", "restart"), ("exit-mission-btn", "exit")] {
+    for (id, action) in
+        [("hint-btn", "hint"), ("solution-btn", "solution"), ("restart-btn", "restart"), ("exit-mission-btn", "exit")]
+    {
         let a = app.clone();
         on::<Event>(id, "click", move |_| {
             let _ = a.mission_action(action);
@@ -98,7 +103,11 @@ fn wire_header(app: &Rc<App>) {
         export::copy_text(&url, "share-btn");
     });
     let menu_toggle = |open: Option<bool>| {
-        let (Some(btn), Some(menu)) = (dom::by_id::<HtmlElement>("export-btn"), dom::by_id::<HtmlElement>("export-menu")) else { return };
+        let (Some(btn), Some(menu)) =
+            (dom::by_id::<HtmlElement>("export-btn"), dom::by_id::<HtmlElement>("export-menu"))
+        else {
+            return;
+        };
         let show = open.unwrap_or(menu.hidden());
         menu.set_hidden(!show);
         let _ = btn.set_attribute("aria-expanded", if show { "true" } else { "false" });
@@ -106,7 +115,10 @@ fn wire_header(app: &Rc<App>) {
     on::<Event>("export-btn", "click", move |_| menu_toggle(None));
     let a = app.clone();
     on::<Event>("export-menu", "click", move |e: Event| {
-        let Some(what) = target_el(&e).and_then(|t| t.closest("[data-export]").ok().flatten()).and_then(|b| b.get_attribute("data-export")) else {
+        let Some(what) = target_el(&e)
+            .and_then(|t| t.closest("[data-export]").ok().flatten())
+            .and_then(|b| b.get_attribute("data-export"))
+        else {
             return;
         };
         if let Err(err) = export::export(&a, &what) {
@@ -240,7 +252,8 @@ fn wire_maps(app: &Rc<App>) {
             {
                 let mut view = a.view.borrow_mut();
                 let cur = view.cursor.filter(|c| c.0 == i).map_or(0, |c| c.1 as isize);
-                let next = if view.cursor.is_some_and(|c| c.0 == i) { (cur + delta).clamp(0, (n - 1).max(0)) } else { 0 };
+                let next =
+                    if view.cursor.is_some_and(|c| c.0 == i) { (cur + delta).clamp(0, (n - 1).max(0)) } else { 0 };
                 view.cursor = Some((i, next as usize));
                 view.pinned = None;
             }

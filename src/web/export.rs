@@ -47,18 +47,20 @@ fn composite(parts: &[(String, HtmlCanvasElement)], side_by_side: bool) -> Resul
     let title_h = (26.0 * dpr).round();
     let sizes: Vec<(f64, f64)> = parts.iter().map(|(_, c)| (f64::from(c.width()), f64::from(c.height()))).collect();
     let (w, h) = if side_by_side {
-        (sizes.iter().map(|s| s.0 + pad).sum::<f64>() + pad, sizes.iter().map(|s| s.1).fold(0.0, f64::max) + title_h + 2.0 * pad)
+        (
+            sizes.iter().map(|s| s.0 + pad).sum::<f64>() + pad,
+            sizes.iter().map(|s| s.1).fold(0.0, f64::max) + title_h + 2.0 * pad,
+        )
     } else {
-        (sizes.iter().map(|s| s.0).fold(0.0, f64::max) + 2.0 * pad, sizes.iter().map(|s| s.1 + title_h + pad).sum::<f64>() + pad)
+        (
+            sizes.iter().map(|s| s.0).fold(0.0, f64::max) + 2.0 * pad,
+            sizes.iter().map(|s| s.1 + title_h + pad).sum::<f64>() + pad,
+        )
     };
     out.set_width(w as u32);
     out.set_height(h as u32);
-    let ctx: CanvasRenderingContext2d = out
-        .get_context("2d")
-        .map_err(js_err)?
-        .ok_or("no 2d context")?
-        .dyn_into()
-        .map_err(|_| "no 2d context")?;
+    let ctx: CanvasRenderingContext2d =
+        out.get_context("2d").map_err(js_err)?.ok_or("no 2d context")?.dyn_into().map_err(|_| "no 2d context")?;
     ctx.set_fill_style_str("#ffffff");
     ctx.fill_rect(0.0, 0.0, w, h);
     ctx.set_fill_style_str("#1e232e");
@@ -80,8 +82,12 @@ pub fn map_png(app: &App) -> Result<String, String> {
     let lab = app.lab.borrow();
     let view = app.view.borrow();
     let t = lab.t_us as f64 / 1e6;
-    let parts: Vec<(String, HtmlCanvasElement)> =
-        lab.runs.iter().zip(&view.maps).map(|(r, m)| (format!("{} · t = {t:.1} s", r.title), m.canvas.clone())).collect();
+    let parts: Vec<(String, HtmlCanvasElement)> = lab
+        .runs
+        .iter()
+        .zip(&view.maps)
+        .map(|(r, m)| (format!("{} · t = {t:.1} s", r.title), m.canvas.clone()))
+        .collect();
     composite(&parts, parts.len() > 1)
 }
 
@@ -97,7 +103,8 @@ pub fn chart_png(app: &App) -> Result<String, String> {
 }
 
 pub fn download_url(name: &str, url: &str) -> Result<(), String> {
-    let a: HtmlAnchorElement = dom::document().create_element("a").map_err(js_err)?.dyn_into().map_err(|_| "no anchor")?;
+    let a: HtmlAnchorElement =
+        dom::document().create_element("a").map_err(js_err)?.dyn_into().map_err(|_| "no anchor")?;
     a.set_href(url);
     a.set_download(name);
     let _ = a.style().set_property("display", "none");

@@ -59,7 +59,8 @@ impl LabHandle {
     /// Loads a shipped preset by id (see `presetIds()`).
     #[wasm_bindgen(js_name = loadPresetId)]
     pub fn load_preset_id(&self, id: &str) -> Result<(), JsError> {
-        let json = presets::json(id).ok_or_else(|| format!("unknown preset \"{id}\"; use one of {}", presets::ids().join(", ")));
+        let json = presets::json(id)
+            .ok_or_else(|| format!("unknown preset \"{id}\"; use one of {}", presets::ids().join(", ")));
         match json {
             Ok(j) => self.load_preset(j),
             Err(e) => {
@@ -109,9 +110,7 @@ impl LabHandle {
     /// Replaces the whole lab state (JSON as `state()` returns it).
     #[wasm_bindgen(js_name = setState)]
     pub fn set_state(&self, json: &str) -> Result<(), JsError> {
-        self.app
-            .change("link", false, |_| LabState::from_json(json).map_err(|e| error_text(&e)))
-            .map_err(to_js)
+        self.app.change("link", false, |_| LabState::from_json(json).map_err(|e| error_text(&e))).map_err(to_js)
     }
 
     /// The link that reproduces the lab as it is now.
@@ -307,7 +306,8 @@ impl LabHandle {
     /// The stars kept in this browser: `{"m1-paging": 3, …}` (JSON).
     pub fn stars(&self) -> String {
         storage::with_keeper(|k| {
-            let m: serde_json::Map<String, serde_json::Value> = k.record().iter().map(|(id, s)| (id.to_string(), s.into())).collect();
+            let m: serde_json::Map<String, serde_json::Value> =
+                k.record().iter().map(|(id, s)| (id.to_string(), s.into())).collect();
             serde_json::Value::Object(m).to_string()
         })
     }
@@ -352,7 +352,9 @@ fn initial_state(options: &PageOptions) -> (LabState, Vec<(String, String)>, boo
                 state = LabState::new(m.preset().clone());
                 state.mission = Some(missions::reference(&m));
             }
-            Err(e) => problems.push(("link".to_string(), format!("Link not applied: {e}. Showing {}.", state.preset.id))),
+            Err(e) => {
+                problems.push(("link".to_string(), format!("Link not applied: {e}. Showing {}.", state.preset.id)))
+            }
         }
     }
     let hash = dom::window().location().hash().unwrap_or_default();

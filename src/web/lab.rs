@@ -6,8 +6,8 @@
 //! also holds the mission, refuses states that change a locked path, and scores the learner's run.
 
 use crate::engine::mission::{score, Mission, Score};
-use crate::engine::preset::{AllocatorDto, FitDto, PresetDto, ReserveDto};
 use crate::engine::plan::group_thousands;
+use crate::engine::preset::{AllocatorDto, FitDto, PresetDto, ReserveDto};
 use crate::engine::workload::Arrival;
 use crate::engine::{AllocatorConfig, ConfigError, Report, SimConfig, Simulation, StepSample};
 
@@ -161,10 +161,9 @@ pub fn allocator_title(a: &AllocatorDto) -> String {
                 ReserveDto::MaxModelLen => "max_model_len",
             }
         ),
-        AllocatorDto::Paged { block_size, prefix_caching } => format!(
-            "Paged · {block_size}-token blocks{}",
-            if *prefix_caching { " · prefix caching" } else { "" }
-        ),
+        AllocatorDto::Paged { block_size, prefix_caching } => {
+            format!("Paged · {block_size}-token blocks{}", if *prefix_caching { " · prefix caching" } else { "" })
+        }
     }
 }
 
@@ -226,7 +225,10 @@ impl Lab {
         };
         if let (Some(m), Some(r)) = (&mission, &mut state.mission) {
             if let Some(path) = m.locked_changes(&state.preset).into_iter().next() {
-                return Err(format!("{path}: this mission keeps {path} as it is; you may change {}", m.knobs().join(", ")));
+                return Err(format!(
+                    "{path}: this mission keeps {path} as it is; you may change {}",
+                    m.knobs().join(", ")
+                ));
             }
             if r.solution && state.preset != *m.fix_preset() {
                 r.solution = false;

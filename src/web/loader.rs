@@ -46,7 +46,15 @@ pub fn parse_document(text: &str) -> Result<Document, String> {
 /// Loads a preset (the free lab, keeping compare mode) or a mission (mission mode).
 /// `expect` ("preset" or "mission") refuses the other kind, for the link parameters.
 pub fn load_document(app: &App, text: &str, expect: Option<&str>) -> Result<(), String> {
-    let kind_of = |t: &str| if serde_json::from_str::<Value>(t).ok().and_then(|v| v.get("schema").cloned()) == Some(Value::from(MISSION_SCHEMA)) { "mission" } else { "preset" };
+    let kind_of = |t: &str| {
+        if serde_json::from_str::<Value>(t).ok().and_then(|v| v.get("schema").cloned())
+            == Some(Value::from(MISSION_SCHEMA))
+        {
+            "mission"
+        } else {
+            "preset"
+        }
+    };
     let kind = expect.unwrap_or_else(|| kind_of(text));
     if let Some(want) = expect {
         if kind_of(text) != want {
@@ -83,7 +91,9 @@ pub fn url_problem(url: &str, page_href: &str) -> Option<String> {
     }
     let page = web_sys::Url::new(page_href).ok()?;
     if u.origin() != page.origin() {
-        return Some(format!("\"{url}\" is on another site; use a path on this site (e.g. missions/mine.json) or a data: URL"));
+        return Some(format!(
+            "\"{url}\" is on another site; use a path on this site (e.g. missions/mine.json) or a data: URL"
+        ));
     }
     None
 }
@@ -91,7 +101,9 @@ pub fn url_problem(url: &str, page_href: &str) -> Option<String> {
 /// Fetches `url` (the `param` of the link, `preset_url` or `mission_url`) and loads it.
 pub fn load_from_url(app: &Rc<App>, param: &'static str, url: &str) {
     let expect = if param == "mission_url" { "mission" } else { "preset" };
-    let fail = move |e: String| errors::show_error(expect, &format!("Link not applied: {param}: {e}. The lab keeps its previous setup."));
+    let fail = move |e: String| {
+        errors::show_error(expect, &format!("Link not applied: {param}: {e}. The lab keeps its previous setup."))
+    };
     let href = dom::window().location().href().unwrap_or_default();
     if let Some(p) = url_problem(url, &href) {
         fail(p);
@@ -124,7 +136,8 @@ pub fn load_from_url(app: &Rc<App>, param: &'static str, url: &str) {
         on_text.forget();
     });
     let on_error = Closure::<dyn FnMut(JsValue)>::once(move |e: JsValue| {
-        let why = e.dyn_ref::<js_sys::Error>().map(|e| String::from(e.message())).unwrap_or_else(|| "network error".into());
+        let why =
+            e.dyn_ref::<js_sys::Error>().map(|e| String::from(e.message())).unwrap_or_else(|| "network error".into());
         errors::show_error(
             if param == "mission_url" { "mission" } else { "preset" },
             &format!("Link not applied: {param}: could not fetch {shown2} ({why}). The lab keeps its previous setup."),

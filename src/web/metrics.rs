@@ -81,9 +81,10 @@ pub fn value(key: &str, m: &MetricsInput<'_>) -> (String, Option<String>) {
         "running" => (last.running.to_string(), Some(format!("mean {:.1}", r.running_mean))),
         "waiting" => one(last.waiting.to_string()),
         "swapped" => one(last.swapped.to_string()),
-        "preemptions" => {
-            (group_thousands(r.preemptions), (r.swap_preemptions > 0).then(|| format!("{} by swap", group_thousands(r.swap_preemptions))))
-        }
+        "preemptions" => (
+            group_thousands(r.preemptions),
+            (r.swap_preemptions > 0).then(|| format!("{} by swap", group_thousands(r.swap_preemptions))),
+        ),
         "hol" => (
             group_thousands(r.hol_blocked_steps),
             Some(format!("{} with enough free", group_thousands(r.hol_blocked_with_free_memory_steps))),
@@ -98,7 +99,11 @@ pub fn value(key: &str, m: &MetricsInput<'_>) -> (String, Option<String>) {
             one(group_thousands(rate.round() as u64))
         }
         "requests" => (
-            format!("{} / {}", group_thousands(u64::from(r.requests.finished)), group_thousands(u64::from(r.requests.arrived))),
+            format!(
+                "{} / {}",
+                group_thousands(u64::from(r.requests.finished)),
+                group_thousands(u64::from(r.requests.arrived))
+            ),
             (r.requests.rejected > 0).then(|| format!("{} rejected", r.requests.rejected)),
         ),
         "calibration" => (
@@ -186,7 +191,13 @@ impl MetricsView {
         }
         let lines: Vec<String> = runs
             .iter()
-            .map(|m| if runs.len() > 1 { format!("[{}] {}", m.label, m.report.capacity_line) } else { m.report.capacity_line.clone() })
+            .map(|m| {
+                if runs.len() > 1 {
+                    format!("[{}] {}", m.label, m.report.capacity_line)
+                } else {
+                    m.report.capacity_line.clone()
+                }
+            })
             .collect();
         dom::set_text(&self.startup, &lines.join("\n"));
     }

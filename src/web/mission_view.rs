@@ -32,7 +32,13 @@ struct GoalItem {
 
 /// A metric's value as the learner reads it: shares in %, latencies in ms, memory in GiB.
 pub fn format_metric(metric: &str, v: f64) -> String {
-    let shares = ["kv.utilization_mean", "kv.allocated_fraction_mean", "kv.live_fraction_mean", "prefix_cache_hit_rate", "paged_overhead"];
+    let shares = [
+        "kv.utilization_mean",
+        "kv.allocated_fraction_mean",
+        "kv.live_fraction_mean",
+        "prefix_cache_hit_rate",
+        "paged_overhead",
+    ];
     if shares.contains(&metric) {
         let p = 100.0 * v;
         return if (p - p.round()).abs() < 1e-9 { format!("{p:.0}%") } else { format!("{p:.1}%") };
@@ -116,7 +122,11 @@ impl MissionView {
         if let Some(status) = status {
             self.render_score(lab, m, status, r.solution);
         }
-        dom::toggle_class(&self.root, "final", status.is_some_and(|s| s.at_end) || (status.is_none() && self.was_final));
+        dom::toggle_class(
+            &self.root,
+            "final",
+            status.is_some_and(|s| s.at_end) || (status.is_none() && self.was_final),
+        );
     }
 
     fn build(&mut self, m: &Mission, custom: bool) {

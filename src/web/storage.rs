@@ -31,7 +31,8 @@ fn js_error_text(e: &JsValue) -> String {
 
 fn store_error(e: &JsValue) -> StoreError {
     let text = js_error_text(e);
-    let quota = e.dyn_ref::<web_sys::DomException>().is_some_and(|ex| ex.name() == "QuotaExceededError" || ex.code() == 22);
+    let quota =
+        e.dyn_ref::<web_sys::DomException>().is_some_and(|ex| ex.name() == "QuotaExceededError" || ex.code() == 22);
     if quota {
         StoreError::full(text)
     } else {
@@ -114,11 +115,14 @@ pub fn notices(k: &StarKeeper) -> Vec<(&'static str, String)> {
         } else {
             format!(" The stored value stays as it is until you earn a star; it is then copied to {STARS_BACKUP_KEY} first.")
         };
-        out.push(("stars", format!(
-            "Some saved stars could not be read ({STARS_KEY}): {}{}. {kept}{backup}",
-            list.join("; "),
-            if more > 0 { format!("; and {more} more") } else { String::new() }
-        )));
+        out.push((
+            "stars",
+            format!(
+                "Some saved stars could not be read ({STARS_KEY}): {}{}. {kept}{backup}",
+                list.join("; "),
+                if more > 0 { format!("; and {more} more") } else { String::new() }
+            ),
+        ));
     }
     if let Some(reason) = k.memory_reason() {
         let tail = match reason {

@@ -128,7 +128,10 @@ impl LabState {
     pub fn from_json(json: &str) -> Result<LabState, ConfigError> {
         let s: LabState = from_json_with_path(json)?;
         if s.v != STATE_VERSION {
-            return Err(ConfigError::new("v", format!("lab state version {} is not one this page reads; use {STATE_VERSION}", s.v)));
+            return Err(ConfigError::new(
+                "v",
+                format!("lab state version {} is not one this page reads; use {STATE_VERSION}", s.v),
+            ));
         }
         if s.preset.schema != PRESET_SCHEMA {
             return Err(ConfigError::new(
@@ -138,7 +141,10 @@ impl LabState {
         }
         if let Some(m) = &s.mission {
             if !valid_mission_id(&m.id) {
-                return Err(ConfigError::new("mission.id", "use 1 to 64 lowercase letters, digits and dashes, e.g. \"m1-paging\""));
+                return Err(ConfigError::new(
+                    "mission.id",
+                    "use 1 to 64 lowercase letters, digits and dashes, e.g. \"m1-paging\"",
+                ));
             }
         }
         if let Some(t) = s.t_s {
@@ -163,7 +169,9 @@ impl LabState {
         };
         let bytes = base64url_decode(encoded).map_err(|e| format!("the link's lab state is damaged ({e})"))?;
         let json = String::from_utf8(bytes).map_err(|_| "the link's lab state is not UTF-8 text".to_string())?;
-        LabState::from_json(&json).map(Some).map_err(|e| format!("the link's lab state: {}", super::lab::error_text(&e)))
+        LabState::from_json(&json)
+            .map(Some)
+            .map_err(|e| format!("the link's lab state: {}", super::lab::error_text(&e)))
     }
 }
 
@@ -185,7 +193,8 @@ pub struct PageOptions {
 }
 
 /// The query parameters the page reads.
-pub const QUERY_KEYS: &[&str] = &["embed", "preset", "mission", "preset_url", "mission_url", "hub", "bench", "autoplay"];
+pub const QUERY_KEYS: &[&str] =
+    &["embed", "preset", "mission", "preset_url", "mission_url", "hub", "bench", "autoplay"];
 
 impl PageOptions {
     /// Parses `?embed=1&preset=<id>&mission=<id>&hub=1&bench=1&autoplay=0&preset_url=…`

@@ -47,8 +47,12 @@ pub struct View {
 
 impl View {
     pub fn new() -> Result<View, String> {
-        let maps = (0..2).map(|i| dom::need::<HtmlCanvasElement>(&format!("map-{i}")).map(MapView::new)).collect::<Result<_, _>>()?;
-        let list = |prefix: &str| (0..2).map(|i| dom::need::<HtmlElement>(&format!("{prefix}-{i}"))).collect::<Result<Vec<_>, _>>();
+        let maps = (0..2)
+            .map(|i| dom::need::<HtmlCanvasElement>(&format!("map-{i}")).map(MapView::new))
+            .collect::<Result<_, _>>()?;
+        let list = |prefix: &str| {
+            (0..2).map(|i| dom::need::<HtmlElement>(&format!("{prefix}-{i}"))).collect::<Result<Vec<_>, _>>()
+        };
         Ok(View {
             maps,
             map_panels: list("map-panel")?,
@@ -168,7 +172,8 @@ impl View {
 
     fn render_maps(&mut self, lab: &Lab, maps: &[MemoryMap]) {
         let focus = self.focus_cell();
-        let highlight = focus.and_then(|(run, cell)| maps.get(run)?.cells.get(cell)).map(|c| c.owner).filter(|&o| o != 0);
+        let highlight =
+            focus.and_then(|(run, cell)| maps.get(run)?.cells.get(cell)).map(|c| c.owner).filter(|&o| o != 0);
         for (i, (run, m)) in lab.runs.iter().zip(maps).enumerate() {
             dom::set_text(&self.map_titles[i], &run.title);
             if self.map_titles[i].title() != run.title {
@@ -180,10 +185,8 @@ impl View {
                 m.cell_tokens
             );
             dom::set_text(&self.map_subs[i], &sub);
-            let opts = RenderOptions {
-                highlight_owner: highlight,
-                cursor: self.cursor.filter(|c| c.0 == i).map(|c| c.1),
-            };
+            let opts =
+                RenderOptions { highlight_owner: highlight, cursor: self.cursor.filter(|c| c.0 == i).map(|c| c.1) };
             if let Err(e) = self.maps[i].paint(m, &opts) {
                 web_sys::console::error_2(&"map paint failed".into(), &e);
             }
@@ -295,7 +298,13 @@ impl View {
         if self.speed.value() != speed {
             self.speed.set_value(&speed);
         }
-        let state = if lab.playing { "playing" } else if lab.is_at_end() { "done" } else { "paused" };
+        let state = if lab.playing {
+            "playing"
+        } else if lab.is_at_end() {
+            "done"
+        } else {
+            "paused"
+        };
         if self.root.get_attribute("data-state").as_deref() != Some(state) {
             let _ = self.root.set_attribute("data-state", state);
         }

@@ -30,7 +30,11 @@ pub fn shipped_presets() -> Vec<String> {
         .expect("assets/presets exists")
         .filter_map(|e| {
             let p = e.ok()?.path();
-            if p.extension()? == "json" { Some(p.file_stem()?.to_string_lossy().into_owned()) } else { None }
+            if p.extension()? == "json" {
+                Some(p.file_stem()?.to_string_lossy().into_owned())
+            } else {
+                None
+            }
         })
         .collect();
     ids.sort();

@@ -196,13 +196,15 @@ pub async fn wait_for(c: &Client, condition: &str, what: &str) {
 /// Opens the missions hub (hub.html) and waits until it has drawn its list.
 pub async fn open_hub(c: &Client, base: &str) {
     c.goto(&format!("{base}hub.html")).await.expect("load the hub");
-    wait_for(c, "document.getElementById('hub') && document.getElementById('hub').dataset.ready === 'true'", "the hub").await;
+    wait_for(c, "document.getElementById('hub') && document.getElementById('hub').dataset.ready === 'true'", "the hub")
+        .await;
 }
 
 /// Parses a JSON string a page method returned.
 pub async fn js_json(c: &Client, script: &str) -> Value {
     let v = js(c, script).await;
-    serde_json::from_str(v.as_str().unwrap_or_else(|| panic!("{script} did not return a string: {v}"))).expect("JSON text")
+    serde_json::from_str(v.as_str().unwrap_or_else(|| panic!("{script} did not return a string: {v}")))
+        .expect("JSON text")
 }
 
 pub fn repo_path(rel: &str) -> PathBuf {

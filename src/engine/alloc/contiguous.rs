@@ -82,12 +82,7 @@ impl ContiguousAllocator {
     fn find_hole(&self, len: u32) -> Option<u32> {
         match self.fit {
             Fit::FirstFit => self.holes.iter().find(|(_, &l)| l >= len).map(|(&s, _)| s),
-            Fit::BestFit => self
-                .holes
-                .iter()
-                .filter(|(_, &l)| l >= len)
-                .min_by_key(|(&s, &l)| (l, s))
-                .map(|(&s, _)| s),
+            Fit::BestFit => self.holes.iter().filter(|(_, &l)| l >= len).min_by_key(|(&s, &l)| (l, s)).map(|(&s, _)| s),
         }
     }
 

@@ -44,7 +44,6 @@ impl TokenIdentity {
     }
 }
 
-
 /// Why the head of the waiting queue could not be admitted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Blocked {
@@ -137,8 +136,8 @@ impl KvCacheManager {
                 if p.admit(req.parent, req.request, req.identity, computed, first_chunk, req.prompt_tokens) {
                     Ok(())
                 } else {
-                    let need = (computed.num_tokens + first_chunk).div_ceil(p.block_size())
-                        - computed.blocks.len() as u32;
+                    let need =
+                        (computed.num_tokens + first_chunk).div_ceil(p.block_size()) - computed.blocks.len() as u32;
                     Err(Blocked { enough_total_free: p.num_free_blocks() >= need })
                 }
             }
@@ -156,9 +155,9 @@ impl KvCacheManager {
     /// Whether every `(seq, new tokens)` pair can be allocated at once.
     pub fn can_allocate(&self, work: &[(SeqId, u32)]) -> bool {
         match self {
-            KvCacheManager::Contiguous(c) => work.iter().all(|&(s, n)| {
-                c.slab(s).is_some_and(|slab| slab.live + n <= slab.len)
-            }),
+            KvCacheManager::Contiguous(c) => {
+                work.iter().all(|&(s, n)| c.slab(s).is_some_and(|slab| slab.live + n <= slab.len))
+            }
             KvCacheManager::Paged(p) => {
                 let need: u32 = work.iter().map(|&(s, n)| p.blocks_needed(s, n)).sum();
                 need <= p.num_free_blocks()

@@ -145,12 +145,8 @@ impl PagedAllocator {
         if self.tables.len() <= idx {
             self.tables.resize(idx + 1, None);
         }
-        self.tables[idx] = Some(BlockTable {
-            request,
-            identity,
-            blocks: computed.blocks.clone(),
-            num_tokens: computed.num_tokens,
-        });
+        self.tables[idx] =
+            Some(BlockTable { request, identity, blocks: computed.blocks.clone(), num_tokens: computed.num_tokens });
         let ok = self.allocate_slots(seq, num_new_tokens);
         debug_assert!(ok.is_some());
         true
@@ -187,9 +183,8 @@ impl PagedAllocator {
         let table = self.tables[seq as usize].as_ref().expect("checked above");
         let total = cur + num_new_tokens;
         let need = self.blocks_for(total).saturating_sub(table.blocks.len() as u32);
-        let cow = cur % bs != 0
-            && num_new_tokens > 0
-            && table.blocks.last().is_some_and(|&b| self.pool.block(b).ref_cnt > 1);
+        let cow =
+            cur % bs != 0 && num_new_tokens > 0 && table.blocks.last().is_some_and(|&b| self.pool.block(b).ref_cnt > 1);
         if self.pool.num_free_blocks() < need + u32::from(cow) {
             return None;
         }
