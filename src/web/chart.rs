@@ -166,13 +166,7 @@ pub fn draw_kv(
         }
         for (pts, colour) in [(alloc, ALLOCATED), (live, LIVE)] {
             let style = colour.stroke_width(px(if run.dashed { 1.6 } else { 2.0 }, dpr).max(1));
-            if run.dashed {
-                chart
-                    .draw_series(std::iter::once(DashedPathElement::new(pts, px(6.0, dpr), px(4.0, dpr), style)))
-                    .map_err(err)?;
-            } else {
-                chart.draw_series(std::iter::once(PathElement::new(pts, style))).map_err(err)?;
-            }
+            draw_line(&mut chart, pts, style, run.dashed, dpr)?;
         }
     }
     // Capacity and the time cursor.
@@ -208,7 +202,6 @@ pub fn draw_queues(
     let dpr = size_canvas(canvas);
     let root = area(canvas)?;
     let shown = |k: &str| !hidden.iter().any(|h| h == k);
-    let err = |e: DrawingAreaErrorKind<_>| format!("{e:?}");
     let series: [QueueSeries; 4] = [
         ("running", RUNNING, |s| s.running),
         ("waiting", WAITING, |s| s.waiting),
@@ -234,17 +227,30 @@ pub fn draw_queues(
             }
             let pts = points(&s, |x| f64::from(f(x)));
             let style = colour.stroke_width(px(1.6, dpr).max(1));
-            if run.dashed {
-                chart
-                    .draw_series(std::iter::once(DashedPathElement::new(pts, px(6.0, dpr), px(4.0, dpr), style)))
-                    .map_err(err)?;
-            } else {
-                chart.draw_series(std::iter::once(PathElement::new(pts, style))).map_err(err)?;
-            }
+            draw_line(&mut chart, pts, style, run.dashed, dpr)?;
         }
     }
     draw_cursor(&mut chart, cursor_s, y_max, dpr)?;
     Ok(plot_box(&chart, dpr, duration_s))
+}
+
+/// One series as a line: solid, or dashed for the paged run in compare mode.
+fn draw_line(
+    chart: &mut TimeChart<'_>,
+    pts: Vec<(f64, f64)>,
+    style: ShapeStyle,
+    dashed: bool,
+    dpr: f64,
+) -> Result<(), String> {
+    let err = |e: DrawingAreaErrorKind<_>| format!("{e:?}");
+    if dashed {
+        chart
+            .draw_series(std::iter::once(DashedPathElement::new(pts, px(6.0, dpr), px(4.0, dpr), style)))
+            .map_err(err)?;
+    } else {
+        chart.draw_series(std::iter::once(PathElement::new(pts, style))).map_err(err)?;
+    }
+    Ok(())
 }
 
 fn draw_cursor(
