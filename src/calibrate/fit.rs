@@ -15,6 +15,8 @@ pub struct Sample {
     pub bytes: u64,
     pub paged_runs: u64,
     pub contiguous_runs: u64,
+    /// The checksum both reads produced and the reference expected.
+    pub checksum: Option<u64>,
     pub paged_us: Vec<f64>,
     pub contiguous_us: Vec<f64>,
 }

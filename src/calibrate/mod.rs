@@ -16,8 +16,8 @@ use std::time::Instant;
 
 use serde_json::json;
 
-use crate::engine::backend::{BlockPoolBackend, GatherResult, PoolGeometry};
-use crate::engine::timing::{Calibration, OverheadPoint, CALIBRATION_SCHEMA};
+use crate::engine::backend::{BlockPoolBackend, GatherResult, PoolGeometry, SimulatedPool};
+use crate::engine::timing::{Calibration, OverheadPoint, CALIBRATION_SCHEMA, DEFAULT_FIXED_STEP_US};
 use crate::engine::SimConfig;
 
 use fit::{batch_figures, block_size_figures, fit_line, fit_line_robust, round, BlockSizeFigures, Line, Sample};
@@ -49,7 +49,13 @@ pub struct CalibrateOptions {
     pub name: String,
     pub date: String,
     pub device: String,
+    /// The lab's GPU preset for the measured device (`h200`, …), recorded in the file.
+    pub gpu: Option<String>,
     pub nominal: Nominal,
+    /// Device facts and reference bandwidths measured in the same run, for the file and verdict.
+    pub device_report: Option<serde_json::Value>,
+    /// A device-to-device copy's bandwidth in the same run (GB/s, read + write), for the verdict.
+    pub copy_gb_s: Option<f64>,
 }
 
 /// The result: the file's contents plus a human summary.
@@ -72,10 +78,13 @@ pub fn layer_geometry(config: &SimConfig, num_blocks: u32, block_size: u32) -> P
 }
 
 /// Runs the calibration; `make_pool` builds the real pool for each block size's geometry.
+/// After each block size, `partial` receives the calibration fitted from the block sizes done so
+/// far (the CLI writes it to disk, so a run cut short still leaves its results).
 pub fn calibrate(
     opts: &CalibrateOptions,
     make_pool: &mut dyn FnMut(PoolGeometry) -> Result<Box<dyn BlockPoolBackend>, String>,
     progress: &mut dyn FnMut(&str),
+    partial: &mut dyn FnMut(&CalibrationRun),
 ) -> Result<CalibrationRun, String> {
     if opts.block_sizes.is_empty() || opts.samples == 0 || opts.reps == 0 {
         return Err("calibration needs at least one block size, one sample and one repetition".into());
@@ -90,9 +99,11 @@ pub fn calibrate(
         let config = paged_config(&opts.config, bs, opts.duration_s);
         let mut replay = TraceReplayer::new(config).map_err(|e| format!("block size {bs}: {e}"))?;
         let geometry = layer_geometry(&opts.config, replay.num_blocks(), bs);
-        let mut pool = make_pool(geometry)?;
+        let mut real = make_pool(geometry)?;
+        let mut pool = Referenced { real: real.as_mut(), reference: SimulatedPool::new(geometry, true) };
         let (n0, r0) = (samples.len(), pool_reads_gb_s.len());
-        replay_and_measure(opts, &mut replay, pool.as_mut(), &mut samples)?;
+        replay_and_measure(opts, &mut replay, &mut pool, &mut samples)?;
+        let pool = pool.real;
         // The pool is written now (the trace filled it): stream it for the nominal figure.
         pool_reads_gb_s.extend((0..3).map(|_| {
             let (r, ns) = timed(|| pool.read_pool());
@@ -110,6 +121,12 @@ pub fn calibrate(
             samples.len() - n0,
         ));
         geometries.push(geometry);
+        if !samples.is_empty() && geometries.len() < block_sizes.len() {
+            let done = &block_sizes[..geometries.len()];
+            if let Ok(run) = build(opts, done, &geometries, samples.clone(), &pool_reads_gb_s) {
+                partial(&run);
+            }
+        }
     }
     if samples.is_empty() {
         return Err(
@@ -128,10 +145,49 @@ fn timed(f: impl FnOnce() -> GatherResult) -> (GatherResult, u64) {
     (r, r.device_ns.unwrap_or(wall))
 }
 
+/// A real pool and the content-tracking reference fed the same writes: every measured gather's
+/// checksum must equal the one the reference computes from what was written, independently of
+/// the real pool's indexing (and of the kernel that stages the contiguous copy).
+struct Referenced<'a> {
+    real: &'a mut dyn BlockPoolBackend,
+    reference: SimulatedPool,
+}
+
+impl BlockPoolBackend for Referenced<'_> {
+    fn geometry(&self) -> PoolGeometry {
+        self.real.geometry()
+    }
+    fn label(&self) -> String {
+        self.real.label()
+    }
+    fn write_tokens(&mut self, block: u32, offset_tokens: u32, n_tokens: u32, seed: u64) {
+        self.reference.write_tokens(block, offset_tokens, n_tokens, seed);
+        self.real.write_tokens(block, offset_tokens, n_tokens, seed);
+    }
+    fn gather(&mut self, tables: &[&[u32]], tokens: &[u32]) -> GatherResult {
+        self.real.gather(tables, tokens)
+    }
+    fn stage_contiguous(&mut self, tables: &[&[u32]], tokens: &[u32]) {
+        self.real.stage_contiguous(tables, tokens)
+    }
+    fn gather_contiguous(&mut self) -> GatherResult {
+        self.real.gather_contiguous()
+    }
+    fn read_pool(&mut self) -> GatherResult {
+        self.real.read_pool()
+    }
+    fn warm(&mut self) {
+        self.real.warm()
+    }
+    fn take_error(&mut self) -> Option<String> {
+        self.real.take_error()
+    }
+}
+
 fn replay_and_measure(
     opts: &CalibrateOptions,
     replay: &mut TraceReplayer,
-    pool: &mut dyn BlockPoolBackend,
+    pool: &mut Referenced<'_>,
     samples: &mut Vec<Sample>,
 ) -> Result<(), String> {
     let duration_us = replay.sim().duration_us() as f64;
@@ -160,20 +216,20 @@ fn replay_and_measure(
 
 /// Reads one batch through its block tables and contiguously, `reps` times each, alternating
 /// which goes first; the untimed warm-up pair checks that both read the same bytes.
-fn measure(
-    opts: &CalibrateOptions,
-    bs: u32,
-    batch: &StepBatch,
-    pool: &mut dyn BlockPoolBackend,
-) -> Result<Sample, String> {
+fn measure(opts: &CalibrateOptions, bs: u32, batch: &StepBatch, pool: &mut Referenced<'_>) -> Result<Sample, String> {
     let tables = batch.table_slices();
+    let expected = pool.reference.gather(&tables, &batch.tokens);
+    pool.warm();
     pool.stage_contiguous(&tables, &batch.tokens);
     let paged = pool.gather(&tables, &batch.tokens);
     let contiguous = pool.gather_contiguous();
-    if paged.checksum != contiguous.checksum || paged.bytes != contiguous.bytes {
+    if let Some(e) = pool.take_error() {
+        return Err(e);
+    }
+    if paged.checksum != expected.checksum || contiguous.checksum != expected.checksum || paged.bytes != expected.bytes {
         return Err(format!(
-            "block size {bs}, step {}: the paged read (checksum {:?}) and the contiguous read ({:?}) disagree; the pool is broken",
-            batch.step, paged.checksum, contiguous.checksum
+            "block size {bs}, step {}: checksums differ (paged read {:?}, contiguous read {:?}, expected from what was written {:?}); the pool or its kernels are broken",
+            batch.step, paged.checksum, contiguous.checksum, expected.checksum
         ));
     }
     let mut s = Sample {
@@ -185,6 +241,7 @@ fn measure(
         bytes: paged.bytes,
         paged_runs: paged.runs,
         contiguous_runs: contiguous.runs,
+        checksum: expected.checksum,
         paged_us: Vec::with_capacity(opts.reps),
         contiguous_us: Vec::with_capacity(opts.reps),
     };
@@ -266,7 +323,10 @@ fn build(
         "fit_contiguous_us_vs_bytes": line.map(|l| line_json(l, "Theil-Sen (median of pairwise slopes); through the origin (median µs per byte) when its intercept is negative")),
         "fit_contiguous_us_vs_bytes_least_squares": ols.map(|l| line_json(l, "ordinary least squares")),
         "contiguous_gb_s_of_sums": round(fit::gb_s(total_bytes, total_us), 3),
-        "fixed_step_us_rule": format!("max(0, intercept) × {layers} layers (one gather per layer per step)"),
+        "fixed_step_us_rule": "not measured: a gather cannot see a step's launches, scheduling and sampling, so the model's default is kept",
+        "gather_intercept_us": round(intercept_us, 3),
+        "gather_intercept_us_per_step": round(intercept_us * f64::from(layers), 2),
+        "device_report": opts.device_report.clone().unwrap_or(serde_json::Value::Null),
         "block_sizes": figures.iter().map(|f| json!({
             "block_size": f.block_size,
             "samples": f.samples,
@@ -287,6 +347,7 @@ fn build(
         "samples": samples.iter().map(|s| json!({
             "block_size": s.block_size, "step": s.step, "t_s": round(s.t_s, 4), "seqs": s.seqs,
             "tokens": s.tokens, "bytes": s.bytes, "paged_runs": s.paged_runs,
+            "checksum": s.checksum.map(|c| format!("{c:016x}")),
             "paged_us": s.paged_us.iter().map(|&x| round(x, 2)).collect::<Vec<_>>(),
             "contiguous_us": s.contiguous_us.iter().map(|&x| round(x, 2)).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
@@ -304,14 +365,17 @@ fn build(
         ),
         date: opts.date.clone(),
         bandwidth_efficiency: round(raw_efficiency.clamp(0.01, 1.5), 4),
-        fixed_step_us: round((intercept_us * f64::from(layers)).min(1e6), 2),
+        fixed_step_us: DEFAULT_FIXED_STEP_US,
+        gpu: opts.gpu.clone(),
         paged_overhead,
         measurements,
     };
     calibration
         .validate()
         .map_err(|e| format!("the fitted calibration is invalid ({e}); the measurement was too noisy"))?;
-    let summary = summarize(&calibration, &figures, nominal_gb_s, effective_gb_s, intercept_us, samples.len());
+    let fit_r2 = line.map_or(f64::NAN, |l| l.r2);
+    let mut summary = summarize(&calibration, &figures, nominal_gb_s, effective_gb_s, intercept_us, samples.len());
+    summary += &verdict(opts, &figures, effective_gb_s, measured_read, fit_r2, samples.len());
     Ok(CalibrationRun { calibration, figures, summary })
 }
 
@@ -338,7 +402,10 @@ fn summarize(
         "nominal {nominal:.1} GB/s, effective contiguous {effective:.1} GB/s → bandwidth_efficiency {:.3}\n",
         c.bandwidth_efficiency
     );
-    s += &format!("fixed cost per gather {intercept_us:.2} µs → fixed_step_us {:.1}\n", c.fixed_step_us);
+    s += &format!(
+        "fixed cost per gather {intercept_us:.2} µs (recorded; fixed_step_us keeps the default {:.0} µs)\n",
+        c.fixed_step_us
+    );
     s += "block size  paged GB/s  contiguous GB/s  run bytes  paged overhead\n";
     for f in figures {
         s += &format!(
@@ -350,6 +417,38 @@ fn summarize(
             f.overhead_median * 100.0
         );
     }
+    s
+}
+
+/// The few lines to read before trusting a calibration: streaming and gather bandwidth against a
+/// device-to-device copy of the same run, the paged overhead per block size, the fit's r², and
+/// that every checksum matched the reference.
+fn verdict(
+    opts: &CalibrateOptions,
+    figures: &[BlockSizeFigures],
+    effective_gb_s: f64,
+    pool_read_gb_s: f64,
+    r2: f64,
+    n: usize,
+) -> String {
+    let mut s = String::from("verdict:\n");
+    match opts.copy_gb_s {
+        Some(copy) if copy > 0.0 => {
+            s += &format!(
+                "  bandwidth: pool stream read {pool_read_gb_s:.0} GB/s, contiguous gathers {effective_gb_s:.0} GB/s, device-to-device copy {copy:.0} GB/s (read + write) → gathers reach {:.0}% of the copy\n",
+                100.0 * effective_gb_s / copy
+            );
+        }
+        _ => s += &format!("  bandwidth: pool stream read {pool_read_gb_s:.1} GB/s, contiguous gathers {effective_gb_s:.1} GB/s\n"),
+    }
+    s += "  paged overhead:";
+    for f in figures {
+        s += &format!(" {}→{:+.0}%", f.block_size, f.overhead_median * 100.0);
+    }
+    s += "\n";
+    let fit = if r2 >= 0.9 { "good" } else if r2 >= 0.7 { "fair" } else { "poor: read the samples before trusting the slope" };
+    s += &format!("  fit of gather time against bytes: r² = {r2:.3} ({fit})\n");
+    s += &format!("  correctness: {n} measured steps, every paged and contiguous checksum equal to the reference computed from what was written\n");
     s
 }
 

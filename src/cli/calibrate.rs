@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use crate::calibrate::cuda::{spec_bandwidth_gb_s, CudaDevice};
+use crate::calibrate::cuda::{lab_gpu_id, spec_bandwidth_gb_s, CudaDevice};
 use crate::calibrate::host::HostPool;
 use crate::calibrate::{
     calibrate as run_calibration, host_device_name, today_utc, CalibrateOptions, Nominal, DEFAULT_BLOCK_SIZES,
@@ -33,9 +33,12 @@ pub struct CalibrateArgs {
     /// Preset whose traffic is replayed (default: a small built-in chat preset on 2 GiB).
     #[arg(long, value_name = "FILE")]
     pub preset: Option<PathBuf>,
-    /// Output file (default: assets/calibration/NAME.json).
+    /// Output file (default: assets/calibration/NAME.json, or NAME.json under --out-dir).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// Directory for NAME.json and, after each block size, NAME.partial.json (results so far).
+    #[arg(long, value_name = "DIR", conflicts_with = "out")]
+    pub out_dir: Option<PathBuf>,
     /// Calibration name, shown in reports (default: host or cuda-<gpu>).
     #[arg(long)]
     pub name: Option<String>,
@@ -130,14 +133,52 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<(), String> {
     }
     let host = args.device == Device::Host;
     // The CUDA device is opened first: without a driver (or without the feature) nothing runs.
-    let cuda = if host { None } else { Some(CudaDevice::open(args.gpu)?) };
-    let (device, nominal, default_name) = match &cuda {
-        None => (host_device_name(), Nominal::MeasuredPoolRead, "host".to_string()),
+    let mut cuda = if host { None } else { Some(CudaDevice::open(args.gpu)?) };
+    let (device, nominal, default_name, gpu, device_report, copy_gb_s) = match cuda.as_mut() {
+        None => (host_device_name(), Nominal::MeasuredPoolRead, "host".to_string(), None, None, None),
         Some(d) => {
-            let name = d.name();
-            let nominal = spec_bandwidth_gb_s(&name)
+            let info = d.info();
+            eprintln!(
+                "device: {} (sm_{}{}, {} SMs, {} MiB L2); NVRTC {}.{}; kernels: {}",
+                info.name,
+                info.compute_capability.0,
+                info.compute_capability.1,
+                info.multiprocessors,
+                info.l2_bytes >> 20,
+                info.nvrtc_version.0,
+                info.nvrtc_version.1,
+                info.kernels
+            );
+            let warm_ms = d.warm_up(300.0)?;
+            let bw = d.bandwidths(1 << 30)?;
+            eprintln!(
+                "warm-up {warm_ms:.0} ms; device-to-device copy {:.0} GB/s (read + write), streaming read {:.0} GB/s",
+                bw.copy_gb_s, bw.stream_read_gb_s
+            );
+            let nominal = spec_bandwidth_gb_s(&info.name)
                 .map_or(Nominal::MeasuredPoolRead, |(gb_s, source)| Nominal::Spec { gb_s, source });
-            (format!("cuda: {name}"), nominal, format!("cuda-{}", slug(&name)))
+            let report = serde_json::json!({
+                "name": info.name,
+                "compute_capability": format!("{}.{}", info.compute_capability.0, info.compute_capability.1),
+                "multiprocessors": info.multiprocessors,
+                "l2_bytes": info.l2_bytes,
+                "nvrtc": format!("{}.{}", info.nvrtc_version.0, info.nvrtc_version.1),
+                "kernels": info.kernels,
+                "registers": info.registers.iter().map(|(k, r)| serde_json::json!({"kernel": k, "registers": r})).collect::<Vec<_>>(),
+                "warm_up_ms": (warm_ms * 10.0).round() / 10.0,
+                "copy_gb_s": bw.copy_gb_s.round(),
+                "copy_rule": "cuMemcpyDtoD of 1 GiB from a cold L2, median of 5 after one warm-up, bytes read + written",
+                "stream_read_gb_s": bw.stream_read_gb_s.round(),
+                "timing": "CUDA events around the kernel alone; L2 flushed (a buffer of 4× L2, at least 256 MiB, overwritten) before every timed read; 2 ms of streaming before each measured step",
+            });
+            (
+                format!("cuda: {}", info.name),
+                nominal,
+                format!("cuda-{}", slug(&info.name)),
+                lab_gpu_id(&info.name).map(String::from),
+                Some(report),
+                Some(bw.copy_gb_s),
+            )
         }
     };
     let name = args.name.clone().unwrap_or(default_name);
@@ -152,26 +193,47 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<(), String> {
         name: name.clone(),
         date,
         device,
+        gpu,
         nominal,
+        device_report,
+        copy_gb_s,
         config,
     };
+    let out = match (&args.out, &args.out_dir) {
+        (Some(f), _) => f.clone(),
+        (None, Some(dir)) => dir.join(format!("{name}.json")),
+        (None, None) => PathBuf::from(format!("assets/calibration/{name}.json")),
+    };
+    let partial_path = out.with_extension("partial.json");
     let mut make_pool = |g| -> Result<Box<dyn BlockPoolBackend>, String> {
         match &cuda {
             None => Ok(Box::new(HostPool::new(g)?)),
             Some(d) => d.pool(g),
         }
     };
-    let run = run_calibration(&opts, &mut make_pool, &mut |line| eprintln!("{line}"))?;
+    let mut write_partial = |run: &crate::calibrate::CalibrationRun| {
+        if !args.dry_run {
+            match write_calibration(&partial_path, &run.calibration) {
+                Ok(()) => eprintln!("  (results so far in {})", partial_path.display()),
+                Err(e) => eprintln!("  warning: {e}"),
+            }
+        }
+    };
+    let run = run_calibration(&opts, &mut make_pool, &mut |line| eprintln!("{line}"), &mut write_partial)?;
     print!("{}", run.summary);
     if args.dry_run {
         return Ok(());
     }
-    let out = args.out.clone().unwrap_or_else(|| PathBuf::from(format!("assets/calibration/{name}.json")));
-    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    }
-    let text = serde_json::to_string_pretty(&run.calibration).expect("calibration serializes") + "\n";
-    std::fs::write(&out, text).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
+    write_calibration(&out, &run.calibration)?;
+    let _ = std::fs::remove_file(&partial_path);
     println!("wrote {}", out.display());
     Ok(())
+}
+
+fn write_calibration(path: &std::path::Path, c: &crate::engine::timing::Calibration) -> Result<(), String> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    let text = serde_json::to_string_pretty(c).expect("calibration serializes") + "\n";
+    std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }

@@ -121,6 +121,9 @@ pub trait BlockPoolBackend {
     fn gather_contiguous(&mut self) -> GatherResult;
     /// Streams the whole pool once in address order (a plain sum): the pool's raw read bandwidth.
     fn read_pool(&mut self) -> GatherResult;
+    /// Keeps a device busy for a moment before a measurement (clocks ramp down while the host
+    /// replays the trace). In-memory pools need nothing.
+    fn warm(&mut self) {}
     /// The first failure of a device-backed pool since the last call (its results since then are
     /// meaningless). In-memory pools never fail.
     fn take_error(&mut self) -> Option<String> {
@@ -162,13 +165,15 @@ pub fn batch_of<'a>(tables: &'a [&'a BlockTable]) -> (Vec<&'a [u32]>, Vec<u32>) 
     (tables.iter().map(|t| t.blocks.as_slice()).collect(), tables.iter().map(|t| t.num_tokens).collect())
 }
 
-/// The pool the lab uses: counts bytes and moves none. With `track_contents` it remembers which
-/// write filled each slot and computes the checksum a real pool must produce.
+/// The pool the lab uses: counts bytes and moves none. With `track_contents` it keeps, per token
+/// slot, the sum of the words the last write put there, and so computes the checksum a real pool
+/// must produce (the calibration's independent reference).
 #[derive(Clone, Debug)]
 pub struct SimulatedPool {
     geometry: PoolGeometry,
-    /// Per slot (block × block_size + offset): the (seed, index) of the write that filled it.
-    contents: Option<Vec<Option<(u64, u32)>>>,
+    /// Per slot (block × block_size + offset): the wrapping sum of its token's words (0: never
+    /// written, as a zeroed pool reads).
+    contents: Option<Vec<u64>>,
     staged: Vec<(Vec<u32>, u32)>,
     pub bytes_written: u64,
     pub bytes_read: u64,
@@ -179,19 +184,10 @@ impl SimulatedPool {
         let slots = geometry.num_blocks as usize * geometry.block_size as usize;
         SimulatedPool {
             geometry,
-            contents: track_contents.then(|| vec![None; slots]),
+            contents: track_contents.then(|| vec![0; slots]),
             staged: Vec::new(),
             bytes_written: 0,
             bytes_read: 0,
-        }
-    }
-
-    /// Sum of the words of plane `p` of the token in `slot`.
-    fn plane_sum(&self, slot: usize, p: u32) -> u64 {
-        let pw = self.geometry.plane_words() as u32;
-        match self.contents.as_ref().and_then(|c| c[slot]) {
-            None => 0,
-            Some((seed, index)) => (p * pw..(p + 1) * pw).fold(0u64, |a, k| a.wrapping_add(kv_word(seed, index, k))),
         }
     }
 
@@ -203,14 +199,11 @@ impl SimulatedPool {
         for (table, &n) in tables.iter().zip(tokens) {
             r.tokens += u64::from(n);
             r.runs += runs_per_plane(table, n) * u64::from(g.planes);
-            if self.contents.is_none() {
-                continue;
-            }
+            let Some(c) = self.contents.as_ref() else { continue };
             for t in 0..n {
                 let slot =
                     table[(t / g.block_size) as usize] as usize * g.block_size as usize + (t % g.block_size) as usize;
-                let sum = (0..g.planes).fold(0u64, |a, p| a.wrapping_add(self.plane_sum(slot, p)));
-                acc = acc.wrapping_add(sum.wrapping_mul(token_weight(t)));
+                acc = acc.wrapping_add(c[slot].wrapping_mul(token_weight(t)));
             }
         }
         r.bytes = r.tokens * g.token_bytes();
@@ -233,8 +226,9 @@ impl BlockPoolBackend for SimulatedPool {
         self.bytes_written += u64::from(n_tokens) * g.token_bytes();
         if let Some(c) = self.contents.as_mut() {
             let base = block as usize * g.block_size as usize + offset_tokens as usize;
+            let words = g.token_words() as u32;
             for i in 0..n_tokens {
-                c[base + i as usize] = Some((seed, i));
+                c[base + i as usize] = (0..words).fold(0u64, |a, k| a.wrapping_add(kv_word(seed, i, k)));
             }
         }
     }

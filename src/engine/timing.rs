@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::config::ConfigError;
-use super::model::{GpuSpec, ModelSpec};
+use super::model::{gpu_preset, GpuSpec, ModelSpec, GPU_IDS};
 use super::preset::from_json_with_path;
 
 /// The `schema` every calibration file carries.
@@ -35,6 +35,10 @@ pub struct Calibration {
     pub bandwidth_efficiency: f64,
     /// Fixed cost of one step (launches, scheduling), microseconds.
     pub fixed_step_us: f64,
+    /// The lab's GPU preset (`h200`, …) of the measured device, when it has one: presets using
+    /// this calibration read memory at that GPU's bandwidth × `bandwidth_efficiency`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<String>,
     /// Paged-read overhead relative to contiguous, by block size (sorted by block size).
     pub paged_overhead: Vec<OverheadPoint>,
     #[serde(default)]
@@ -104,6 +108,12 @@ impl Calibration {
         }
         check_number("bandwidth_efficiency", self.bandwidth_efficiency, 0.0, true, 1.5)?;
         check_number("fixed_step_us", self.fixed_step_us, 0.0, false, 1e6)?;
+        if let Some(g) = self.gpu.as_deref().filter(|g| gpu_preset(g).is_none()) {
+            return Err(ConfigError::new(
+                "gpu",
+                format!("unknown GPU \"{g}\"; use one of {} or leave it out", GPU_IDS.join(", ")),
+            ));
+        }
         if self.paged_overhead.is_empty() {
             return Err(ConfigError::new("paged_overhead", "list at least one {block_size, overhead} point"));
         }
@@ -168,10 +178,13 @@ impl StepTimeModel {
             Some(c) => c.overhead_at(bs),
             None => default_paged_overhead(bs),
         });
+        // A calibration measured on a known GPU brings that GPU's bandwidth with it.
+        let measured_gpu = calibration.and_then(|c| c.gpu.as_deref()).and_then(gpu_preset);
+        let nominal_gb_s = measured_gpu.map_or(gpu.mem_bandwidth_gb_s, |g| g.mem_bandwidth_gb_s);
         StepTimeModel {
             weight_bytes: model.weight_bytes(),
             flops_per_token: model.flops_per_token(),
-            bandwidth_bytes_per_s: gpu.mem_bandwidth_gb_s * 1e9 * bw_eff,
+            bandwidth_bytes_per_s: nominal_gb_s * 1e9 * bw_eff,
             flops_per_s: gpu.peak_tflops * 1e12 * DEFAULT_COMPUTE_EFFICIENCY,
             pcie_bytes_per_s: gpu.pcie_gb_s * 1e9,
             fixed_step_us: fixed,
