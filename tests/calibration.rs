@@ -132,7 +132,10 @@ fn small_options() -> CalibrateOptions {
         name: "test-host".into(),
         date: "2026-01-02".into(),
         device: "host memory (test)".into(),
+        gpu: None,
         nominal: Nominal::MeasuredPoolRead,
+        device_report: None,
+        copy_gb_s: None,
     }
 }
 
@@ -140,8 +143,21 @@ fn small_options() -> CalibrateOptions {
 fn host_calibration_is_well_formed_and_small_blocks_cost_more() {
     let opts = small_options();
     let mut make = |g| -> Result<Box<dyn BlockPoolBackend>, String> { Ok(Box::new(HostPool::new(g)?)) };
-    let run = calibrate(&opts, &mut make, &mut |_| {}).expect("calibration runs");
+    let mut partial_sizes = Vec::new();
+    let run = calibrate(&opts, &mut make, &mut |_| {}, &mut |p| {
+        partial_sizes.push(p.calibration.paged_overhead.iter().map(|o| o.block_size).collect::<Vec<_>>())
+    })
+    .expect("calibration runs");
+    // Results so far after each block size but the last (the final file follows).
+    assert_eq!(partial_sizes, vec![vec![1], vec![1, 16], vec![1, 16, 64]]);
     let c = &run.calibration;
+    assert_eq!(
+        c.fixed_step_us,
+        kvlab::engine::timing::DEFAULT_FIXED_STEP_US,
+        "a gather does not measure a step's fixed cost"
+    );
+    assert_eq!(c.gpu, None);
+    assert!(run.summary.contains("every paged and contiguous checksum equal to the reference"), "{}", run.summary);
 
     // Well-formed: it round-trips through the strict parser unchanged.
     let text = serde_json::to_string_pretty(c).expect("serializes");
@@ -274,4 +290,44 @@ fn cuda_calibration_without_a_driver_fails_cleanly() {
         assert!(stderr.contains("--features gpu"), "{stderr}");
     }
     assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+/// A pool whose writes land one block off (block b's tokens go to block b ^ 1), while its reads
+/// follow the tables: paged and contiguous reads agree with each other (they share the pool's
+/// indexing), so only the reference computed from what was written can catch it.
+struct MisplacedWrites(HostPool);
+
+impl BlockPoolBackend for MisplacedWrites {
+    fn geometry(&self) -> PoolGeometry {
+        self.0.geometry()
+    }
+    fn label(&self) -> String {
+        "misplaced".into()
+    }
+    fn write_tokens(&mut self, block: u32, offset: u32, n: u32, seed: u64) {
+        let other = (block ^ 1).min(self.0.geometry().num_blocks - 1);
+        self.0.write_tokens(other, offset, n, seed)
+    }
+    fn gather(&mut self, tables: &[&[u32]], tokens: &[u32]) -> kvlab::engine::backend::GatherResult {
+        self.0.gather(tables, tokens)
+    }
+    fn stage_contiguous(&mut self, tables: &[&[u32]], tokens: &[u32]) {
+        self.0.stage_contiguous(tables, tokens)
+    }
+    fn gather_contiguous(&mut self) -> kvlab::engine::backend::GatherResult {
+        self.0.gather_contiguous()
+    }
+    fn read_pool(&mut self) -> kvlab::engine::backend::GatherResult {
+        self.0.read_pool()
+    }
+}
+
+#[test]
+fn a_pool_that_agrees_with_itself_but_not_with_what_was_written_is_refused() {
+    let mut opts = small_options();
+    opts.block_sizes = vec![16];
+    let mut make =
+        |g| -> Result<Box<dyn BlockPoolBackend>, String> { Ok(Box::new(MisplacedWrites(HostPool::new(g)?))) };
+    let e = calibrate(&opts, &mut make, &mut |_| {}, &mut |_| {}).expect_err("a broken pool must stop the calibration");
+    assert!(e.contains("expected from what was written"), "{e}");
 }

@@ -226,7 +226,8 @@ fn measure(opts: &CalibrateOptions, bs: u32, batch: &StepBatch, pool: &mut Refer
     if let Some(e) = pool.take_error() {
         return Err(e);
     }
-    if paged.checksum != expected.checksum || contiguous.checksum != expected.checksum || paged.bytes != expected.bytes {
+    if paged.checksum != expected.checksum || contiguous.checksum != expected.checksum || paged.bytes != expected.bytes
+    {
         return Err(format!(
             "block size {bs}, step {}: checksums differ (paged read {:?}, contiguous read {:?}, expected from what was written {:?}); the pool or its kernels are broken",
             batch.step, paged.checksum, contiguous.checksum, expected.checksum
@@ -375,7 +376,8 @@ fn build(
         .map_err(|e| format!("the fitted calibration is invalid ({e}); the measurement was too noisy"))?;
     let fit_r2 = line.map_or(f64::NAN, |l| l.r2);
     let mut summary = summarize(&calibration, &figures, nominal_gb_s, effective_gb_s, intercept_us, samples.len());
-    summary += &verdict(opts, &figures, effective_gb_s, measured_read, fit_r2, samples.len());
+    let overall_gb_s = fit::gb_s(total_bytes, total_us);
+    summary += &verdict(opts, &figures, (effective_gb_s, overall_gb_s), measured_read, fit_r2, samples.len());
     Ok(CalibrationRun { calibration, figures, summary })
 }
 
@@ -426,27 +428,37 @@ fn summarize(
 fn verdict(
     opts: &CalibrateOptions,
     figures: &[BlockSizeFigures],
-    effective_gb_s: f64,
+    (marginal_gb_s, overall_gb_s): (f64, f64),
     pool_read_gb_s: f64,
     r2: f64,
     n: usize,
 ) -> String {
     let mut s = String::from("verdict:\n");
+    s += &format!(
+        "  contiguous gathers: {marginal_gb_s:.1} GB/s per extra byte (the fit's slope: bandwidth_efficiency), {overall_gb_s:.1} GB/s over all measured bytes\n"
+    );
     match opts.copy_gb_s {
         Some(copy) if copy > 0.0 => {
             s += &format!(
-                "  bandwidth: pool stream read {pool_read_gb_s:.0} GB/s, contiguous gathers {effective_gb_s:.0} GB/s, device-to-device copy {copy:.0} GB/s (read + write) → gathers reach {:.0}% of the copy\n",
-                100.0 * effective_gb_s / copy
+                "  streaming read of the pool {pool_read_gb_s:.0} GB/s vs a device-to-device copy {copy:.0} GB/s (read + write): {:.0}%; gathers over all bytes: {:.0}% of the copy\n",
+                100.0 * pool_read_gb_s / copy,
+                100.0 * overall_gb_s / copy
             );
         }
-        _ => s += &format!("  bandwidth: pool stream read {pool_read_gb_s:.1} GB/s, contiguous gathers {effective_gb_s:.1} GB/s\n"),
+        _ => s += &format!("  streaming read of the pool {pool_read_gb_s:.1} GB/s\n"),
     }
     s += "  paged overhead:";
     for f in figures {
         s += &format!(" {}→{:+.0}%", f.block_size, f.overhead_median * 100.0);
     }
     s += "\n";
-    let fit = if r2 >= 0.9 { "good" } else if r2 >= 0.7 { "fair" } else { "poor: read the samples before trusting the slope" };
+    let fit = if r2 >= 0.9 {
+        "good"
+    } else if r2 >= 0.7 {
+        "fair"
+    } else {
+        "poor: read the samples before trusting the slope"
+    };
     s += &format!("  fit of gather time against bytes: r² = {r2:.3} ({fit})\n");
     s += &format!("  correctness: {n} measured steps, every paged and contiguous checksum equal to the reference computed from what was written\n");
     s

@@ -5,8 +5,10 @@ use super::config::ConfigError;
 use super::timing::{parse_calibration, Calibration};
 
 /// (name, file text) of every shipped calibration, in the order the lab lists them.
-pub const SHIPPED: &[(&str, &str)] =
-    &[("host-xeon-2core", include_str!("../../assets/calibration/host-xeon-2core.json"))];
+pub const SHIPPED: &[(&str, &str)] = &[
+    ("cuda-nvidia-h200", include_str!("../../assets/calibration/cuda-nvidia-h200.json")),
+    ("host-xeon-2core", include_str!("../../assets/calibration/host-xeon-2core.json")),
+];
 
 pub fn shipped_names() -> Vec<&'static str> {
     SHIPPED.iter().map(|(name, _)| *name).collect()

@@ -16,7 +16,8 @@ use crate::engine::backend::{BlockPoolBackend, GatherResult, PoolGeometry};
 /// Threads per block of the gathers (4 warps).
 const GATHER_THREADS: u32 = 128;
 const THREADS: u32 = 256;
-/// Bytes of one plane each thread block of a gather reads at most (a chunk of whole blocks).
+/// Bytes of one plane each thread block of a gather reads (a chunk of whole blocks, at least one
+/// per warp).
 const CHUNK_BYTES: u32 = 32 << 10;
 const OUT_SLOTS: usize = 1024;
 
@@ -85,7 +86,10 @@ impl Timer {
 
     /// One streaming read of `bytes` bytes at `data` (whole 16-byte vectors), timed from a cold L2
     /// (or, with `data` None, of the flush buffer itself, warm: the warm-up).
-    fn stream_read<T: cudarc::driver::DeviceRepr>(&mut self, data: Option<&CudaSlice<T>>) -> Result<(u64, u64), String> {
+    fn stream_read<T: cudarc::driver::DeviceRepr>(
+        &mut self,
+        data: Option<&CudaSlice<T>>,
+    ) -> Result<(u64, u64), String> {
         let cfg = LaunchConfig { grid_dim: (self.sms * 8, 1, 1), block_dim: (THREADS, 1, 1), shared_mem_bytes: 0 };
         let f = self.read_stream.clone();
         match data {
@@ -134,7 +138,10 @@ pub struct Device {
 }
 
 /// Loads the kernels: a cubin for the device's architecture, else PTX for the driver to JIT.
-fn load_kernels(ctx: &Arc<CudaContext>, (major, minor): (i32, i32)) -> Result<(Kernels, String, Vec<(String, u32)>), String> {
+fn load_kernels(
+    ctx: &Arc<CudaContext>,
+    (major, minor): (i32, i32),
+) -> Result<(Kernels, String, Vec<(String, u32)>), String> {
     let sm = format!("sm_{major}{minor}");
     let cubin = nvrtc::compile(&sm).and_then(|c| {
         let module = ctx.load_module(Ptx::from_binary(c.image.clone())).map_err(err("loading the cubin"))?;
@@ -238,7 +245,9 @@ impl Device {
 
     pub fn pool(&self, geometry: PoolGeometry) -> Result<CudaPool, String> {
         geometry.validate()?;
-        if !geometry.block_size.is_power_of_two() || !geometry.plane_bytes.is_power_of_two() || geometry.plane_bytes < 16
+        if !geometry.block_size.is_power_of_two()
+            || !geometry.plane_bytes.is_power_of_two()
+            || geometry.plane_bytes < 16
         {
             return Err(format!(
                 "the CUDA pool needs power-of-two block sizes and planes of 16 bytes or more (got block size {}, {} bytes per plane)",
@@ -251,7 +260,12 @@ impl Device {
             geometry,
             name: self.info.name.clone(),
             kernels: self.kernels.clone(),
-            timer: Timer::new(&self.ctx, self.kernels.read_stream.clone(), self.info.multiprocessors, self.info.l2_bytes)?,
+            timer: Timer::new(
+                &self.ctx,
+                self.kernels.read_stream.clone(),
+                self.info.multiprocessors,
+                self.info.l2_bytes,
+            )?,
             pool,
             staging: None,
             staged: None,
@@ -293,7 +307,9 @@ impl CudaPool {
     fn shifts(&self) -> (u32, u32, u32) {
         let g = self.geometry;
         let run_bytes = g.block_size * g.plane_bytes;
-        (g.block_size.trailing_zeros(), (g.plane_bytes / 16).trailing_zeros(), (CHUNK_BYTES / run_bytes).max(1))
+        // At least one block per warp, so that large blocks keep every warp of a CTA busy.
+        let chunk_blocks = (CHUNK_BYTES / run_bytes).max(GATHER_THREADS / 32);
+        (g.block_size.trailing_zeros(), (g.plane_bytes / 16).trailing_zeros(), chunk_blocks)
     }
 
     fn flush_writes(&mut self) -> Result<(), String> {
@@ -396,7 +412,11 @@ impl CudaPool {
         }
         let per_plane = u64::from(b.max_tokens) * g.plane_words() as u64;
         let x = per_plane.div_ceil(u64::from(THREADS)).clamp(1, 64) as u32;
-        let cfg = LaunchConfig { grid_dim: (x, b.num_seqs.max(1), g.planes), block_dim: (THREADS, 1, 1), shared_mem_bytes: 0 };
+        let cfg = LaunchConfig {
+            grid_dim: (x, b.num_seqs.max(1), g.planes),
+            block_dim: (THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
         let (planes, bs, pw) = (g.planes, g.block_size, g.plane_words() as u32);
         let staging = self.staging.as_mut().expect("allocated above");
         let mut l = self.timer.stream.launch_builder(&self.kernels.stage_contiguous);

@@ -11,8 +11,7 @@
 pub const KERNELS: &str = include_str!("kernels.cu");
 
 /// Every kernel in `KERNELS`, as the calibration loads them.
-pub const KERNEL_NAMES: &[&str] =
-    &["kv_write", "gather_paged", "gather_contiguous", "stage_contiguous", "read_stream"];
+pub const KERNEL_NAMES: &[&str] = &["kv_write", "gather_paged", "gather_contiguous", "stage_contiguous", "read_stream"];
 
 /// What ptxas said about one kernel.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
