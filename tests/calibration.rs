@@ -213,6 +213,7 @@ fn malformed_calibration_files_are_rejected_naming_the_field() {
         ("paged_overhead[1].block_size", Box::new(|v| v["paged_overhead"][1]["block_size"] = 1.into())),
         ("paged_overhead[0].block_size", Box::new(|v| v["paged_overhead"][0]["block_size"] = 512.into())),
         ("bandwidth_efficiency", Box::new(|v| v["bandwidth_efficiency"] = 0.0.into())),
+        ("gpu", Box::new(|v| v["gpu"] = "h900".into())),
         ("bandwidth_efficiency", Box::new(|v| v["bandwidth_efficiency"] = 1.6.into())),
         ("fixed_step_us", Box::new(|v| v["fixed_step_us"] = (-1.0).into())),
         ("fixed_step_us", Box::new(|v| v["fixed_step_us"] = "fast".into())),
@@ -330,4 +331,39 @@ fn a_pool_that_agrees_with_itself_but_not_with_what_was_written_is_refused() {
         |g| -> Result<Box<dyn BlockPoolBackend>, String> { Ok(Box::new(MisplacedWrites(HostPool::new(g)?))) };
     let e = calibrate(&opts, &mut make, &mut |_| {}, &mut |_| {}).expect_err("a broken pool must stop the calibration");
     assert!(e.contains("expected from what was written"), "{e}");
+}
+
+#[test]
+fn a_calibration_measured_on_a_gpu_brings_that_gpus_bandwidth() {
+    let preset = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/assets/presets/paged-default.json"))
+        .expect("shipped preset");
+    let config = parse_preset(&preset).expect("preset");
+    assert_eq!(config.gpu.id, "h100-sxm");
+    let run = |gpu: Option<&str>| {
+        let mut v = valid_file();
+        if let Some(g) = gpu {
+            v["gpu"] = g.into();
+        }
+        let mut c = config.clone();
+        c.calibration = Some(parse_calibration(&v.to_string()).expect("valid"));
+        kvlab::engine::Simulation::new(c).expect("runs").run_to_end()
+    };
+    let (own, h200, same) = (run(None), run(Some("h200")), run(Some("h100-sxm")));
+    // Same efficiency, 4,800 instead of 3,350 GB/s: every decode step is shorter.
+    assert!(
+        h200.latency_ms.tpot_p50 < own.latency_ms.tpot_p50,
+        "{} vs {}",
+        h200.latency_ms.tpot_p50,
+        own.latency_ms.tpot_p50
+    );
+    assert_eq!(same.latency_ms.tpot_p50, own.latency_ms.tpot_p50, "naming the preset's own GPU changes nothing");
+    let mut v = valid_file();
+    v["gpu"] = "h200".into();
+    let c = parse_calibration(&v.to_string()).expect("valid");
+    assert!(
+        c.describe("h100-sxm").contains("the h200's 4800 GB/s × 0.800, not the h100-sxm's"),
+        "{}",
+        c.describe("h100-sxm")
+    );
+    assert_eq!(c.describe("h200"), "t, measured on d (2026-01-01)");
 }

@@ -55,6 +55,7 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
         let c = crate::engine::timing::parse_calibration(&text).map_err(|e| format!("{}: {e}", path.display()))?;
         config.calibration = Some(c);
     }
+    let calibration_line = config.calibration.as_ref().map(|c| c.describe(&config.gpu.id));
     let mut sim = Simulation::new(config).map_err(|e| format!("{}: {e}", args.preset.display()))?;
     let report = sim.run_to_end();
     if let Some(path) = &args.series {
@@ -65,6 +66,9 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
         println!("{}", serde_json::to_string_pretty(&report).expect("report serializes"));
     } else {
         print!("{}", summary(&report));
+        if let Some(line) = calibration_line {
+            println!("  {line}");
+        }
     }
     Ok(())
 }
