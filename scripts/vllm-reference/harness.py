@@ -284,11 +284,28 @@ def build_scheduler(args, model_dir):
     for kv_cache_config in (*kv_cache_configs, scheduler_kv_cache_config):
         kv_cache_config.hash_block_size = hash_block_size
         kv_cache_config.cache_hit_alignment_tokens = alignment
+    # The engine's config must be what the flags asked for (VllmConfig.__post_init__ may adjust it).
+    effective = {
+        "block_size": vllm_config.cache_config.block_size,
+        "prefix_caching": bool(vllm_config.cache_config.enable_prefix_caching),
+        "chunked_prefill": bool(vllm_config.scheduler_config.enable_chunked_prefill),
+        "max_num_seqs": vllm_config.scheduler_config.max_num_seqs,
+        "max_num_batched_tokens": vllm_config.scheduler_config.max_num_batched_tokens,
+        "watermark": vllm_config.scheduler_config.watermark,
+        "max_model_len": vllm_config.model_config.max_model_len,
+        "async_scheduling": bool(vllm_config.scheduler_config.async_scheduling),
+    }
+    asked = {k: getattr(args, k) for k in effective if k != "async_scheduling"}
+    asked["async_scheduling"] = False
+    if effective != asked:
+        raise SystemExit(f"vLLM adjusted the configuration: asked {asked}, got {effective}")
     if scheduler_kv_cache_config.num_blocks != args.num_blocks:
         raise SystemExit(f"vLLM planned {scheduler_kv_cache_config.num_blocks} blocks, not {args.num_blocks}")
 
     # EngineCore.__init__: the scheduler class, then the block hasher when prefix caching is on.
     scheduler_cls = vllm_config.scheduler_config.get_scheduler_cls()
+    if f"{scheduler_cls.__module__}.{scheduler_cls.__qualname__}" != "vllm.v1.core.sched.scheduler.Scheduler":
+        raise SystemExit(f"vLLM picked {scheduler_cls}, not the synchronous v1 Scheduler")
     scheduler_block_size, hash_block_size = resolve_kv_cache_block_sizes(scheduler_kv_cache_config, vllm_config)
     scheduler = scheduler_cls(
         vllm_config=vllm_config,
