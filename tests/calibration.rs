@@ -367,3 +367,22 @@ fn a_calibration_measured_on_a_gpu_brings_that_gpus_bandwidth() {
     );
     assert_eq!(c.describe("h200"), "t, measured on d (2026-01-01)");
 }
+
+#[test]
+fn every_shipped_preset_calibrates_on_a_short_replay() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/assets/presets");
+    let mut paths: Vec<_> = std::fs::read_dir(dir).expect("presets").map(|e| e.expect("entry").path()).collect();
+    paths.sort();
+    assert!(paths.len() >= 8);
+    for path in paths {
+        let mut opts = small_options();
+        opts.config = parse_preset(&std::fs::read_to_string(&path).expect("read")).expect("shipped preset parses");
+        // Shorter than every burst's start in bursty.json: the bursts must be cut, not refused.
+        opts.duration_s = Some(4.0);
+        opts.block_sizes = vec![16];
+        (opts.samples, opts.reps) = (2, 1);
+        let mut make = |g| -> Result<Box<dyn BlockPoolBackend>, String> { Ok(Box::new(HostPool::new(g)?)) };
+        let run = calibrate(&opts, &mut make, &mut |_| {}, &mut |_| {});
+        assert!(run.is_ok(), "{}: {}", path.display(), run.err().unwrap_or_default());
+    }
+}
