@@ -386,3 +386,23 @@ fn every_shipped_preset_calibrates_on_a_short_replay() {
         assert!(run.is_ok(), "{}: {}", path.display(), run.err().unwrap_or_default());
     }
 }
+
+#[test]
+fn calibrate_writes_its_file_under_out_dir_and_leaves_no_partial_file() {
+    let dir = std::env::temp_dir().join(format!("kvlab-calibrate-out-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = Command::new(BIN)
+        .args(["calibrate", "--name", "host-test", "--date", "2026-01-02", "--duration-s", "2"])
+        .args(["--block-sizes", "1,16", "--samples", "2", "--reps", "1", "--out-dir"])
+        .arg(&dir)
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("host-test.partial.json"), "results so far are announced: {stderr}");
+    let text = std::fs::read_to_string(dir.join("host-test.json")).expect("the calibration file");
+    assert_eq!(parse_calibration(&text).expect("valid").name, "host-test");
+    assert!(!dir.join("host-test.partial.json").exists(), "the partial file is replaced by the final one");
+    let clash = Command::new(BIN).args(["calibrate", "--out", "a.json", "--out-dir"]).arg(&dir).output().expect("runs");
+    assert!(!clash.status.success() && String::from_utf8_lossy(&clash.stderr).contains("--out-dir"));
+}
