@@ -64,7 +64,7 @@ pub fn lab_gpu_id(device_name: &str) -> Option<&'static str> {
         Some("h100-sxm")
     } else if n.contains("A100") && n.contains("80GB") && !n.contains("PCIE") {
         Some("a100-80gb")
-    } else if n.contains(" L4") || n.ends_with("L4") {
+    } else if n.split_whitespace().any(|w| w == "L4") {
         Some("l4")
     } else {
         None
