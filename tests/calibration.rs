@@ -9,7 +9,7 @@ use std::process::Command;
 use kvlab::calibrate::host::HostPool;
 use kvlab::calibrate::trace::{paged_config, TraceReplayer};
 use kvlab::calibrate::{calibrate, CalibrateOptions, Nominal};
-use kvlab::engine::backend::{kv_word, BlockPoolBackend, PoolGeometry, SimulatedPool};
+use kvlab::calibrate::backend::{kv_word, BlockPoolBackend, PoolGeometry, SimulatedPool};
 use kvlab::engine::preset::parse_preset;
 use kvlab::engine::timing::{parse_calibration, CALIBRATION_SCHEMA};
 
@@ -308,16 +308,16 @@ impl BlockPoolBackend for MisplacedWrites {
         let other = (block ^ 1).min(self.0.geometry().num_blocks - 1);
         self.0.write_tokens(other, offset, n, seed)
     }
-    fn gather(&mut self, tables: &[&[u32]], tokens: &[u32]) -> kvlab::engine::backend::GatherResult {
+    fn gather(&mut self, tables: &[&[u32]], tokens: &[u32]) -> kvlab::calibrate::backend::GatherResult {
         self.0.gather(tables, tokens)
     }
     fn stage_contiguous(&mut self, tables: &[&[u32]], tokens: &[u32]) {
         self.0.stage_contiguous(tables, tokens)
     }
-    fn gather_contiguous(&mut self) -> kvlab::engine::backend::GatherResult {
+    fn gather_contiguous(&mut self) -> kvlab::calibrate::backend::GatherResult {
         self.0.gather_contiguous()
     }
-    fn read_pool(&mut self) -> kvlab::engine::backend::GatherResult {
+    fn read_pool(&mut self) -> kvlab::calibrate::backend::GatherResult {
         self.0.read_pool()
     }
 }

@@ -3,7 +3,7 @@
 //! caches, so a paged gather pays for its short, scattered runs the way memory hardware makes it
 //! pay; the calibration times it with the wall clock (the pool itself does not time anything).
 
-use crate::engine::backend::{fold_run, kv_word, BlockPoolBackend, GatherResult, PoolGeometry};
+use crate::calibrate::backend::{fold_run, kv_word, BlockPoolBackend, GatherResult, PoolGeometry};
 
 pub struct HostPool {
     geometry: PoolGeometry,

@@ -6,6 +6,7 @@
 //! This is the only place with a wall clock: the host pool is timed with `Instant` here, the
 //! CUDA pool with device events. The engine stays pure.
 
+pub mod backend;
 pub mod cuda;
 pub mod fit;
 pub mod host;
@@ -16,7 +17,7 @@ use std::time::Instant;
 
 use serde_json::json;
 
-use crate::engine::backend::{BlockPoolBackend, GatherResult, PoolGeometry, SimulatedPool};
+use crate::calibrate::backend::{BlockPoolBackend, GatherResult, PoolGeometry, SimulatedPool};
 use crate::engine::timing::{Calibration, OverheadPoint, CALIBRATION_SCHEMA, DEFAULT_FIXED_STEP_US};
 use crate::engine::SimConfig;
 

@@ -5,7 +5,8 @@
 //! attention would gather.
 
 use crate::engine::alloc::{KvCacheManager, RequestId};
-use crate::engine::backend::{splitmix64, BlockPoolBackend};
+use crate::calibrate::backend::BlockPoolBackend;
+use crate::engine::alloc::splitmix64;
 use crate::engine::{AllocatorConfig, SimConfig, Simulation};
 
 /// One step of the trace: the running batch after the step.

@@ -10,7 +10,7 @@ use crate::calibrate::host::HostPool;
 use crate::calibrate::{
     calibrate as run_calibration, host_device_name, today_utc, CalibrateOptions, Nominal, DEFAULT_BLOCK_SIZES,
 };
-use crate::engine::backend::BlockPoolBackend;
+use crate::calibrate::backend::BlockPoolBackend;
 use crate::engine::model::{model_preset, KvDtype};
 use crate::engine::workload::{Arrival, LengthDist, UserClass, WorkloadConfig};
 use crate::engine::{AllocatorConfig, SchedulerConfig, SimConfig};

@@ -5,7 +5,6 @@
 #![forbid(unsafe_code)]
 
 pub mod alloc;
-pub mod backend;
 pub mod calibrations;
 pub mod config;
 pub mod memory_map;

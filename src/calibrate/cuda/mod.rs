@@ -14,7 +14,7 @@
 mod device;
 pub mod nvrtc;
 
-use crate::engine::backend::{BlockPoolBackend, PoolGeometry};
+use crate::calibrate::backend::{BlockPoolBackend, PoolGeometry};
 
 /// The message for a build without the feature.
 pub const NOT_BUILT: &str =
