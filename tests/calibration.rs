@@ -6,12 +6,13 @@
 
 use std::process::Command;
 
+use kvlab::calibrate::backend::{kv_word, BlockPoolBackend, PoolGeometry, SimulatedPool};
 use kvlab::calibrate::host::HostPool;
 use kvlab::calibrate::trace::{paged_config, TraceReplayer};
 use kvlab::calibrate::{calibrate, CalibrateOptions, Nominal};
-use kvlab::calibrate::backend::{kv_word, BlockPoolBackend, PoolGeometry, SimulatedPool};
-use kvlab::engine::preset::parse_preset;
-use kvlab::engine::timing::{parse_calibration, CALIBRATION_SCHEMA};
+use kvlab::formats::calibration::parse_calibration;
+use kvlab::formats::preset::parse_preset;
+use kvlab::formats::sniff::CALIBRATION_SCHEMA;
 
 const BIN: &str = env!("CARGO_BIN_EXE_kvlab");
 

@@ -4,9 +4,9 @@
 mod common;
 
 use common::preset;
-use kvlab::engine::mission::parse_mission;
-use kvlab::engine::preset::parse_preset;
 use kvlab::engine::Simulation;
+use kvlab::formats::preset::parse_preset;
+use kvlab::missions::mission::parse_mission;
 
 /// Broke: requests arriving during the last step were never counted, so `requests.arrived`
 /// changed with unrelated knobs (175 vs 176 for the same seed and traffic).

@@ -152,7 +152,6 @@ pub fn fold_run(mut acc: u64, run: &[u64], first_token: u32, plane_words: usize)
     acc
 }
 
-
 /// The pool the lab uses: counts bytes and moves none. With `track_contents` it keeps, per token
 /// slot, the sum of the words the last write put there, and so computes the checksum a real pool
 /// must produce (the calibration's independent reference).

@@ -4,9 +4,9 @@
 //! the whole running batch (every sequence's block table and token count) is what a decode step's
 //! attention would gather.
 
-use crate::engine::alloc::{KvCacheManager, RequestId};
 use crate::calibrate::backend::BlockPoolBackend;
 use crate::engine::alloc::splitmix64;
+use crate::engine::alloc::{KvCacheManager, RequestId};
 use crate::engine::{AllocatorConfig, SimConfig, Simulation};
 
 /// One step of the trace: the running batch after the step.

@@ -7,9 +7,10 @@ use clap::Args;
 use serde_json::Value;
 
 use super::run::{load_config, summary};
-use crate::engine::mission::{
-    check_preset_json_shape, parse_mission, parse_mission_index, Mission, Score, MISSION_INDEX_SCHEMA, MISSION_SCHEMA,
-};
+use crate::formats::mission::parse_mission_index;
+use crate::formats::paths::check_preset_json_shape;
+use crate::formats::sniff::{sniff, Document};
+use crate::missions::mission::{parse_mission, Mission, Score};
 
 #[derive(Args, Debug)]
 pub struct CheckArgs {
@@ -44,9 +45,9 @@ pub fn check(args: &CheckArgs) -> Result<(), String> {
     let text = read(&args.file)?;
     let value: Value =
         serde_json::from_str(&text).map_err(|e| format!("{}: not valid JSON ({e})", args.file.display()))?;
-    match value.get("schema").and_then(Value::as_str) {
-        Some(MISSION_SCHEMA) => check_mission(&args.file),
-        Some(MISSION_INDEX_SCHEMA) => check_index(&args.file, &text),
+    match sniff(&value) {
+        Document::Mission => check_mission(&args.file),
+        Document::MissionIndex => check_index(&args.file, &text),
         _ => {
             check_preset_json_shape(&value).map_err(|e| format!("{}: {e}", args.file.display()))?;
             let config = load_config(&args.file, None)?;

@@ -4,8 +4,9 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::engine::preset::{parse_preset_dto, ArrivalDto};
 use crate::engine::{Report, SimConfig, Simulation};
+use crate::formats::preset::{parse_preset_dto, ArrivalDto};
+use crate::formats::report::report_json;
 use crate::render::series_csv;
 
 #[derive(Args, Debug)]
@@ -52,8 +53,9 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
     }
     if let Some(path) = &args.calibration {
         let text = read(path)?;
-        let c = crate::engine::timing::parse_calibration(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-        config.calibration = Some(c);
+        let c =
+            crate::formats::calibration::parse_calibration(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        config.calibration = Some(c.step_time());
     }
     let mut sim = Simulation::new(config).map_err(|e| format!("{}: {e}", args.preset.display()))?;
     let report = sim.run_to_end();
@@ -62,7 +64,7 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report).expect("report serializes"));
+        println!("{}", report_json(&report));
     } else {
         print!("{}", summary(&report));
     }

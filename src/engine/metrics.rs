@@ -1,5 +1,6 @@
 //! What a run measured: the per-step series a chart draws, time-weighted KV fractions, counters,
-//! latency percentiles, and the report of DESIGN.md (`kvlab run --json`, `report()` in the page).
+//! latency percentiles, and the [`Report`] (its JSON contract is `formats::report`, documented in
+//! docs/REPORT.md).
 
 use serde::Serialize;
 
@@ -76,7 +77,8 @@ pub struct Rejection {
     pub reason: String,
 }
 
-/// The report contract of DESIGN.md (extended, never renamed).
+/// What a run measured, field for field the report contract of docs/REPORT.md (extended, never
+/// renamed; `formats::report` writes it as JSON).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Report {
     pub preset: String,
@@ -117,24 +119,4 @@ pub fn percentile(values: &mut [f64], p: f64) -> f64 {
 pub fn round_to(x: f64, digits: i32) -> f64 {
     let m = libm::pow(10.0, f64::from(digits));
     libm::round(x * m) / m
-}
-
-/// FNV-1a over the series and the report JSON: one number that changes if any output bit does.
-/// Pinned per shipped preset and compared on native and wasm.
-pub fn run_digest(series: &[StepSample], report: &Report) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut eat = |bytes: &[u8]| {
-        for &b in bytes {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-    };
-    for s in series {
-        eat(&s.t_us.to_le_bytes());
-        for v in [s.allocated_tokens, s.live_tokens, s.running, s.waiting, s.swapped, s.preemptions] {
-            eat(&v.to_le_bytes());
-        }
-    }
-    eat(serde_json::to_string(report).expect("report serializes").as_bytes());
-    h
 }

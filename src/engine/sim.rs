@@ -140,11 +140,6 @@ impl Simulation {
         }
     }
 
-    /// Digest of everything this run has output so far (see `metrics::run_digest`).
-    pub fn digest(&self) -> u64 {
-        super::metrics::run_digest(&self.series, &self.report())
-    }
-
     pub fn run_to_end(&mut self) -> Report {
         self.run_until(self.duration_us);
         self.report()

@@ -10,9 +10,10 @@ use serde_json::Value;
 use wasm_bindgen::JsCast;
 use web_sys::{Element, HtmlElement, HtmlInputElement, HtmlSelectElement, HtmlTextAreaElement};
 
-use crate::engine::calibrations::shipped_names;
 use crate::engine::model::{gpu_preset, GPU_IDS, MODEL_IDS};
-use crate::engine::preset::{from_json_with_path, AllocatorDto, ArrivalDto, BurstDto, ClassDto};
+use crate::formats::json::from_json_with_path;
+use crate::formats::preset::{AllocatorDto, ArrivalDto, BurstDto, ClassDto};
+use crate::shipped;
 
 use super::dom;
 use super::presets;
@@ -125,7 +126,7 @@ pub fn edit(state: &LabState, path: &str, value: Value) -> Result<LabState, Stri
     }
     let mut v = serde_json::to_value(&next.preset).map_err(|e| e.to_string())?;
     set_in(&mut v, path, value)?;
-    next.preset = from_json_with_path(&v.to_string()).map_err(|e| super::lab::error_text(&e))?;
+    next.preset = from_json_with_path(&v.to_string()).map_err(|e| e.to_string())?;
     Ok(next)
 }
 
@@ -271,7 +272,7 @@ pub fn fill_options(speeds: &[f64], speed: f64) {
     }
     if let Some(sel) = dom::by_id::<HtmlSelectElement>("ctl-calibration") {
         let mut h = String::from("<option value=\"\">none (default model)</option>");
-        for name in shipped_names() {
+        for name in shipped::names(shipped::CALIBRATIONS) {
             h.push_str(&format!("<option value=\"{0}\">{0}</option>", dom::escape(name)));
         }
         sel.set_inner_html(&h);
@@ -352,7 +353,7 @@ pub fn sync(state: &LabState) {
 }
 
 /// Disables the controls the mission's knobs do not cover (all enabled outside missions).
-fn lock(form: &HtmlElement, mission: Option<&crate::engine::mission::Mission>) {
+fn lock(form: &HtmlElement, mission: Option<&crate::missions::mission::Mission>) {
     let knobs = mission.map(|m| m.knobs().to_vec());
     let locked = |path: &str| knobs.as_ref().is_some_and(|k| !super::missions::control_unlocked(k, path));
     let set = |el: &Element, off: bool| {

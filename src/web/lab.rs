@@ -5,11 +5,11 @@
 //! step (re-simulating from 0 to go back; the engine is deterministic). In mission mode the lab
 //! also holds the mission, refuses states that change a locked path, and scores the learner's run.
 
-use crate::engine::mission::{score, Mission, Score};
 use crate::engine::plan::group_thousands;
-use crate::engine::preset::{AllocatorDto, FitDto, PresetDto, ReserveDto};
 use crate::engine::workload::Arrival;
-use crate::engine::{AllocatorConfig, ConfigError, Report, SimConfig, Simulation, StepSample};
+use crate::engine::{AllocatorConfig, Report, SimConfig, Simulation, StepSample};
+use crate::formats::preset::{AllocatorDto, FitDto, PresetDto, ReserveDto};
+use crate::missions::mission::{score, Mission, Score};
 
 use super::url_state::{LabState, MissionRef, PageOptions};
 
@@ -17,16 +17,6 @@ use super::url_state::{LabState, MissionRef, PageOptions};
 /// engine goes".
 pub const SPEEDS: &[f64] = &[0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 0.0];
 pub const DEFAULT_SPEED: f64 = 2.0;
-
-/// "field: message", or the message alone when the error has no usable field (serde reports
-/// `?` for a document that ends early).
-pub fn error_text(e: &ConfigError) -> String {
-    if e.field.is_empty() || e.field == "?" || e.field == "." {
-        e.message.clone()
-    } else {
-        e.to_string()
-    }
-}
 
 pub fn secs_to_us(s: f64) -> u64 {
     if s.is_finite() && s > 0.0 {
@@ -53,9 +43,9 @@ pub struct Run {
 
 impl Run {
     pub fn new(preset: PresetDto) -> Result<Run, String> {
-        let config = preset.to_config().map_err(|e| error_text(&e))?;
+        let config = preset.to_config().map_err(|e| e.to_string())?;
         check_page_limits(&config)?;
-        let sim = Simulation::new(config.clone()).map_err(|e| error_text(&e))?;
+        let sim = Simulation::new(config.clone()).map_err(|e| e.to_string())?;
         let paged = matches!(preset.allocator, AllocatorDto::Paged { .. });
         Ok(Run {
             label: if paged { "paged" } else { "contiguous" },

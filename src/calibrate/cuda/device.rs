@@ -9,8 +9,8 @@ use cudarc::driver::{
 };
 use cudarc::nvrtc::Ptx;
 
+use super::info::{DeviceBandwidths, DeviceInfo};
 use super::nvrtc;
-use super::{DeviceBandwidths, DeviceInfo};
 use crate::calibrate::backend::{BlockPoolBackend, GatherResult, PoolGeometry};
 
 /// Threads per block of the gathers (4 warps).
