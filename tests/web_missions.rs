@@ -6,10 +6,11 @@
 
 use kvlab::formats::mission::parse_mission_index;
 use kvlab::formats::preset::AllocatorDto;
+use kvlab::web::controls::control_unlocked;
 use kvlab::web::lab::Lab;
 use kvlab::web::loader::{parse_document, url_problem, Document};
 use kvlab::web::mission_view::{format_metric, star_text};
-use kvlab::web::missions::{self, control_unlocked, reference, resolve};
+use kvlab::web::missions::{self, reference, resolve};
 use kvlab::web::url_state::{LabState, MissionRef, PageOptions};
 use wasm_bindgen_test::*;
 

@@ -183,6 +183,32 @@ pub fn get_path<'a>(mut v: &'a Value, segs: &[Seg]) -> Option<&'a Value> {
     Some(v)
 }
 
+/// Sets the value at `segs` (the last key is inserted when missing); the error says what was in
+/// the way ("not in this preset", "no such item").
+pub fn set_path(root: &mut Value, segs: &[Seg], value: Value) -> Result<(), &'static str> {
+    let Some((last, parents)) = segs.split_last() else {
+        return Err("empty path");
+    };
+    let mut cur = root;
+    for seg in parents {
+        cur = match (cur, seg) {
+            (Value::Object(map), Seg::Key(k)) => map.get_mut(k).ok_or("not in this preset")?,
+            (Value::Array(items), Seg::Index(i)) => items.get_mut(*i).ok_or("no such item")?,
+            (Value::Array(_), _) => return Err("bad index"),
+            _ => return Err("not in this preset"),
+        };
+    }
+    match (cur, last) {
+        (Value::Object(map), Seg::Key(k)) => {
+            map.insert(k.clone(), value);
+        }
+        (Value::Array(items), Seg::Index(i)) => *items.get_mut(*i).ok_or("no such item")? = value,
+        (Value::Array(_), _) => return Err("bad index"),
+        _ => return Err("not in this preset"),
+    }
+    Ok(())
+}
+
 /// Refuses a JSON array where a preset expects an object. serde would read it field by field in
 /// order, so `"scheduler": [64]` would silently mean `max_num_seqs: 64`; this names the field.
 pub fn check_preset_json_shape(preset: &Value) -> Result<(), ConfigError> {
@@ -309,5 +335,20 @@ mod tests {
         assert_eq!(preset_path_kind("workload.classes[2].prompt_tokens.p99"), Some(PathKind::Number));
         assert_eq!(preset_path_kind("allocator.kind"), Some(PathKind::Text));
         assert_eq!(preset_path_kind("allocator.colour"), None);
+    }
+
+    #[test]
+    fn set_path_writes_where_get_path_reads() {
+        let p = |s: &str| parse_path(s).unwrap();
+        let mut v = serde_json::json!({"scheduler": {"max_num_seqs": 4}, "workload": {"classes": [{"n": 1}]}});
+        set_path(&mut v, &p("scheduler.max_num_seqs"), Value::from(8)).unwrap();
+        set_path(&mut v, &p("workload.classes[0].n"), Value::from(2)).unwrap();
+        set_path(&mut v, &p("scheduler.watermark"), Value::from(0.1)).unwrap();
+        assert_eq!(get_path(&v, &p("scheduler.max_num_seqs")), Some(&Value::from(8)));
+        assert_eq!(get_path(&v, &p("workload.classes[0].n")), Some(&Value::from(2)));
+        assert_eq!(get_path(&v, &p("scheduler.watermark")), Some(&Value::from(0.1)));
+        assert_eq!(set_path(&mut v, &p("workload.classes[3].n"), Value::from(2)), Err("no such item"));
+        assert_eq!(set_path(&mut v, &p("allocator.block_size"), Value::from(2)), Err("not in this preset"));
+        assert_eq!(set_path(&mut v, &[], Value::Null), Err("empty path"));
     }
 }

@@ -191,6 +191,11 @@ impl Mission {
         patch_preset(&self.dto.preset, &self.knobs, &self.dto.knobs, patch)
     }
 
+    /// Refuses a preset that changes a path no knob covers; the error names the first one.
+    pub fn check_locks(&self, preset: &PresetDto) -> Result<(), ConfigError> {
+        check_locks(&self.dto.preset, &self.knobs, &self.dto.knobs, preset)
+    }
+
     /// Paths `preset` changes that no knob covers (empty when the preset plays by the rules).
     pub fn locked_changes(&self, preset: &PresetDto) -> Vec<String> {
         locked_changes(&self.dto.preset, &self.knobs, preset)
@@ -225,14 +230,25 @@ fn patch_preset(
         .map_err(|e| ConfigError::new("preset", format!("cannot be written as JSON: {e}")))?;
     merge(&mut merged, patch, &mut Vec::new())?;
     let dto = preset_dto_from_value(&merged).map_err(name_missing_field)?;
-    if let Some(path) = locked_changes(base, knobs, &dto).into_iter().next() {
-        return Err(ConfigError::new(
-            &path,
-            format!("this mission keeps {path} as it is; you may change {}", knob_names.join(", ")),
-        ));
-    }
+    check_locks(base, knobs, knob_names, &dto)?;
     dto.to_config()?;
     Ok(dto)
+}
+
+/// Refuses a preset that changes a path no knob covers, naming the first such path.
+fn check_locks(
+    base: &PresetDto,
+    knobs: &[Vec<Seg>],
+    knob_names: &[String],
+    dto: &PresetDto,
+) -> Result<(), ConfigError> {
+    match locked_changes(base, knobs, dto).into_iter().next() {
+        Some(path) => Err(ConfigError::new(
+            &path,
+            format!("this mission keeps {path} as it is; you may change {}", knob_names.join(", ")),
+        )),
+        None => Ok(()),
+    }
 }
 
 fn changed_paths(base: &PresetDto, preset: &PresetDto) -> Vec<Vec<Seg>> {

@@ -214,12 +214,7 @@ impl Lab {
             (Some(r), ..) => Some(super::missions::resolve(r)?),
         };
         if let (Some(m), Some(r)) = (&mission, &mut state.mission) {
-            if let Some(path) = m.locked_changes(&state.preset).into_iter().next() {
-                return Err(format!(
-                    "{path}: this mission keeps {path} as it is; you may change {}",
-                    m.knobs().join(", ")
-                ));
-            }
+            m.check_locks(&state.preset).map_err(|e| e.to_string())?;
             if r.solution && state.preset != *m.fix_preset() {
                 r.solution = false;
             }
