@@ -104,7 +104,7 @@ impl TraceReplayer {
         let mut batch = StepBatch { step: self.sim.steps(), now_us: self.sim.now_us(), ..StepBatch::default() };
         let KvCacheManager::Paged(p) = self.sim.kv() else { unreachable!("paged config") };
         let bs = self.block_size;
-        for &r in &self.sim.scheduler().running {
+        for &r in self.sim.scheduler().running() {
             let g = &self.sim.groups()[r as usize];
             for seq in g.live_seqs() {
                 let Some(t) = p.table(seq) else { continue };

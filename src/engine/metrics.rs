@@ -4,9 +4,10 @@
 
 use serde::Serialize;
 
-/// The state of the server during one step (after scheduling, before finished requests free).
+/// One point of the per-step series: the state of the server during one step (after scheduling,
+/// before finished requests free).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct StepSample {
+pub struct StepPoint {
     /// Simulated time at the end of the step, µs.
     pub t_us: u64,
     pub allocated_tokens: u32,
@@ -29,7 +30,7 @@ pub struct Integrals {
 }
 
 impl Integrals {
-    pub fn add(&mut self, dt_us: u64, s: &StepSample, capacity: u64) {
+    pub fn add(&mut self, dt_us: u64, s: &StepPoint, capacity: u64) {
         let dt = dt_us as f64;
         self.time_us += dt;
         self.running_us += dt * f64::from(s.running);

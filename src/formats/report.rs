@@ -1,7 +1,7 @@
 //! The report as JSON (`kvlab run --json`, `report()` in the page; the contract is docs/REPORT.md)
 //! and the run digest, which hashes that JSON with the per-step series.
 
-use crate::engine::metrics::{Report, StepSample};
+use crate::engine::metrics::{Report, StepPoint};
 use crate::engine::sim::Simulation;
 
 /// The report as pretty-printed JSON, fields in the contract's order.
@@ -16,7 +16,7 @@ pub fn digest(sim: &Simulation) -> u64 {
 
 /// FNV-1a over the series and the report JSON: one number that changes if any output bit does.
 /// Pinned per shipped preset and compared on native and wasm.
-pub fn run_digest(series: &[StepSample], report: &Report) -> u64 {
+pub fn run_digest(series: &[StepPoint], report: &Report) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     let mut eat = |bytes: &[u8]| {
         for &b in bytes {

@@ -7,7 +7,7 @@
 
 use crate::engine::plan::group_thousands;
 use crate::engine::workload::Arrival;
-use crate::engine::{AllocatorConfig, Report, SimConfig, Simulation, StepSample};
+use crate::engine::{AllocatorConfig, Report, SimConfig, Simulation, StepPoint};
 use crate::formats::preset::{AllocatorDto, FitDto, PresetDto, ReserveDto};
 use crate::missions::mission::{score, Mission, Score};
 
@@ -36,7 +36,7 @@ pub struct Run {
     pub sim: Simulation,
     /// The series of a run that went further before the learner moved back in time (the
     /// engine is deterministic, so it extends the current series exactly).
-    explored: Vec<StepSample>,
+    explored: Vec<StepPoint>,
     target_us: u64,
     pub class_names: Vec<String>,
 }
@@ -85,7 +85,7 @@ impl Run {
     }
 
     /// What the chart draws: the current series or the longer one explored before.
-    pub fn chart_series(&self) -> &[StepSample] {
+    pub fn chart_series(&self) -> &[StepPoint] {
         if self.explored.len() > self.sim.series().len() {
             &self.explored
         } else {
@@ -97,7 +97,7 @@ impl Run {
         self.sim.report()
     }
 
-    pub fn last_sample(&self) -> Option<&StepSample> {
+    pub fn last_sample(&self) -> Option<&StepPoint> {
         self.sim.series().last()
     }
 }
