@@ -28,6 +28,11 @@ impl HostPool {
         v.resize(words, 0);
         Ok(HostPool { geometry, words: v, staging: Vec::new(), staging_pad: 0, staged_tokens: Vec::new() })
     }
+
+    /// Where the staged contiguous copy starts within a 64-byte line (0: on a line, as the pool).
+    pub fn staged_line_offset_bytes(&self) -> usize {
+        (self.staging.as_ptr() as usize + self.staging_pad * 8) % 64
+    }
 }
 
 impl BlockPoolBackend for HostPool {
