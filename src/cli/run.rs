@@ -1,6 +1,6 @@
 //! `kvlab run` (`kvlab check` lives in check.rs).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 
@@ -30,12 +30,13 @@ pub struct RunArgs {
     pub calibration: Option<PathBuf>,
 }
 
-fn read(path: &PathBuf) -> Result<String, String> {
+/// The text of a file the command line names; the error names the file.
+pub fn read(path: &Path) -> Result<String, String> {
     std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
 }
 
 /// Reads and validates a preset file, optionally replacing its arrivals by a trace.
-pub fn load_config(path: &PathBuf, trace: Option<&PathBuf>) -> Result<SimConfig, String> {
+pub fn load_config(path: &Path, trace: Option<&PathBuf>) -> Result<SimConfig, String> {
     let text = read(path)?;
     let mut dto = parse_preset_dto(&text).map_err(|e| format!("{}: {e}", path.display()))?;
     if let Some(t) = trace {
