@@ -2,8 +2,8 @@
 //! lab and the CLI run it. `cargo bench --bench engine` (medians in target/criterion/).
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
-use kvlab::engine::preset::parse_preset;
 use kvlab::engine::Simulation;
+use kvlab::formats::preset::parse_preset;
 
 fn preset(id: &str) -> kvlab::engine::SimConfig {
     let path = format!("{}/assets/presets/{id}.json", env!("CARGO_MANIFEST_DIR"));

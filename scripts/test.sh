@@ -13,8 +13,14 @@ step() { printf '\n==> %s\n' "$*"; }
 step "Browser: bundle, wasm tests in headless Chromium, end-to-end tests of the lab"
 scripts/test-web.sh
 
-step "Native tests: engine, CLI, fidelity, invariants, determinism, missions, calibration"
-cargo test --all-targets
+step "Native tests: engine, CLI, fidelity, invariants, determinism, missions, calibration, layering"
+# Every test runs once: the browser ones (tests/web_*.rs, tests/e2e_*.rs) ran in test-web.sh above.
+native_tests=()
+for f in tests/*.rs; do
+  name="$(basename "$f" .rs)"
+  case "$name" in e2e_* | web_*) ;; *) native_tests+=(--test "$name") ;; esac
+done
+cargo test --lib --bins --benches "${native_tests[@]}"
 
 step "CUDA calibration backend: build with --features gpu; its kernels compile with NVRTC for sm_80 and sm_90 without spills (no GPU needed)"
 cargo build --features gpu

@@ -4,7 +4,7 @@
 //! to the canvas as a single `ImageData`), plus the chart's downsampling and the CSV export.
 //! Nothing here touches the DOM or the clock.
 
-use crate::engine::{MapCell, StepSample};
+use crate::engine::{MapCell, StepPoint};
 
 /// One pixel, in the byte order of a canvas `ImageData` (R, G, B, A).
 pub type Rgba = [u8; 4];
@@ -336,14 +336,14 @@ fn draw_cell(px: &mut Pixels<'_>, x: u32, y: u32, s: u32, c: &MapCell, cell_toke
 /// At most `buckets` samples for the chart: consecutive samples are merged into one per bucket
 /// of simulated time (the largest allocated/live/queue values, the last time and preemption
 /// count), so peaks survive.
-pub fn downsample(series: &[StepSample], duration_us: u64, buckets: usize) -> Vec<StepSample> {
+pub fn downsample(series: &[StepPoint], duration_us: u64, buckets: usize) -> Vec<StepPoint> {
     if series.len() <= buckets.max(1) {
         return series.to_vec();
     }
     let buckets = buckets.max(1) as u64;
     let span = duration_us.max(1);
-    let mut out: Vec<StepSample> = Vec::with_capacity(buckets as usize);
-    let mut current: Option<(u64, StepSample)> = None;
+    let mut out: Vec<StepPoint> = Vec::with_capacity(buckets as usize);
+    let mut current: Option<(u64, StepPoint)> = None;
     for s in series {
         let b = (s.t_us.min(span - 1) * buckets / span).min(buckets - 1);
         match &mut current {
@@ -371,7 +371,7 @@ pub fn downsample(series: &[StepSample], duration_us: u64, buckets: usize) -> Ve
 }
 
 /// The series as CSV, one row per step and run, labelled by allocator.
-pub fn series_csv(runs: &[(&str, &[StepSample])]) -> String {
+pub fn series_csv(runs: &[(&str, &[StepPoint])]) -> String {
     let mut out = String::from("allocator,t_s,allocated_tokens,live_tokens,running,waiting,swapped,preemptions\n");
     for (label, series) in runs {
         for s in *series {
@@ -496,8 +496,8 @@ mod tests {
 
     #[test]
     fn downsample_keeps_peaks_and_the_last_time() {
-        let series: Vec<StepSample> = (0..100)
-            .map(|i| StepSample {
+        let series: Vec<StepPoint> = (0..100)
+            .map(|i| StepPoint {
                 t_us: (i + 1) * 10,
                 allocated_tokens: if i == 42 { 999 } else { 10 },
                 live_tokens: 5,
@@ -516,7 +516,7 @@ mod tests {
 
     #[test]
     fn csv_has_a_header_and_one_row_per_sample() {
-        let s = [StepSample { t_us: 1_500_000, allocated_tokens: 3, live_tokens: 2, ..StepSample::default() }];
+        let s = [StepPoint { t_us: 1_500_000, allocated_tokens: 3, live_tokens: 2, ..StepPoint::default() }];
         let csv = series_csv(&[("paged", &s)]);
         assert_eq!(
             csv,

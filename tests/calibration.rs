@@ -6,12 +6,13 @@
 
 use std::process::Command;
 
+use kvlab::calibrate::backend::{kv_word, BlockPoolBackend, PoolGeometry, SimulatedPool};
 use kvlab::calibrate::host::HostPool;
 use kvlab::calibrate::trace::{paged_config, TraceReplayer};
 use kvlab::calibrate::{calibrate, CalibrateOptions, Nominal};
-use kvlab::engine::backend::{kv_word, BlockPoolBackend, PoolGeometry, SimulatedPool};
-use kvlab::engine::preset::parse_preset;
-use kvlab::engine::timing::{parse_calibration, CALIBRATION_SCHEMA};
+use kvlab::formats::calibration::parse_calibration;
+use kvlab::formats::preset::parse_preset;
+use kvlab::formats::sniff::CALIBRATION_SCHEMA;
 
 const BIN: &str = env!("CARGO_BIN_EXE_kvlab");
 
@@ -309,16 +310,16 @@ impl BlockPoolBackend for MisplacedWrites {
         let other = (block ^ 1).min(self.0.geometry().num_blocks - 1);
         self.0.write_tokens(other, offset, n, seed)
     }
-    fn gather(&mut self, tables: &[&[u32]], tokens: &[u32]) -> kvlab::engine::backend::GatherResult {
+    fn gather(&mut self, tables: &[&[u32]], tokens: &[u32]) -> kvlab::calibrate::backend::GatherResult {
         self.0.gather(tables, tokens)
     }
     fn stage_contiguous(&mut self, tables: &[&[u32]], tokens: &[u32]) {
         self.0.stage_contiguous(tables, tokens)
     }
-    fn gather_contiguous(&mut self) -> kvlab::engine::backend::GatherResult {
+    fn gather_contiguous(&mut self) -> kvlab::calibrate::backend::GatherResult {
         self.0.gather_contiguous()
     }
-    fn read_pool(&mut self) -> kvlab::engine::backend::GatherResult {
+    fn read_pool(&mut self) -> kvlab::calibrate::backend::GatherResult {
         self.0.read_pool()
     }
 }
@@ -345,7 +346,7 @@ fn a_calibration_measured_on_a_gpu_brings_that_gpus_bandwidth() {
             v["gpu"] = g.into();
         }
         let mut c = config.clone();
-        c.calibration = Some(parse_calibration(&v.to_string()).expect("valid"));
+        c.calibration = Some(parse_calibration(&v.to_string()).expect("valid").step_time());
         kvlab::engine::Simulation::new(c).expect("runs").run_to_end()
     };
     let (own, h200, same) = (run(None), run(Some("h200")), run(Some("h100-sxm")));

@@ -13,7 +13,8 @@ use common_e2e::{
     wait_for,
 };
 use fantoccini::{Client, Locator};
-use kvlab::engine::mission::{parse_mission, parse_mission_index};
+use kvlab::formats::mission::parse_mission_index;
+use kvlab::missions::mission::parse_mission;
 use serde_json::{json, Value};
 
 const KEY: &str = "kvlab.stars.v1";

@@ -6,8 +6,8 @@ mod common;
 use common::{preset, run, run_checked};
 use kvlab::engine::model::{capacity_tokens, model_preset, KvDtype, ModelSpec, GIB};
 use kvlab::engine::plan::{CapacityPlan, PlanInput};
-use kvlab::engine::preset::parse_preset;
 use kvlab::engine::{AllocatorConfig, Simulation};
+use kvlab::formats::preset::parse_preset;
 
 fn bytes_per_token(id: &str) -> u64 {
     model_preset(id).expect("model preset").kv_bytes_per_token(KvDtype::Fp16)

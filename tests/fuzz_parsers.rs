@@ -9,9 +9,10 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use kvlab::engine::config::ConfigError;
-use kvlab::engine::mission::{parse_mission, parse_mission_index, score, Mission, MAX_STARS};
-use kvlab::engine::preset::{parse_preset, parse_preset_dto};
 use kvlab::engine::{Report, Simulation};
+use kvlab::formats::mission::{parse_mission_index, MAX_STARS};
+use kvlab::formats::preset::{parse_preset, parse_preset_dto};
+use kvlab::missions::mission::{parse_mission, score, Mission};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 

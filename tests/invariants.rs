@@ -7,7 +7,7 @@
 mod common;
 
 use common::{preset, run_checked, shipped_presets};
-use kvlab::engine::alloc::Fit;
+use kvlab::engine::alloc::{splitmix64, Fit};
 use kvlab::engine::workload::{Arrival, Burst, LengthDist, UserClass};
 use kvlab::engine::{AllocatorConfig, PreemptionMode, Reserve, SimConfig};
 use proptest::prelude::*;
@@ -21,10 +21,9 @@ fn every_shipped_preset_keeps_every_invariant_at_every_step() {
     }
 }
 
-/// A small, stressed configuration drawn from `seed`'s parameters.
-#[allow(clippy::too_many_arguments)]
-fn config(
-    seed: u64,
+/// The knobs one sweep case turns, all drawn from its seed, so that a seed alone replays a case.
+#[derive(Debug)]
+struct Sweep {
     paged: bool,
     block_size: u32,
     prefix_caching: bool,
@@ -38,96 +37,131 @@ fn config(
     n: u32,
     shared_prefix: u32,
     rate: f64,
-) -> SimConfig {
-    let mut c = SimConfig { seed, duration_s: 8.0, kv_memory_gib, ..SimConfig::default() };
-    c.allocator = if paged {
-        AllocatorConfig::Paged { block_size, prefix_caching }
-    } else {
-        AllocatorConfig::Contiguous {
-            reserve: if reserve_max { Reserve::MaxModelLen } else { Reserve::PromptPlusMaxTokens },
-            fit: if best_fit { Fit::BestFit } else { Fit::FirstFit },
-        }
-    };
-    c.scheduler.preemption = if swap { PreemptionMode::Swap } else { PreemptionMode::Recompute };
-    c.scheduler.swap_space_gib = swap_space_gib;
-    c.scheduler.chunked_prefill = chunked;
-    c.scheduler.max_num_batched_tokens = if chunked { 512 } else { 8192 };
-    c.scheduler.max_num_seqs = max_num_seqs.max(n);
-    c.scheduler.max_model_len = 4096;
-    c.workload.arrival =
-        Arrival::Poisson { rate_per_s: rate, bursts: vec![Burst { start_s: 2.0, end_s: 3.0, rate_per_s: rate * 4.0 }] };
-    c.workload.classes = vec![
-        UserClass {
-            name: "chat".into(),
-            weight: 2.0,
-            prompt_tokens: LengthDist { mean: 600.0, p99: 1800.0 },
-            output_tokens: LengthDist { mean: 150.0, p99: 900.0 },
-            max_tokens: 1024,
-            n,
-            shared_prefix_tokens: shared_prefix,
-        },
-        UserClass {
-            name: "report".into(),
-            weight: 1.0,
-            prompt_tokens: LengthDist { mean: 900.0, p99: 2000.0 },
-            output_tokens: LengthDist { mean: 700.0, p99: 1800.0 },
-            max_tokens: 2000,
-            n: 1,
-            shared_prefix_tokens: 0,
-        },
-    ];
-    c
 }
 
-fn arb_config() -> impl Strategy<Value = SimConfig> {
-    (
-        (
-            any::<u64>(),
-            any::<bool>(),
-            prop::sample::select(vec![1u32, 2, 8, 16, 32, 256]),
-            any::<bool>(),
-            any::<bool>(),
-            any::<bool>(),
-            prop::sample::select(vec![0.5f64, 0.75, 1.0, 2.0]),
-        ),
-        (
-            any::<bool>(),
-            prop::sample::select(vec![0.0f64, 0.05, 1.0]),
-            any::<bool>(),
-            prop::sample::select(vec![2u32, 8, 64]),
-            1u32..=4,
-            prop::sample::select(vec![0u32, 100, 500]),
-            prop::sample::select(vec![2.0f64, 6.0, 12.0]),
-        ),
-    )
-        .prop_filter_map("valid config", |(a, b)| {
-            let c = config(a.0, a.1, a.2, a.3, a.4, a.5, a.6, b.0, b.1, b.2, b.3, b.4, b.5, b.6);
-            c.validate().ok().map(|_| c)
-        })
+impl Sweep {
+    fn from_seed(seed: u64) -> Sweep {
+        let mut state = seed;
+        let mut draw = |k: usize| {
+            state = splitmix64(state);
+            (state % k as u64) as usize
+        };
+        let mut flip = || draw(2) == 1;
+        let (paged, prefix_caching, best_fit, reserve_max, swap, chunked) =
+            (flip(), flip(), flip(), flip(), flip(), flip());
+        Sweep {
+            paged,
+            block_size: [1, 2, 8, 16, 32, 256][draw(6)],
+            prefix_caching,
+            best_fit,
+            reserve_max,
+            kv_memory_gib: [0.5, 0.75, 1.0, 2.0][draw(4)],
+            swap,
+            swap_space_gib: [0.0, 0.05, 1.0][draw(3)],
+            chunked,
+            max_num_seqs: [2, 8, 64][draw(3)],
+            n: 1 + draw(4) as u32,
+            shared_prefix: [0, 100, 500][draw(3)],
+            rate: [2.0, 6.0, 12.0][draw(3)],
+        }
+    }
+
+    /// A small, stressed configuration with these knobs and `seed` for its traffic.
+    fn config(&self, seed: u64) -> SimConfig {
+        let mut c = SimConfig { seed, duration_s: 8.0, kv_memory_gib: self.kv_memory_gib, ..SimConfig::default() };
+        c.allocator = if self.paged {
+            AllocatorConfig::Paged { block_size: self.block_size, prefix_caching: self.prefix_caching }
+        } else {
+            AllocatorConfig::Contiguous {
+                reserve: if self.reserve_max { Reserve::MaxModelLen } else { Reserve::PromptPlusMaxTokens },
+                fit: if self.best_fit { Fit::BestFit } else { Fit::FirstFit },
+            }
+        };
+        c.scheduler.preemption = if self.swap { PreemptionMode::Swap } else { PreemptionMode::Recompute };
+        c.scheduler.swap_space_gib = self.swap_space_gib;
+        c.scheduler.chunked_prefill = self.chunked;
+        c.scheduler.max_num_batched_tokens = if self.chunked { 512 } else { 8192 };
+        c.scheduler.max_num_seqs = self.max_num_seqs.max(self.n);
+        c.scheduler.max_model_len = 4096;
+        let rate = self.rate;
+        c.workload.arrival = Arrival::Poisson {
+            rate_per_s: rate,
+            bursts: vec![Burst { start_s: 2.0, end_s: 3.0, rate_per_s: rate * 4.0 }],
+        };
+        c.workload.classes = vec![
+            UserClass {
+                name: "chat".into(),
+                weight: 2.0,
+                prompt_tokens: LengthDist { mean: 600.0, p99: 1800.0 },
+                output_tokens: LengthDist { mean: 150.0, p99: 900.0 },
+                max_tokens: 1024,
+                n: self.n,
+                shared_prefix_tokens: self.shared_prefix,
+            },
+            UserClass {
+                name: "report".into(),
+                weight: 1.0,
+                prompt_tokens: LengthDist { mean: 900.0, p99: 2000.0 },
+                output_tokens: LengthDist { mean: 700.0, p99: 1800.0 },
+                max_tokens: 2000,
+                n: 1,
+                shared_prefix_tokens: 0,
+            },
+        ];
+        c
+    }
+}
+
+/// The sweep's case for `seed`: every knob and the traffic come from it.
+fn config(seed: u64) -> SimConfig {
+    Sweep::from_seed(seed).config(seed)
+}
+
+fn check_case(c: SimConfig) -> Result<(), String> {
+    let (sim, report) = run_checked(c);
+    let r = &report.requests;
+    if r.finished + r.running_at_end + r.waiting_at_end + r.swapped_at_end + r.rejected != r.arrived {
+        return Err(format!("requests do not add up: {r:?}"));
+    }
+    if sim.now_us() < sim.duration_us() {
+        return Err(format!("stopped at {} µs of {}", sim.now_us(), sim.duration_us()));
+    }
+    Ok(())
 }
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 200, failure_persistence: None, ..ProptestConfig::default() })]
 
+    /// A failure prints `seed = N`; `KVLAB_SEED=N` replays exactly that case (`replay_seed`).
     #[test]
-    fn random_configs_keep_every_invariant_at_every_step(c in arb_config()) {
-        let (sim, report) = run_checked(c);
-        prop_assert!(report.requests.finished + report.requests.running_at_end + report.requests.waiting_at_end
-            + report.requests.swapped_at_end + report.requests.rejected == report.requests.arrived);
-        prop_assert!(sim.now_us() >= sim.duration_us());
+    fn random_configs_keep_every_invariant_at_every_step(seed in any::<u64>()) {
+        let c = config(seed);
+        prop_assume!(c.validate().is_ok());
+        check_case(c).map_err(|e| TestCaseError::fail(format!("seed {seed}: {e}")))?;
     }
 }
 
-/// Replays one seed of the random sweep: `KVLAB_SEED=123 cargo test --test invariants replay_seed`.
+/// Replays one case of the random sweep: `KVLAB_SEED=123 cargo test --test invariants replay_seed`.
 #[test]
 fn replay_seed() {
-    let seed: u64 = std::env::var("KVLAB_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(7);
-    for &paged in &[false, true] {
-        for &swap in &[false, true] {
-            let c = config(seed, paged, 16, true, false, false, 1.0, swap, 0.05, true, 64, 3, 100, 12.0);
-            run_checked(c);
-        }
-    }
+    // Without KVLAB_SEED: the first seed the sweep would run.
+    let seed: u64 = std::env::var("KVLAB_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| (1..).find(|&s| config(s).validate().is_ok()).unwrap());
+    let c = config(seed);
+    c.validate().unwrap_or_else(|e| panic!("seed {seed} draws an invalid configuration ({e}); the sweep skips it"));
+    check_case(c).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+}
+
+#[test]
+fn one_seed_draws_one_case_and_the_sweep_covers_every_knob() {
+    assert_eq!(format!("{:?}", Sweep::from_seed(42)), format!("{:?}", Sweep::from_seed(42)));
+    let cases: Vec<Sweep> = (0..200).map(Sweep::from_seed).collect();
+    assert!(cases.iter().any(|c| c.paged) && cases.iter().any(|c| !c.paged));
+    assert!(cases.iter().any(|c| c.swap && c.chunked) && cases.iter().any(|c| c.n == 4));
+    let blocks: std::collections::BTreeSet<u32> = cases.iter().map(|c| c.block_size).collect();
+    assert_eq!(blocks.len(), 6, "every block size is drawn");
 }
 
 #[test]

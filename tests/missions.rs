@@ -5,9 +5,10 @@
 
 use std::path::{Path, PathBuf};
 
-use kvlab::engine::mission::{parse_mission, parse_mission_index, score, Mission, Score};
-use kvlab::engine::preset::PresetDto;
 use kvlab::engine::{Report, Simulation};
+use kvlab::formats::mission::parse_mission_index;
+use kvlab::formats::preset::PresetDto;
+use kvlab::missions::mission::{parse_mission, score, Mission, Score};
 use serde_json::{json, Value};
 
 fn repo(rel: &str) -> PathBuf {

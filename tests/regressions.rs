@@ -4,9 +4,11 @@
 mod common;
 
 use common::preset;
-use kvlab::engine::mission::parse_mission;
-use kvlab::engine::preset::parse_preset;
+use kvlab::calibrate::backend::{BlockPoolBackend, PoolGeometry};
+use kvlab::calibrate::host::HostPool;
 use kvlab::engine::Simulation;
+use kvlab::formats::preset::parse_preset;
+use kvlab::missions::mission::parse_mission;
 
 /// Broke: requests arriving during the last step were never counted, so `requests.arrived`
 /// changed with unrelated knobs (175 vs 176 for the same seed and traffic).
@@ -49,4 +51,22 @@ fn a_mission_given_as_a_preset_says_what_it_is() {
     let e = parse_preset(&text).unwrap_err();
     assert_eq!(e.field, "schema");
     assert!(e.message.contains("mission"), "{e}");
+}
+
+/// Broke: the host pool's contiguous copy started wherever the allocator put it, so its reads
+/// straddled cache lines and contiguous looked slower than it is (the calibrated paged overhead
+/// came out too low). The copy now starts on a 64-byte line, and reads back the paged checksum.
+#[test]
+fn the_host_pools_contiguous_copy_starts_on_a_cache_line() {
+    let g = PoolGeometry { num_blocks: 64, block_size: 16, planes: 4, plane_bytes: 8 };
+    let mut pool = HostPool::new(g).unwrap();
+    for b in 0..64 {
+        pool.write_tokens(b, 0, 16, u64::from(b));
+    }
+    let tables: [&[u32]; 3] = [&[5, 9, 2], &[40], &[63, 0, 17, 33]];
+    for tokens in [[33, 7, 50], [1, 16, 64], [48, 3, 49]] {
+        pool.stage_contiguous(&tables, &tokens);
+        assert_eq!(pool.staged_line_offset_bytes(), 0, "tokens {tokens:?}");
+        assert_eq!(pool.gather_contiguous().checksum, pool.gather(&tables, &tokens).checksum);
+    }
 }

@@ -7,9 +7,11 @@
 use std::path::Path;
 
 use kvlab::engine::config::ConfigError;
-use kvlab::engine::mission::{parse_mission, parse_mission_index, PRESET_PATHS, REPORT_METRICS};
-use kvlab::engine::preset::parse_preset;
 use kvlab::engine::Simulation;
+use kvlab::formats::mission::{parse_mission_index, REPORT_METRICS};
+use kvlab::formats::paths::PRESET_PATHS;
+use kvlab::formats::preset::parse_preset;
+use kvlab::missions::mission::parse_mission;
 use serde_json::{json, Value};
 
 fn repo_text(rel: &str) -> String {

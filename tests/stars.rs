@@ -1,11 +1,12 @@
 #![cfg(not(target_arch = "wasm32"))]
-//! Stars kept between visits (`kvlab::engine::stars`): the stored record is read defensively
+//! Stars kept between visits (`kvlab::missions::stars`): the stored record is read defensively
 //! (every valid entry survives whatever its siblings hold), stars never decrease, a value that
 //! could not be read whole is copied aside before it is replaced, a failing store falls back to
 //! memory, and only an explicit reset forgets stars.
 
-use kvlab::engine::stars::{
-    parse_record, MemoryReason, MemoryStarStore, StarKeeper, StarRecord, StarStore, StoreError, STARS_SCHEMA,
+use kvlab::formats::sniff::STARS_SCHEMA;
+use kvlab::missions::stars::{
+    parse_record, MemoryReason, MemoryStarStore, StarKeeper, StarRecord, StarStore, StoreError,
 };
 use proptest::prelude::*;
 use serde_json::{json, Value};

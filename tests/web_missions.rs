@@ -4,12 +4,13 @@
 //! the learner's run (broken 0, fix 3), and instructors' documents and links are checked.
 #![cfg(target_arch = "wasm32")]
 
-use kvlab::engine::mission::parse_mission_index;
-use kvlab::engine::preset::AllocatorDto;
+use kvlab::formats::mission::parse_mission_index;
+use kvlab::formats::preset::AllocatorDto;
+use kvlab::web::controls::control_unlocked;
 use kvlab::web::lab::Lab;
 use kvlab::web::loader::{parse_document, url_problem, Document};
 use kvlab::web::mission_view::{format_metric, star_text};
-use kvlab::web::missions::{self, control_unlocked, reference, resolve};
+use kvlab::web::missions::{self, reference, resolve};
 use kvlab::web::url_state::{LabState, MissionRef, PageOptions};
 use wasm_bindgen_test::*;
 
@@ -28,7 +29,7 @@ fn mission_state(id: &str) -> LabState {
 fn the_embedded_missions_are_the_index() {
     let index = parse_mission_index(include_str!("../assets/missions/index.json")).unwrap();
     assert_eq!(missions::ids(), index.missions.iter().map(|m| m.id.clone()).collect::<Vec<_>>());
-    assert_eq!(missions::SHIPPED.len(), index.missions.len());
+    assert_eq!(kvlab::shipped::MISSIONS.len(), index.missions.len());
     for e in &index.missions {
         let m = missions::shipped(&e.id).unwrap_or_else(|err| panic!("{}: {err}", e.id));
         assert_eq!((m.id(), m.number(), m.title()), (e.id.as_str(), e.number, e.title.as_str()));

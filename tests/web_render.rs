@@ -3,8 +3,8 @@
 //! and the inspector describes cells.
 #![cfg(target_arch = "wasm32")]
 
-use kvlab::engine::preset::parse_preset;
 use kvlab::engine::{MapCell, MemoryMap, Simulation};
+use kvlab::formats::preset::parse_preset;
 use kvlab::render::{owner_colour, palette, MapLayout, RenderOptions, Rgba};
 use kvlab::web::chart::{draw_kv, draw_queues, ChartRun};
 use kvlab::web::map::{describe_cell, paint_map};

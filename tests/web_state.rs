@@ -3,7 +3,7 @@
 //! paths, and a rejected change keeps the lab's previous runs.
 #![cfg(target_arch = "wasm32")]
 
-use kvlab::engine::preset::{AllocatorDto, PresetDto};
+use kvlab::formats::preset::{AllocatorDto, PresetDto};
 use kvlab::web::controls::{add_row, display_path, edit, parse_value, remove_row, value_for};
 use kvlab::web::lab::Lab;
 use kvlab::web::presets;
@@ -155,7 +155,7 @@ fn setups_too_big_for_a_tab_are_refused_with_a_reason() {
     assert!(e.starts_with("kv_memory_gib:") && e.contains("1,048,576"), "{e}");
     let mut flood = lab.state.clone();
     flood.preset.duration_s = 600.0;
-    flood.preset.workload.arrival = kvlab::engine::preset::ArrivalDto::Poisson { rate_per_s: 5000.0, bursts: vec![] };
+    flood.preset.workload.arrival = kvlab::formats::preset::ArrivalDto::Poisson { rate_per_s: 5000.0, bursts: vec![] };
     let e = lab.apply(flood, true).unwrap_err();
     assert!(e.starts_with("workload.arrival.rate_per_s:"), "{e}");
     assert_eq!(lab.state.preset, preset("paged-default"));

@@ -4,8 +4,8 @@
 //! leaves the stars in memory with a notice.
 #![cfg(target_arch = "wasm32")]
 
-use kvlab::engine::stars::{parse_record, MemoryReason, STARS_BACKUP_KEY, STARS_KEY};
-use kvlab::web::storage::{notices, open_keeper, LocalStarStore};
+use kvlab::missions::stars::{parse_record, MemoryReason};
+use kvlab::web::storage::{notices, open_keeper, LocalStarStore, STARS_BACKUP_KEY, STARS_KEY};
 use wasm_bindgen::JsValue;
 use wasm_bindgen_test::*;
 
@@ -145,7 +145,7 @@ fn a_full_storage_keeps_the_stars_in_memory() {
     let improved = k.earn("m2-block-size", 3);
     assert!(improved);
     assert!(
-        matches!(k.memory_reason(), Some(MemoryReason::SaveFailed(e)) if e.kind == kvlab::engine::stars::StoreErrorKind::Full),
+        matches!(k.memory_reason(), Some(MemoryReason::SaveFailed(e)) if e.kind == kvlab::missions::stars::StoreErrorKind::Full),
         "{:?}",
         k.memory_reason()
     );

@@ -3,7 +3,7 @@
 //! caches, so a paged gather pays for its short, scattered runs the way memory hardware makes it
 //! pay; the calibration times it with the wall clock (the pool itself does not time anything).
 
-use crate::engine::backend::{fold_run, kv_word, BlockPoolBackend, GatherResult, PoolGeometry};
+use crate::calibrate::backend::{fold_run, kv_word, BlockPoolBackend, GatherResult, PoolGeometry};
 
 pub struct HostPool {
     geometry: PoolGeometry,
@@ -27,6 +27,11 @@ impl HostPool {
             .map_err(|_| format!("cannot allocate a {} MiB host pool", geometry.pool_bytes() >> 20))?;
         v.resize(words, 0);
         Ok(HostPool { geometry, words: v, staging: Vec::new(), staging_pad: 0, staged_tokens: Vec::new() })
+    }
+
+    /// Where the staged contiguous copy starts within a 64-byte line (0: on a line, as the pool).
+    pub fn staged_line_offset_bytes(&self) -> usize {
+        (self.staging.as_ptr() as usize + self.staging_pad * 8) % 64
     }
 }
 

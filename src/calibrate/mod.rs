@@ -6,6 +6,7 @@
 //! This is the only place with a wall clock: the host pool is timed with `Instant` here, the
 //! CUDA pool with device events. The engine stays pure.
 
+pub mod backend;
 pub mod cuda;
 pub mod fit;
 pub mod host;
@@ -16,9 +17,11 @@ use std::time::Instant;
 
 use serde_json::json;
 
-use crate::engine::backend::{BlockPoolBackend, GatherResult, PoolGeometry, SimulatedPool};
-use crate::engine::timing::{Calibration, OverheadPoint, CALIBRATION_SCHEMA, DEFAULT_FIXED_STEP_US};
+use crate::calibrate::backend::{BlockPoolBackend, GatherResult, PoolGeometry, SimulatedPool};
+use crate::engine::timing::{OverheadPoint, DEFAULT_FIXED_STEP_US};
 use crate::engine::SimConfig;
+use crate::formats::calibration::Calibration;
+use crate::formats::sniff::CALIBRATION_SCHEMA;
 
 use fit::{batch_figures, block_size_figures, fit_line, fit_line_robust, round, BlockSizeFigures, Line, Sample};
 use trace::{paged_config, StepBatch, TraceReplayer};

@@ -4,8 +4,9 @@
 //! the whole running batch (every sequence's block table and token count) is what a decode step's
 //! attention would gather.
 
+use crate::calibrate::backend::BlockPoolBackend;
+use crate::engine::alloc::splitmix64;
 use crate::engine::alloc::{KvCacheManager, RequestId};
-use crate::engine::backend::{splitmix64, BlockPoolBackend};
 use crate::engine::workload::Arrival;
 use crate::engine::{AllocatorConfig, SimConfig, Simulation};
 
@@ -111,7 +112,7 @@ impl TraceReplayer {
         let mut batch = StepBatch { step: self.sim.steps(), now_us: self.sim.now_us(), ..StepBatch::default() };
         let KvCacheManager::Paged(p) = self.sim.kv() else { unreachable!("paged config") };
         let bs = self.block_size;
-        for &r in &self.sim.scheduler().running {
+        for &r in self.sim.scheduler().running() {
             let g = &self.sim.groups()[r as usize];
             for seq in g.live_seqs() {
                 let Some(t) = p.table(seq) else { continue };

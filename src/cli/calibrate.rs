@@ -5,12 +5,12 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
+use crate::calibrate::backend::BlockPoolBackend;
 use crate::calibrate::cuda::{lab_gpu_id, spec_bandwidth_gb_s, CudaDevice};
 use crate::calibrate::host::HostPool;
 use crate::calibrate::{
     calibrate as run_calibration, host_device_name, today_utc, CalibrateOptions, Nominal, DEFAULT_BLOCK_SIZES,
 };
-use crate::engine::backend::BlockPoolBackend;
 use crate::engine::model::{model_preset, KvDtype};
 use crate::engine::workload::{Arrival, LengthDist, UserClass, WorkloadConfig};
 use crate::engine::{AllocatorConfig, SchedulerConfig, SimConfig};
@@ -230,7 +230,7 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<(), String> {
     Ok(())
 }
 
-fn write_calibration(path: &std::path::Path, c: &crate::engine::timing::Calibration) -> Result<(), String> {
+fn write_calibration(path: &std::path::Path, c: &crate::formats::calibration::Calibration) -> Result<(), String> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }

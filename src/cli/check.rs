@@ -1,15 +1,17 @@
-//! `kvlab check` (presets, missions and the mission index, told apart by their `schema`) and
-//! `kvlab mission` (score a mission's broken setup, its fix, or a patch of your own).
+//! `kvlab check`: presets, missions (whose broken setup must earn no star and whose fix three)
+//! and the mission index, told apart by `formats::sniff`.
 
 use std::path::{Path, PathBuf};
 
 use clap::Args;
 use serde_json::Value;
 
-use super::run::{load_config, summary};
-use crate::engine::mission::{
-    check_preset_json_shape, parse_mission, parse_mission_index, Mission, Score, MISSION_INDEX_SCHEMA, MISSION_SCHEMA,
-};
+use super::mission::score_text;
+use super::run::{load_config, read};
+use crate::formats::mission::parse_mission_index;
+use crate::formats::paths::check_preset_json_shape;
+use crate::formats::sniff::{sniff, Document};
+use crate::missions::mission::{parse_mission, Mission};
 
 #[derive(Args, Debug)]
 pub struct CheckArgs {
@@ -17,26 +19,7 @@ pub struct CheckArgs {
     pub file: PathBuf,
 }
 
-#[derive(Args, Debug)]
-pub struct MissionArgs {
-    /// Mission JSON file (schema kvlab/mission@1).
-    pub mission: PathBuf,
-    /// A knob patch to apply: a partial preset such as {"kv_memory_gib": 4}.
-    #[arg(long, value_name = "PATCH.json", conflicts_with = "fix")]
-    pub patch: Option<PathBuf>,
-    /// Score the mission's documented fix instead of its broken setup.
-    #[arg(long)]
-    pub fix: bool,
-    /// Print {"preset", "report", "score"} as JSON instead of text.
-    #[arg(long)]
-    pub json: bool,
-}
-
-fn read(path: &Path) -> Result<String, String> {
-    std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
-}
-
-fn load_mission(path: &Path) -> Result<Mission, String> {
+pub fn load_mission(path: &Path) -> Result<Mission, String> {
     parse_mission(&read(path)?).map_err(|e| format!("{}: {e}", path.display()))
 }
 
@@ -44,9 +27,9 @@ pub fn check(args: &CheckArgs) -> Result<(), String> {
     let text = read(&args.file)?;
     let value: Value =
         serde_json::from_str(&text).map_err(|e| format!("{}: not valid JSON ({e})", args.file.display()))?;
-    match value.get("schema").and_then(Value::as_str) {
-        Some(MISSION_SCHEMA) => check_mission(&args.file),
-        Some(MISSION_INDEX_SCHEMA) => check_index(&args.file, &text),
+    match sniff(&value) {
+        Document::Mission => check_mission(&args.file),
+        Document::MissionIndex => check_index(&args.file, &text),
         _ => {
             check_preset_json_shape(&value).map_err(|e| format!("{}: {e}", args.file.display()))?;
             let config = load_config(&args.file, None)?;
@@ -118,59 +101,5 @@ fn check_index(path: &Path, text: &str) -> Result<(), String> {
         }
     }
     println!("{}: ok ({} missions)", path.display(), index.missions.len());
-    Ok(())
-}
-
-fn fmt_num(x: f64) -> String {
-    if x.fract() == 0.0 && x.abs() < 1e15 {
-        format!("{x:.0}")
-    } else {
-        let s = format!("{x:.4}");
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    }
-}
-
-/// "2 of 3 stars" and one line per goal.
-pub fn score_text(s: &Score) -> String {
-    let mut out = format!("{} of {} stars\n", s.stars, s.max_stars);
-    for g in &s.goals {
-        let actual = g.actual.map_or("none".to_string(), fmt_num);
-        out += &format!(
-            "  [{}] star {}: {} ({} = {actual}, goal {} {})\n",
-            if g.met { "met" } else { "   " },
-            g.stars,
-            g.label,
-            g.metric,
-            g.comparison.symbol(),
-            fmt_num(g.value)
-        );
-    }
-    if !s.locked_changes.is_empty() {
-        out += &format!("  0 stars: changed paths that are not knobs: {}\n", s.locked_changes.join(", "));
-    }
-    out
-}
-
-pub fn mission(args: &MissionArgs) -> Result<(), String> {
-    let m = load_mission(&args.mission)?;
-    let preset = match (&args.patch, args.fix) {
-        (Some(p), _) => {
-            let text = read(p)?;
-            let patch: Value =
-                serde_json::from_str(&text).map_err(|e| format!("{}: not valid JSON ({e})", p.display()))?;
-            m.apply_patch(&patch).map_err(|e| format!("{}: {e}", p.display()))?
-        }
-        (None, true) => m.fix_preset().clone(),
-        (None, false) => m.preset().clone(),
-    };
-    let (report, score) = m.run(&preset).map_err(|e| format!("{}: {e}", args.mission.display()))?;
-    if args.json {
-        let out = serde_json::json!({ "preset": preset, "report": report, "score": score });
-        println!("{}", serde_json::to_string_pretty(&out).expect("JSON values serialize"));
-    } else {
-        println!("mission {}: {}", m.number(), m.title());
-        print!("{}", summary(&report));
-        print!("{}", score_text(&score));
-    }
     Ok(())
 }

@@ -1,8 +1,9 @@
-//! The native command line: `kvlab run`, `kvlab plan`, `kvlab check` and `kvlab calibrate`, over the same engine
-//! the browser lab runs. Bad input exits non-zero with a message naming the field.
+//! The native command line: `kvlab run`, `kvlab plan`, `kvlab check`, `kvlab mission` and
+//! `kvlab calibrate`, over the same engine the browser lab runs. Bad input exits non-zero with a message naming the field.
 
 mod calibrate;
 mod check;
+mod mission;
 mod plan;
 mod run;
 
@@ -30,7 +31,7 @@ pub enum Command {
     /// Validate a preset, a mission (and run its broken setup and fix) or the mission index.
     Check(check::CheckArgs),
     /// Score a mission's broken setup, its fix (--fix) or a knob patch (--patch).
-    Mission(check::MissionArgs),
+    Mission(mission::MissionArgs),
     /// Measure the step-time model's constants on a real block pool (host memory or CUDA).
     Calibrate(calibrate::CalibrateArgs),
 }
@@ -42,7 +43,7 @@ pub fn main() -> ExitCode {
         Command::Run(args) => run::run(&args),
         Command::Plan(args) => plan::plan(&args),
         Command::Check(args) => check::check(&args),
-        Command::Mission(args) => check::mission(&args),
+        Command::Mission(args) => mission::mission(&args),
         Command::Calibrate(args) => calibrate::calibrate(&args),
     });
     match result {

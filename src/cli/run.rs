@@ -1,11 +1,13 @@
 //! `kvlab run` (`kvlab check` lives in check.rs).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use crate::engine::preset::{parse_preset_dto, ArrivalDto};
 use crate::engine::{Report, SimConfig, Simulation};
+use crate::formats::calibration::shipped_calibration;
+use crate::formats::preset::{parse_preset_dto, ArrivalDto};
+use crate::formats::report::report_json;
 use crate::render::series_csv;
 
 #[derive(Args, Debug)]
@@ -29,12 +31,13 @@ pub struct RunArgs {
     pub calibration: Option<PathBuf>,
 }
 
-fn read(path: &PathBuf) -> Result<String, String> {
+/// The text of a file the command line names; the error names the file.
+pub fn read(path: &Path) -> Result<String, String> {
     std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
 }
 
 /// Reads and validates a preset file, optionally replacing its arrivals by a trace.
-pub fn load_config(path: &PathBuf, trace: Option<&PathBuf>) -> Result<SimConfig, String> {
+pub fn load_config(path: &Path, trace: Option<&PathBuf>) -> Result<SimConfig, String> {
     let text = read(path)?;
     let mut dto = parse_preset_dto(&text).map_err(|e| format!("{}: {e}", path.display()))?;
     if let Some(t) = trace {
@@ -50,12 +53,18 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
     if let Some(seed) = args.seed {
         config.seed = seed;
     }
-    if let Some(path) = &args.calibration {
-        let text = read(path)?;
-        let c = crate::engine::timing::parse_calibration(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-        config.calibration = Some(c);
+    // The file given, else the shipped calibration the preset names: where it was measured.
+    let file = match &args.calibration {
+        Some(path) => Some(
+            crate::formats::calibration::parse_calibration(&read(path)?)
+                .map_err(|e| format!("{}: {e}", path.display()))?,
+        ),
+        None => config.calibration.as_ref().and_then(|c| shipped_calibration(&c.name).ok()),
+    };
+    if args.calibration.is_some() {
+        config.calibration = file.as_ref().map(|c| c.step_time());
     }
-    let calibration_line = config.calibration.as_ref().map(|c| c.describe(&config.gpu.id));
+    let calibration_line = file.map(|c| c.describe(&config.gpu.id));
     let mut sim = Simulation::new(config).map_err(|e| format!("{}: {e}", args.preset.display()))?;
     let report = sim.run_to_end();
     if let Some(path) = &args.series {
@@ -63,7 +72,7 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report).expect("report serializes"));
+        println!("{}", report_json(&report));
     } else {
         print!("{}", summary(&report));
         if let Some(line) = calibration_line {

@@ -6,8 +6,11 @@ use std::fmt;
 
 use super::alloc::Fit;
 use super::model::{gpu_preset, model_preset, GpuSpec, KvDtype, ModelSpec, GIB};
-use super::timing::Calibration;
+use super::timing::StepTimeCalibration;
 use super::workload::{Arrival, LengthDist, UserClass, WorkloadConfig};
+
+/// Tokens per block when a paged allocator does not say (vLLM's default).
+pub const DEFAULT_BLOCK_SIZE: u32 = 16;
 
 /// How big a contiguous slab is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,7 +70,7 @@ pub struct SimConfig {
     pub allocator: AllocatorConfig,
     pub scheduler: SchedulerConfig,
     pub workload: WorkloadConfig,
-    pub calibration: Option<Calibration>,
+    pub calibration: Option<StepTimeCalibration>,
 }
 
 impl Default for SimConfig {
@@ -117,7 +120,8 @@ impl ConfigError {
 
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.field.is_empty() {
+        // "?" and "." are serde's names for "no particular field".
+        if self.field.is_empty() || self.field == "?" || self.field == "." {
             write!(f, "{}", self.message)
         } else {
             write!(f, "{}: {}", self.field, self.message)

@@ -1,11 +1,13 @@
 //! What a run measured: the per-step series a chart draws, time-weighted KV fractions, counters,
-//! latency percentiles, and the report of DESIGN.md (`kvlab run --json`, `report()` in the page).
+//! latency percentiles, and the [`Report`] (its JSON contract is `formats::report`, documented in
+//! docs/REPORT.md).
 
 use serde::Serialize;
 
-/// The state of the server during one step (after scheduling, before finished requests free).
+/// One point of the per-step series: the state of the server during one step (after scheduling,
+/// before finished requests free).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct StepSample {
+pub struct StepPoint {
     /// Simulated time at the end of the step, µs.
     pub t_us: u64,
     pub allocated_tokens: u32,
@@ -28,7 +30,7 @@ pub struct Integrals {
 }
 
 impl Integrals {
-    pub fn add(&mut self, dt_us: u64, s: &StepSample, capacity: u64) {
+    pub fn add(&mut self, dt_us: u64, s: &StepPoint, capacity: u64) {
         let dt = dt_us as f64;
         self.time_us += dt;
         self.running_us += dt * f64::from(s.running);
@@ -76,7 +78,8 @@ pub struct Rejection {
     pub reason: String,
 }
 
-/// The report contract of DESIGN.md (extended, never renamed).
+/// What a run measured, field for field the report contract of docs/REPORT.md (extended, never
+/// renamed; `formats::report` writes it as JSON).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Report {
     pub preset: String,
@@ -117,24 +120,4 @@ pub fn percentile(values: &mut [f64], p: f64) -> f64 {
 pub fn round_to(x: f64, digits: i32) -> f64 {
     let m = libm::pow(10.0, f64::from(digits));
     libm::round(x * m) / m
-}
-
-/// FNV-1a over the series and the report JSON: one number that changes if any output bit does.
-/// Pinned per shipped preset and compared on native and wasm.
-pub fn run_digest(series: &[StepSample], report: &Report) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut eat = |bytes: &[u8]| {
-        for &b in bytes {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-    };
-    for s in series {
-        eat(&s.t_us.to_le_bytes());
-        for v in [s.allocated_tokens, s.live_tokens, s.running, s.waiting, s.swapped, s.preemptions] {
-            eat(&v.to_le_bytes());
-        }
-    }
-    eat(serde_json::to_string(report).expect("report serializes").as_bytes());
-    h
 }

@@ -1,27 +1,23 @@
-//! The simulation engine: pure and deterministic. It knows nothing of the web or the terminal;
-//! time is simulated in integer microseconds and all randomness comes from one seeded RNG.
-//! The `tidy` test keeps it that way (no web-sys, js-sys, wasm-bindgen, wall clock, OS
-//! randomness or threads in this tree).
+//! The simulation engine: pure and deterministic, the bottom layer of the crate. It knows
+//! nothing of the web, the terminal, files, JSON or storage; time is simulated in integer
+//! microseconds and all randomness comes from one seeded RNG. The `tidy` test keeps it that way
+//! (no web-sys, js-sys, wasm-bindgen, JSON text, files, wall clock, OS randomness or threads in
+//! this tree, and no import from a layer above).
 #![forbid(unsafe_code)]
 
 pub mod alloc;
-pub mod backend;
-pub mod calibrations;
 pub mod config;
 pub mod memory_map;
 pub mod metrics;
-pub mod mission;
 pub mod model;
 pub mod plan;
-pub mod preset;
 pub mod request;
 pub mod scheduler;
 pub mod sim;
-pub mod stars;
 pub mod timing;
 pub mod workload;
 
 pub use config::{AllocatorConfig, ConfigError, PreemptionMode, Reserve, SchedulerConfig, SimConfig};
 pub use memory_map::{MapCell, MemoryMap};
-pub use metrics::{Report, StepSample};
+pub use metrics::{Report, StepPoint};
 pub use sim::{RequestView, Simulation};

@@ -1,5 +1,6 @@
-//! A request as the scheduler sees it: a `SequenceGroup` of `n` samples that share one prefill.
-//! Token counting follows vLLM: a sample has `num_tokens` (prompt + generated) of which
+//! A request as the scheduler sees it: a `SequenceGroup` of `n` parallel samples, each a
+//! [`Sequence`], that share one prefill (vLLM's nouns). Token counting follows vLLM: a sequence
+//! has `num_tokens` (prompt + generated) of which
 //! `num_computed` have KV in the cache; a step computes the difference and, once caught up,
 //! samples one more token. Recompute preemption sets `num_computed` back to zero.
 
@@ -14,8 +15,9 @@ pub enum GroupStatus {
     Rejected,
 }
 
+/// One of a request's `n` parallel samples: its own tokens and, once forked, its own KV.
 #[derive(Clone, Debug)]
-pub struct Sample {
+pub struct Sequence {
     pub seq: SeqId,
     pub num_tokens: u32,
     pub num_computed: u32,
@@ -38,7 +40,7 @@ pub struct SequenceGroup {
     pub forked: bool,
     /// Prompt tokens with KV in the parent's (samples[0]'s) table while not forked.
     pub prefill_computed: u32,
-    pub samples: Vec<Sample>,
+    pub samples: Vec<Sequence>,
     pub first_token_us: Option<u64>,
     pub finish_us: Option<u64>,
     pub swapped: Option<SwappedKv>,

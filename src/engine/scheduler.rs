@@ -51,14 +51,14 @@ pub struct Scheduler {
     cfg: SchedulerConfig,
     /// None when paged.
     reserve: Option<Reserve>,
-    pub waiting: VecDeque<RequestId>,
+    waiting: VecDeque<RequestId>,
     /// In admission order: the last is the newest, the first to be preempted.
-    pub running: Vec<RequestId>,
-    pub swapped: VecDeque<RequestId>,
+    running: Vec<RequestId>,
+    swapped: VecDeque<RequestId>,
     swap_capacity_blocks: u64,
-    pub swap_used_blocks: u64,
-    pub num_preemptions: u64,
-    pub num_swap_preemptions: u64,
+    swap_used_blocks: u64,
+    num_preemptions: u64,
+    num_swap_preemptions: u64,
     /// Reused per step so the hot loop does not allocate.
     scratch_items: Vec<(SeqId, ScheduledWork)>,
     scratch_pairs: Vec<(SeqId, u32)>,
@@ -104,6 +104,70 @@ impl Scheduler {
 
     pub fn config(&self) -> &SchedulerConfig {
         &self.cfg
+    }
+
+    /// Queues a request that arrived (FCFS: behind every waiting one).
+    pub fn add_waiting(&mut self, request: RequestId) {
+        self.waiting.push_back(request);
+    }
+
+    /// Takes the head of the waiting queue off it (the caller rejects it).
+    pub fn take_waiting_head(&mut self) -> Option<RequestId> {
+        self.waiting.pop_front()
+    }
+
+    /// Takes a request whose every sample finished off the running queue.
+    pub fn finish(&mut self, request: RequestId) {
+        let pos = self.running.iter().position(|&x| x == request).expect("finished group was running");
+        self.running.remove(pos);
+    }
+
+    /// Running requests in admission order (the last is the next to be preempted).
+    pub fn running(&self) -> &[RequestId] {
+        &self.running
+    }
+
+    pub fn waiting(&self) -> &VecDeque<RequestId> {
+        &self.waiting
+    }
+
+    pub fn swapped(&self) -> &VecDeque<RequestId> {
+        &self.swapped
+    }
+
+    /// Preemptions so far (recompute and swap), and those by swap.
+    pub fn preemptions(&self) -> (u64, u64) {
+        (self.num_preemptions, self.num_swap_preemptions)
+    }
+
+    /// The queues agree with the requests' states: every running, waiting or swapped request is
+    /// in exactly the queue of its status, and running sequences respect `max_num_seqs`.
+    pub fn check_invariants(&self, groups: &[SequenceGroup]) -> Result<(), String> {
+        let mut seen = vec![0u8; groups.len()];
+        for (queue, status) in [
+            (self.running.iter().collect::<Vec<_>>(), GroupStatus::Running),
+            (self.waiting.iter().collect(), GroupStatus::Waiting),
+            (self.swapped.iter().collect(), GroupStatus::Swapped),
+        ] {
+            for &r in queue {
+                seen[r as usize] += 1;
+                if groups[r as usize].status != status {
+                    return Err(format!("request {r} is queued as {status:?} but is {:?}", groups[r as usize].status));
+                }
+            }
+        }
+        let running_seqs = self.running_seqs(groups);
+        if running_seqs > self.cfg.max_num_seqs {
+            return Err(format!("{running_seqs} running sequences > max_num_seqs"));
+        }
+        for g in groups {
+            let queued = seen[g.request as usize];
+            let should = matches!(g.status, GroupStatus::Running | GroupStatus::Waiting | GroupStatus::Swapped);
+            if queued != u8::from(should) {
+                return Err(format!("request {} ({:?}) is in {queued} queues", g.request, g.status));
+            }
+        }
+        Ok(())
     }
 
     pub fn is_idle(&self) -> bool {

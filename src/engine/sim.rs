@@ -8,11 +8,11 @@ use super::alloc::{ContiguousAllocator, KvCacheManager, PagedAllocator, RequestI
 use super::config::{AllocatorConfig, ConfigError, SimConfig};
 use super::memory_map::MemoryMap;
 use super::metrics::{
-    percentile, round_to, Integrals, KvSummary, LatencyMs, Rejection, Report, RequestCounts, StepSample,
+    percentile, round_to, Integrals, KvSummary, LatencyMs, Rejection, Report, RequestCounts, StepPoint,
 };
 use super::model::GIB;
 use super::plan::startup_line;
-use super::request::{GroupStatus, Sample, SequenceGroup};
+use super::request::{GroupStatus, Sequence, SequenceGroup};
 use super::scheduler::{HolReason, Scheduler, SchedulerOutput, Target};
 use super::timing::{StepTimeModel, StepWork};
 use super::workload::{generate, RequestSpec};
@@ -32,7 +32,7 @@ pub struct Simulation {
     duration_us: u64,
     now_us: u64,
     steps: u64,
-    series: Vec<StepSample>,
+    series: Vec<StepPoint>,
     integrals: Integrals,
     hol_blocked_steps: u64,
     hol_blocked_with_free_memory_steps: u64,
@@ -109,7 +109,7 @@ impl Simulation {
     pub fn steps(&self) -> u64 {
         self.steps
     }
-    pub fn series(&self) -> &[StepSample] {
+    pub fn series(&self) -> &[StepPoint] {
         &self.series
     }
     pub fn kv(&self) -> &KvCacheManager {
@@ -140,11 +140,6 @@ impl Simulation {
         }
     }
 
-    /// Digest of everything this run has output so far (see `metrics::run_digest`).
-    pub fn digest(&self) -> u64 {
-        super::metrics::run_digest(&self.series, &self.report())
-    }
-
     pub fn run_to_end(&mut self) -> Report {
         self.run_until(self.duration_us);
         self.report()
@@ -153,32 +148,8 @@ impl Simulation {
     /// Allocator, scheduler and request bookkeeping agree (see ARCHITECTURE.md, Invariants).
     pub fn check_invariants(&self) -> Result<(), String> {
         self.kv.check_invariants()?;
-        let mut seen = vec![0u8; self.groups.len()];
-        for (queue, status) in [
-            (self.scheduler.running.iter().collect::<Vec<_>>(), GroupStatus::Running),
-            (self.scheduler.waiting.iter().collect(), GroupStatus::Waiting),
-            (self.scheduler.swapped.iter().collect(), GroupStatus::Swapped),
-        ] {
-            for &r in queue {
-                seen[r as usize] += 1;
-                if self.groups[r as usize].status != status {
-                    return Err(format!(
-                        "request {r} is queued as {status:?} but is {:?}",
-                        self.groups[r as usize].status
-                    ));
-                }
-            }
-        }
-        let running_seqs: u32 = self.scheduler.running.iter().map(|&r| self.groups[r as usize].num_seqs()).sum();
-        if running_seqs > self.config.scheduler.max_num_seqs {
-            return Err(format!("{running_seqs} running sequences > max_num_seqs"));
-        }
+        self.scheduler.check_invariants(&self.groups)?;
         for g in &self.groups {
-            let queued = seen[g.request as usize];
-            let should = matches!(g.status, GroupStatus::Running | GroupStatus::Waiting | GroupStatus::Swapped);
-            if queued != u8::from(should) {
-                return Err(format!("request {} ({:?}) is in {queued} queues", g.request, g.status));
-            }
             for s in &g.samples {
                 if s.num_computed > s.num_tokens || s.generated > s.target {
                     return Err(format!("request {} sample {} counts are inconsistent", g.request, s.seq));
@@ -195,7 +166,7 @@ impl Simulation {
             }
             let n = spec.n();
             let samples = (0..n)
-                .map(|k| Sample {
+                .map(|k| Sequence {
                     seq: self.next_seq + k,
                     num_tokens: spec.prompt_tokens,
                     num_computed: 0,
@@ -227,7 +198,7 @@ impl Simulation {
                 self.rejections.push(Rejection { request: spec.id, reason: reason.clone() });
                 g.reject_reason = Some(reason);
             } else {
-                self.scheduler.waiting.push_back(spec.id);
+                self.scheduler.add_waiting(spec.id);
             }
             self.groups.push(g);
         }
@@ -254,7 +225,7 @@ impl Simulation {
     }
 
     fn reject_head(&mut self, reason: &str) {
-        if let Some(r) = self.scheduler.waiting.pop_front() {
+        if let Some(r) = self.scheduler.take_waiting_head() {
             let g = &mut self.groups[r as usize];
             g.status = GroupStatus::Rejected;
             g.reject_reason = Some(reason.to_string());
@@ -279,7 +250,7 @@ impl Simulation {
         let out = self.scheduler.schedule(&mut self.groups, &mut self.kv);
         if out.work.is_empty() {
             if out.preempted == 0 {
-                if self.scheduler.running.is_empty() && self.scheduler.swapped.is_empty() {
+                if self.scheduler.running().is_empty() && self.scheduler.swapped().is_empty() {
                     self.reject_head("cannot be admitted even into an empty KV cache");
                 } else {
                     let next = self.now_us + self.timing.step_us(&StepWork::default());
@@ -306,15 +277,15 @@ impl Simulation {
         self.now_us = until_us;
     }
 
-    fn sample(&self, t_us: u64) -> StepSample {
-        StepSample {
+    fn sample(&self, t_us: u64) -> StepPoint {
+        StepPoint {
             t_us,
             allocated_tokens: self.kv.allocated_tokens() as u32,
             live_tokens: self.kv.live_tokens() as u32,
-            running: self.scheduler.running.len() as u32,
-            waiting: self.scheduler.waiting.len() as u32,
-            swapped: self.scheduler.swapped.len() as u32,
-            preemptions: self.scheduler.num_preemptions as u32,
+            running: self.scheduler.running().len() as u32,
+            waiting: self.scheduler.waiting().len() as u32,
+            swapped: self.scheduler.swapped().len() as u32,
+            preemptions: self.scheduler.preemptions().0 as u32,
         }
     }
 
@@ -394,7 +365,7 @@ impl Simulation {
         }
     }
 
-    /// Sample `k` of request `r` produces one token; it may finish.
+    /// Sequence `k` of request `r` produces one token; it may finish.
     #[inline]
     fn emit_token(&mut self, r: RequestId, k: u32) {
         let now = self.now_us;
@@ -413,7 +384,7 @@ impl Simulation {
         }
     }
 
-    /// Sample `k` of request `r` reached its length: free its KV; the request may be done.
+    /// Sequence `k` of request `r` reached its length: free its KV; the request may be done.
     #[cold]
     fn finish_sample(&mut self, r: RequestId, k: u32) {
         let now = self.now_us;
@@ -431,8 +402,7 @@ impl Simulation {
                 self.tpot_us.push((now - first) as f64 / f64::from(max_gen - 1));
             }
             self.finished += 1;
-            let pos = self.scheduler.running.iter().position(|&x| x == r).expect("finished group was running");
-            self.scheduler.running.remove(pos);
+            self.scheduler.finish(r);
         }
     }
 
@@ -456,9 +426,9 @@ impl Simulation {
             requests: RequestCounts {
                 arrived: self.groups.len() as u32,
                 finished: self.finished,
-                running_at_end: self.scheduler.running.len() as u32,
-                waiting_at_end: self.scheduler.waiting.len() as u32,
-                swapped_at_end: self.scheduler.swapped.len() as u32,
+                running_at_end: self.scheduler.running().len() as u32,
+                waiting_at_end: self.scheduler.waiting().len() as u32,
+                swapped_at_end: self.scheduler.swapped().len() as u32,
                 rejected: self.rejections.len() as u32,
             },
             kv: KvSummary {
@@ -468,8 +438,8 @@ impl Simulation {
             },
             running_mean: ratio(i.running_us, i.time_us),
             running_max: self.running_max,
-            preemptions: self.scheduler.num_preemptions,
-            swap_preemptions: self.scheduler.num_swap_preemptions,
+            preemptions: self.scheduler.preemptions().0,
+            swap_preemptions: self.scheduler.preemptions().1,
             hol_blocked_steps: self.hol_blocked_steps,
             hol_blocked_with_free_memory_steps: self.hol_blocked_with_free_memory_steps,
             cow_copies: self.kv.cow_copies(),

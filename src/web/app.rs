@@ -10,7 +10,8 @@ use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use crate::engine::mission::{Mission, MAX_STARS};
+use crate::formats::mission::MAX_STARS;
+use crate::missions::mission::Mission;
 
 use super::controls;
 use super::dom;

@@ -10,14 +10,14 @@ use plotters::prelude::*;
 use plotters_canvas::CanvasBackend;
 use web_sys::HtmlCanvasElement;
 
-use crate::engine::StepSample;
+use crate::engine::StepPoint;
 use crate::render::downsample;
 
 use super::dom;
 
 /// One run's data for the charts.
 pub struct ChartRun<'a> {
-    pub series: &'a [StepSample],
+    pub series: &'a [StepPoint],
     pub capacity_tokens: u64,
     /// Drawn dashed (the paged run in compare mode).
     pub dashed: bool,
@@ -57,7 +57,7 @@ const AXIS: RGBColor = RGBColor(0xB4, 0xBA, 0xC4);
 
 type Area = DrawingArea<CanvasBackend, Shift>;
 /// (key, colour, value of a sample) of one queue series.
-type QueueSeries = (&'static str, RGBColor, fn(&StepSample) -> u32);
+type QueueSeries = (&'static str, RGBColor, fn(&StepPoint) -> u32);
 
 /// Matches the canvas's pixel size to its CSS box (device pixels); returns the ratio used.
 fn size_canvas(canvas: &HtmlCanvasElement) -> f64 {
@@ -84,7 +84,7 @@ fn px(v: f64, dpr: f64) -> u32 {
     (v * dpr).round() as u32
 }
 
-fn points(series: &[StepSample], f: impl Fn(&StepSample) -> f64) -> Vec<(f64, f64)> {
+fn points(series: &[StepPoint], f: impl Fn(&StepPoint) -> f64) -> Vec<(f64, f64)> {
     let mut out = Vec::with_capacity(series.len() + 1);
     out.push((0.0, series.first().map_or(0.0, &f)));
     out.extend(series.iter().map(|s| (s.t_us as f64 / 1e6, f(s))));

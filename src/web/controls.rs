@@ -10,9 +10,12 @@ use serde_json::Value;
 use wasm_bindgen::JsCast;
 use web_sys::{Element, HtmlElement, HtmlInputElement, HtmlSelectElement, HtmlTextAreaElement};
 
-use crate::engine::calibrations::{shipped_calibration, shipped_names};
 use crate::engine::model::{gpu_preset, GPU_IDS, MODEL_IDS};
-use crate::engine::preset::{from_json_with_path, AllocatorDto, ArrivalDto, BurstDto, ClassDto};
+use crate::formats::calibration::shipped_calibration;
+use crate::formats::json::from_json_with_path;
+use crate::formats::paths::{self, Seg};
+use crate::formats::preset::{AllocatorDto, ArrivalDto, BurstDto, ClassDto};
+use crate::shipped;
 
 use super::dom;
 use super::presets;
@@ -20,20 +23,44 @@ use super::url_state::LabState;
 
 const CUSTOM_MODEL: &str = "__custom";
 
-/// `workload.classes.0.n` → `workload.classes[0].n`, as the engine names fields.
-pub fn display_path(path: &str) -> String {
-    let mut out = String::new();
-    for seg in path.trim_start_matches('@').split('.') {
-        if seg.chars().all(|c| c.is_ascii_digit()) && !seg.is_empty() {
-            out.push_str(&format!("[{seg}]"));
-        } else {
-            if !out.is_empty() {
-                out.push('.');
-            }
-            out.push_str(seg);
+/// A control's `data-path` (`workload.classes.0.n`, `@paged.block_size`) as preset-path
+/// segments, read as written: a number is an array index, anything else a key.
+pub fn control_path_segments(path: &str) -> Vec<Seg> {
+    path.trim_start_matches('@')
+        .split('.')
+        .map(|s| match s.parse::<usize>() {
+            Ok(i) if s.bytes().all(|b| b.is_ascii_digit()) => Seg::Index(i),
+            _ => Seg::Key(s.to_string()),
+        })
+        .collect()
+}
+
+/// The preset path a control edits: its `data-path` read as written, except that the allocator
+/// controls (`@paged.block_size`) edit `allocator.…` and switching the allocator (`@alloc.kind`)
+/// replaces `allocator` whole.
+fn preset_segments(control: &str) -> Vec<Seg> {
+    let allocator = Seg::Key("allocator".into());
+    match control.strip_prefix('@') {
+        Some("alloc.kind") => vec![allocator],
+        Some(rest) => {
+            let field = rest.split_once('.').map_or(rest, |(_, f)| f);
+            [vec![allocator], control_path_segments(field)].concat()
         }
+        None => control_path_segments(control),
     }
-    out
+}
+
+/// Whether a mission with these knobs lets the learner use the control at `control`
+/// (a `data-path`; `workload.classes` and `workload.arrival.bursts` for adding rows): some
+/// knob covers the preset path it edits (`formats::paths::covers`).
+pub fn control_unlocked(knobs: &[String], control: &str) -> bool {
+    let path = preset_segments(control);
+    knobs.iter().filter_map(|k| paths::parse_path(k)).any(|knob| paths::covers(&knob, &path))
+}
+
+/// A control's `data-path` as a learner reads it: `workload.classes[0].n`, `paged.block_size`.
+pub fn display_path(path: &str) -> String {
+    paths::display_path(&control_path_segments(path))
 }
 
 /// Reads a control's value as JSON of its `data-type` (`num`, `int`, `str`, `bool`).
@@ -58,39 +85,11 @@ pub fn parse_value(kind: &str, raw: &str, checked: bool, path: &str) -> Result<V
 }
 
 fn set_in(root: &mut Value, path: &str, value: Value) -> Result<(), String> {
-    let segs: Vec<&str> = path.split('.').collect();
-    let mut cur = root;
-    for (i, seg) in segs.iter().enumerate() {
-        let last = i + 1 == segs.len();
-        cur = match cur {
-            Value::Object(map) => {
-                if last {
-                    map.insert((*seg).to_string(), value);
-                    return Ok(());
-                }
-                map.get_mut(*seg).ok_or_else(|| format!("{}: not in this preset", display_path(path)))?
-            }
-            Value::Array(items) => {
-                let idx: usize = seg.parse().map_err(|_| format!("{}: bad index", display_path(path)))?;
-                let item = items.get_mut(idx).ok_or_else(|| format!("{}: no such item", display_path(path)))?;
-                if last {
-                    *item = value;
-                    return Ok(());
-                }
-                item
-            }
-            _ => return Err(format!("{}: not in this preset", display_path(path))),
-        };
-    }
-    Err(format!("{}: empty path", display_path(path)))
+    paths::set_path(root, &control_path_segments(path), value).map_err(|e| format!("{}: {e}", display_path(path)))
 }
 
 fn get_in<'a>(root: &'a Value, path: &str) -> Option<&'a Value> {
-    path.split('.').try_fold(root, |cur, seg| match cur {
-        Value::Object(map) => map.get(seg),
-        Value::Array(items) => items.get(seg.parse::<usize>().ok()?),
-        _ => None,
-    })
+    paths::get_path(root, &control_path_segments(path))
 }
 
 /// The state after setting the field at `path` to `value` (not yet validated as a config).
@@ -125,7 +124,7 @@ pub fn edit(state: &LabState, path: &str, value: Value) -> Result<LabState, Stri
     }
     let mut v = serde_json::to_value(&next.preset).map_err(|e| e.to_string())?;
     set_in(&mut v, path, value)?;
-    next.preset = from_json_with_path(&v.to_string()).map_err(|e| super::lab::error_text(&e))?;
+    next.preset = from_json_with_path(&v.to_string()).map_err(|e| e.to_string())?;
     Ok(next)
 }
 
@@ -271,7 +270,7 @@ pub fn fill_options(speeds: &[f64], speed: f64) {
     }
     if let Some(sel) = dom::by_id::<HtmlSelectElement>("ctl-calibration") {
         let mut h = String::from("<option value=\"\">none (default model)</option>");
-        for name in shipped_names() {
+        for name in shipped::names(shipped::CALIBRATIONS) {
             // The label says which device the constants were measured on.
             let device = shipped_calibration(name).map(|c| c.device).unwrap_or_default();
             h.push_str(&format!(
@@ -358,9 +357,9 @@ pub fn sync(state: &LabState) {
 }
 
 /// Disables the controls the mission's knobs do not cover (all enabled outside missions).
-fn lock(form: &HtmlElement, mission: Option<&crate::engine::mission::Mission>) {
+fn lock(form: &HtmlElement, mission: Option<&crate::missions::mission::Mission>) {
     let knobs = mission.map(|m| m.knobs().to_vec());
-    let locked = |path: &str| knobs.as_ref().is_some_and(|k| !super::missions::control_unlocked(k, path));
+    let locked = |path: &str| knobs.as_ref().is_some_and(|k| !control_unlocked(k, path));
     let set = |el: &Element, off: bool| {
         if el.has_attribute("disabled") != off {
             let _ = el.toggle_attribute_with_force("disabled", off);

@@ -163,7 +163,7 @@ fn wire_form(app: &Rc<App>) {
             "remove-burst" => drop(a.change("control", true, |s| Ok(controls::remove_row(s, "burst", index)))),
             "apply-json" => {
                 if let Some(ta) = dom::by_id::<HtmlTextAreaElement>("preset-json") {
-                    let _ = super::handle::load_preset_text(&a, &ta.value());
+                    let _ = super::loader::load_preset_text(&a, &ta.value());
                 }
             }
             "download-json" => {
@@ -185,7 +185,7 @@ fn wire_form(app: &Rc<App>) {
         let r2 = reader.clone();
         let onload = Closure::once_into_js(move || {
             if let Some(text) = r2.result().ok().and_then(|v| v.as_string()) {
-                let _ = super::handle::load_preset_text(&a2, &text);
+                let _ = super::loader::load_preset_text(&a2, &text);
             }
         });
         reader.set_onload(Some(onload.unchecked_ref()));

@@ -34,7 +34,7 @@ pub fn export(app: &App, what: &str) -> Result<(), String> {
 
 pub fn csv(app: &App) -> String {
     let lab = app.lab.borrow();
-    let runs: Vec<(&str, &[crate::engine::StepSample])> = lab.runs.iter().map(|r| (r.label, r.sim.series())).collect();
+    let runs: Vec<(&str, &[crate::engine::StepPoint])> = lab.runs.iter().map(|r| (r.label, r.sim.series())).collect();
     series_csv(&runs)
 }
 

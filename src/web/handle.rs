@@ -1,25 +1,25 @@
 //! The one object JavaScript sees: `window.kvlab`, a [`LabHandle`] over the running page
 //! (egui's `WebHandle` style). Engine types cross as JSON strings (`report()` is the report
-//! of DESIGN.md, `missionScore()` the engine's mission score). Also the page's boot: read the
+//! of docs/REPORT.md, `missionScore()` the mission score). Also the page's boot: read the
 //! URL, build the lab (or the missions hub), wire the events.
 
 use std::rc::Rc;
 
 use wasm_bindgen::prelude::*;
 
-use crate::engine::preset::parse_preset_dto;
 use crate::engine::Simulation;
+use crate::shipped;
 
 use super::app::App;
 use super::dom;
 use super::errors;
 use super::events;
 use super::export;
-use super::lab::{error_text, secs_to_us, Lab};
+use super::lab::{secs_to_us, Lab};
 use super::missions;
 use super::presets;
 use super::storage;
-use super::url_state::{LabState, MissionRef, PageOptions, QUERY_KEYS};
+use super::url_state::{LabState, PageOptions, QUERY_KEYS};
 use super::view::View;
 use super::{controls, map};
 
@@ -35,25 +35,12 @@ fn to_js(e: String) -> JsError {
     JsError::new(&e)
 }
 
-/// Loads preset JSON (from the API, the JSON editor or a file), keeping compare mode and the
-/// mission being played (whose locks then apply).
-pub fn load_preset_text(app: &App, text: &str) -> Result<(), String> {
-    app.change("preset", false, |s| {
-        let dto = parse_preset_dto(text).map_err(|e| error_text(&e))?;
-        let mut next = LabState::new(dto);
-        next.compare = s.compare;
-        next.hidden = s.hidden.clone();
-        next.mission = s.mission.clone().map(|r| MissionRef { solution: false, ..r });
-        Ok(next)
-    })
-}
-
 #[wasm_bindgen]
 impl LabHandle {
     /// Replaces the lab's preset with `json` (`kvlab/preset@1`); time goes back to 0.
     #[wasm_bindgen(js_name = loadPreset)]
     pub fn load_preset(&self, json: &str) -> Result<(), JsError> {
-        load_preset_text(&self.app, json).map_err(to_js)
+        super::loader::load_preset_text(&self.app, json).map_err(to_js)
     }
 
     /// Loads a shipped preset by id (see `presetIds()`).
@@ -89,7 +76,7 @@ impl LabHandle {
         self.run_to(end as f64 / 1e6);
     }
 
-    /// The report (JSON, DESIGN.md's contract) of the first run at the time shown.
+    /// The report (JSON, the contract of docs/REPORT.md) of the first run at the time shown.
     pub fn report(&self) -> String {
         let lab = self.app.lab.borrow();
         lab.runs.first().map(|r| serde_json::to_string(&r.report()).unwrap_or_default()).unwrap_or_default()
@@ -110,7 +97,7 @@ impl LabHandle {
     /// Replaces the whole lab state (JSON as `state()` returns it).
     #[wasm_bindgen(js_name = setState)]
     pub fn set_state(&self, json: &str) -> Result<(), JsError> {
-        self.app.change("link", false, |_| LabState::from_json(json).map_err(|e| error_text(&e))).map_err(to_js)
+        self.app.change("link", false, |_| LabState::from_json(json).map_err(|e| e.to_string())).map_err(to_js)
     }
 
     /// The link that reproduces the lab as it is now.
@@ -231,8 +218,8 @@ impl LabHandle {
     /// Simulates `preset_json` from 0 to its end without touching the page: the report JSON.
     #[wasm_bindgen(js_name = simulatePreset)]
     pub fn simulate_preset(&self, preset_json: &str) -> Result<String, JsError> {
-        let config = crate::engine::preset::parse_preset(preset_json).map_err(|e| JsError::new(&error_text(&e)))?;
-        let mut sim = Simulation::new(config).map_err(|e| JsError::new(&error_text(&e)))?;
+        let config = crate::formats::preset::parse_preset(preset_json).map_err(|e| JsError::new(&e.to_string()))?;
+        let mut sim = Simulation::new(config).map_err(|e| JsError::new(&e.to_string()))?;
         serde_json::to_string(&sim.run_to_end()).map_err(|e| JsError::new(&e.to_string()))
     }
 
@@ -314,7 +301,7 @@ impl LabHandle {
 
     /// Shipped step-time calibrations (the selector's choices besides the default model).
     pub fn calibrations(&self) -> Vec<String> {
-        crate::engine::calibrations::shipped_names().into_iter().map(String::from).collect()
+        shipped::names(shipped::CALIBRATIONS).into_iter().map(String::from).collect()
     }
 
     /// Panics on purpose, to check that the page reports a panic (tests only).

@@ -5,8 +5,8 @@
 
 use web_sys::{Element, Event, HtmlElement};
 
-use crate::engine::mission::MAX_STARS;
-use crate::engine::stars::STARS_KEY;
+use super::storage::STARS_KEY;
+use crate::formats::mission::MAX_STARS;
 
 use super::dom;
 use super::errors;

@@ -5,11 +5,11 @@
 //! step (re-simulating from 0 to go back; the engine is deterministic). In mission mode the lab
 //! also holds the mission, refuses states that change a locked path, and scores the learner's run.
 
-use crate::engine::mission::{score, Mission, Score};
 use crate::engine::plan::group_thousands;
-use crate::engine::preset::{AllocatorDto, FitDto, PresetDto, ReserveDto};
 use crate::engine::workload::Arrival;
-use crate::engine::{AllocatorConfig, ConfigError, Report, SimConfig, Simulation, StepSample};
+use crate::engine::{AllocatorConfig, Report, SimConfig, Simulation, StepPoint};
+use crate::formats::preset::{AllocatorDto, FitDto, PresetDto, ReserveDto};
+use crate::missions::mission::{score, Mission, Score};
 
 use super::url_state::{LabState, MissionRef, PageOptions};
 
@@ -17,16 +17,6 @@ use super::url_state::{LabState, MissionRef, PageOptions};
 /// engine goes".
 pub const SPEEDS: &[f64] = &[0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 0.0];
 pub const DEFAULT_SPEED: f64 = 2.0;
-
-/// "field: message", or the message alone when the error has no usable field (serde reports
-/// `?` for a document that ends early).
-pub fn error_text(e: &ConfigError) -> String {
-    if e.field.is_empty() || e.field == "?" || e.field == "." {
-        e.message.clone()
-    } else {
-        e.to_string()
-    }
-}
 
 pub fn secs_to_us(s: f64) -> u64 {
     if s.is_finite() && s > 0.0 {
@@ -46,16 +36,16 @@ pub struct Run {
     pub sim: Simulation,
     /// The series of a run that went further before the learner moved back in time (the
     /// engine is deterministic, so it extends the current series exactly).
-    explored: Vec<StepSample>,
+    explored: Vec<StepPoint>,
     target_us: u64,
     pub class_names: Vec<String>,
 }
 
 impl Run {
     pub fn new(preset: PresetDto) -> Result<Run, String> {
-        let config = preset.to_config().map_err(|e| error_text(&e))?;
+        let config = preset.to_config().map_err(|e| e.to_string())?;
         check_page_limits(&config)?;
-        let sim = Simulation::new(config.clone()).map_err(|e| error_text(&e))?;
+        let sim = Simulation::new(config.clone()).map_err(|e| e.to_string())?;
         let paged = matches!(preset.allocator, AllocatorDto::Paged { .. });
         Ok(Run {
             label: if paged { "paged" } else { "contiguous" },
@@ -95,7 +85,7 @@ impl Run {
     }
 
     /// What the chart draws: the current series or the longer one explored before.
-    pub fn chart_series(&self) -> &[StepSample] {
+    pub fn chart_series(&self) -> &[StepPoint] {
         if self.explored.len() > self.sim.series().len() {
             &self.explored
         } else {
@@ -107,7 +97,7 @@ impl Run {
         self.sim.report()
     }
 
-    pub fn last_sample(&self) -> Option<&StepSample> {
+    pub fn last_sample(&self) -> Option<&StepPoint> {
         self.sim.series().last()
     }
 }
@@ -224,12 +214,7 @@ impl Lab {
             (Some(r), ..) => Some(super::missions::resolve(r)?),
         };
         if let (Some(m), Some(r)) = (&mission, &mut state.mission) {
-            if let Some(path) = m.locked_changes(&state.preset).into_iter().next() {
-                return Err(format!(
-                    "{path}: this mission keeps {path} as it is; you may change {}",
-                    m.knobs().join(", ")
-                ));
-            }
+            m.check_locks(&state.preset).map_err(|e| e.to_string())?;
             if r.solution && state.preset != *m.fix_preset() {
                 r.solution = false;
             }

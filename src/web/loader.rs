@@ -6,19 +6,18 @@
 
 use std::rc::Rc;
 
-use serde_json::Value;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{Event, HtmlDialogElement, HtmlElement, HtmlInputElement, HtmlTextAreaElement};
 
-use crate::engine::mission::{parse_mission, Mission, MISSION_SCHEMA};
-use crate::engine::preset::{parse_preset_dto, PresetDto, MAX_PRESET_BYTES};
+use crate::formats::preset::{parse_preset_dto, PresetDto, MAX_PRESET_BYTES};
+use crate::formats::sniff::{sniff_text, Document as Schema};
+use crate::missions::mission::{parse_mission, Mission};
 
 use super::app::App;
 use super::dom;
 use super::errors;
-use super::lab::error_text;
-use super::url_state::LabState;
+use super::url_state::{LabState, MissionRef};
 
 /// A document an instructor loads.
 pub enum Document {
@@ -31,30 +30,32 @@ pub fn parse_document(text: &str) -> Result<Document, String> {
     if text.len() > MAX_PRESET_BYTES {
         return Err(format!("the document is {} bytes; the limit is {MAX_PRESET_BYTES} bytes", text.len()));
     }
-    let is_mission = serde_json::from_str::<Value>(text)
-        .ok()
-        .is_some_and(|v| v.get("schema").and_then(Value::as_str) == Some(MISSION_SCHEMA));
-    if is_mission {
-        parse_mission(text).map(|m| Document::Mission(Box::new(m))).map_err(|e| error_text(&e))
+    if sniff_text(text) == Some(Schema::Mission) {
+        parse_mission(text).map(|m| Document::Mission(Box::new(m))).map_err(|e| e.to_string())
     } else {
-        let dto = parse_preset_dto(text).map_err(|e| error_text(&e))?;
-        dto.to_config().map_err(|e| error_text(&e))?;
+        let dto = parse_preset_dto(text).map_err(|e| e.to_string())?;
+        dto.to_config().map_err(|e| e.to_string())?;
         Ok(Document::Preset(dto))
     }
+}
+
+/// Loads preset JSON (from the API, the JSON editor or a file), keeping compare mode and the
+/// mission being played (whose locks then apply).
+pub fn load_preset_text(app: &App, text: &str) -> Result<(), String> {
+    app.change("preset", false, |s| {
+        let dto = parse_preset_dto(text).map_err(|e| e.to_string())?;
+        let mut next = LabState::new(dto);
+        next.compare = s.compare;
+        next.hidden = s.hidden.clone();
+        next.mission = s.mission.clone().map(|r| MissionRef { solution: false, ..r });
+        Ok(next)
+    })
 }
 
 /// Loads a preset (the free lab, keeping compare mode) or a mission (mission mode).
 /// `expect` ("preset" or "mission") refuses the other kind, for the link parameters.
 pub fn load_document(app: &App, text: &str, expect: Option<&str>) -> Result<(), String> {
-    let kind_of = |t: &str| {
-        if serde_json::from_str::<Value>(t).ok().and_then(|v| v.get("schema").cloned())
-            == Some(Value::from(MISSION_SCHEMA))
-        {
-            "mission"
-        } else {
-            "preset"
-        }
-    };
+    let kind_of = |t: &str| if sniff_text(t) == Some(Schema::Mission) { "mission" } else { "preset" };
     let kind = expect.unwrap_or_else(|| kind_of(text));
     if let Some(want) = expect {
         if kind_of(text) != want {

@@ -1,12 +1,12 @@
 //! The live metrics table, in the names a vLLM operator knows (`kv_cache_usage_perc`,
 //! `num_requests_running`, …): one column per run (two in compare mode), values taken from the
-//! engine's `Report` and the last `StepSample`, plus the startup line per run. Cells are only
+//! engine's `Report` and the last `StepPoint`, plus the startup line per run. Cells are only
 //! written when their text changes.
 
 use web_sys::{Element, HtmlElement};
 
 use crate::engine::plan::group_thousands;
-use crate::engine::{Report, StepSample};
+use crate::engine::{Report, StepPoint};
 
 use super::dom;
 
@@ -14,7 +14,7 @@ use super::dom;
 pub struct MetricsInput<'a> {
     pub label: &'a str,
     pub report: &'a Report,
-    pub last: Option<&'a StepSample>,
+    pub last: Option<&'a StepPoint>,
     /// Simulated seconds elapsed (for rates so far).
     pub elapsed_s: f64,
     pub duration_s: f64,

@@ -5,7 +5,8 @@
 
 use web_sys::{Element, HtmlButtonElement, HtmlElement};
 
-use crate::engine::mission::{Comparison, GoalResult, Mission, MAX_STARS};
+use crate::formats::mission::{Comparison, MAX_STARS};
+use crate::missions::mission::{GoalResult, Mission};
 
 use super::dom;
 use super::lab::{Lab, MissionStatus};

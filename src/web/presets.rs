@@ -1,24 +1,13 @@
-//! The shipped presets (assets/presets/*.json), embedded in the bundle, in the order the
-//! picker lists them. `contiguous-default` comes first and is what a bare page opens with.
+//! The shipped presets (`crate::shipped::PRESETS`) as the page uses them: by id, as DTOs, and
+//! which one a setup is exactly.
 
-use crate::engine::preset::{parse_preset_dto, PresetDto};
+use crate::formats::preset::{parse_preset_dto, PresetDto};
+use crate::shipped;
 
-/// (id, preset JSON) of every shipped preset.
-pub const SHIPPED: &[(&str, &str)] = &[
-    ("contiguous-default", include_str!("../../assets/presets/contiguous-default.json")),
-    ("paged-default", include_str!("../../assets/presets/paged-default.json")),
-    ("contiguous-max-model-len", include_str!("../../assets/presets/contiguous-max-model-len.json")),
-    ("fp8-kv", include_str!("../../assets/presets/fp8-kv.json")),
-    ("bursty", include_str!("../../assets/presets/bursty.json")),
-    ("parallel-sampling", include_str!("../../assets/presets/parallel-sampling.json")),
-    ("prefix-caching", include_str!("../../assets/presets/prefix-caching.json")),
-    ("long-report-2gb", include_str!("../../assets/presets/long-report-2gb.json")),
-];
-
-pub const DEFAULT_ID: &str = "contiguous-default";
+pub use crate::shipped::{DEFAULT_PRESET_ID as DEFAULT_ID, PRESETS as SHIPPED};
 
 pub fn json(id: &str) -> Option<&'static str> {
-    SHIPPED.iter().find(|(i, _)| *i == id).map(|(_, j)| *j)
+    shipped::lookup(SHIPPED, id)
 }
 
 /// The shipped preset as a DTO; an unknown id is an error that lists the known ones.
@@ -28,7 +17,7 @@ pub fn dto(id: &str) -> Result<PresetDto, String> {
 }
 
 pub fn ids() -> Vec<&'static str> {
-    SHIPPED.iter().map(|(i, _)| *i).collect()
+    shipped::names(SHIPPED)
 }
 
 /// The shipped preset this DTO is exactly (ignoring nothing), if any.

@@ -1,6 +1,6 @@
-//! The page's star storage: `window.localStorage` behind the engine's [`StarStore`] seam.
+//! The page's star storage: `window.localStorage` behind the [`StarStore`] seam of `missions::stars`.
 //! The rules (read defensively, never decrease, back up before replacing, fall back to memory)
-//! are the engine's [`StarKeeper`]; this module only moves text and says what happened:
+//! are `missions::stars`'s [`StarKeeper`]; this module only moves text and says what happened:
 //!
 //! - no storage (the property throws, is null, or reading throws) → stars in memory, and a notice;
 //! - saving fails (quota exceeded, refused) → the keeper moves to memory, and a notice;
@@ -12,7 +12,12 @@ use std::cell::RefCell;
 use wasm_bindgen::{JsCast, JsValue};
 
 use super::errors;
-use crate::engine::stars::{MemoryReason, StarKeeper, StarStore, StoreError, STARS_BACKUP_KEY, STARS_KEY};
+use crate::missions::stars::{MemoryReason, StarKeeper, StarStore, StoreError};
+
+/// The localStorage key of the stars record.
+pub const STARS_KEY: &str = "kvlab.stars.v1";
+/// Where a stored value that could not be read whole is kept before it is replaced.
+pub const STARS_BACKUP_KEY: &str = "kvlab.stars.v1.backup";
 
 /// `window.localStorage`.
 pub struct LocalStarStore {

@@ -9,10 +9,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::mission::MissionDto;
-use crate::engine::preset::{from_json_with_path, AllocatorDto, PresetDto, PRESET_SCHEMA};
-use crate::engine::stars::valid_mission_id;
 use crate::engine::ConfigError;
+use crate::formats::json::from_json_with_path;
+use crate::formats::mission::MissionDto;
+use crate::formats::preset::{AllocatorDto, PresetDto};
+use crate::formats::sniff::PRESET_SCHEMA;
+use crate::missions::stars::valid_mission_id;
 
 pub const STATE_VERSION: u32 = 1;
 pub const FRAGMENT_KEY: &str = "lab=";
@@ -169,9 +171,7 @@ impl LabState {
         };
         let bytes = base64url_decode(encoded).map_err(|e| format!("the link's lab state is damaged ({e})"))?;
         let json = String::from_utf8(bytes).map_err(|_| "the link's lab state is not UTF-8 text".to_string())?;
-        LabState::from_json(&json)
-            .map(Some)
-            .map_err(|e| format!("the link's lab state: {}", super::lab::error_text(&e)))
+        LabState::from_json(&json).map(Some).map_err(|e| format!("the link's lab state: {e}"))
     }
 }
 

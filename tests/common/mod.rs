@@ -4,8 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use kvlab::engine::preset::{parse_preset, parse_preset_dto, PresetDto};
 use kvlab::engine::{Report, SimConfig, Simulation};
+use kvlab::formats::preset::{parse_preset, parse_preset_dto, PresetDto};
 
 pub fn repo_path(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)

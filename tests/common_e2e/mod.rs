@@ -169,7 +169,7 @@ pub async fn map_coverage(c: &Client, id: &str) -> f64 {
 /// The report of a shipped preset run to the end by the native engine.
 pub fn native_report(id: &str) -> Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("assets/presets/{id}.json"));
-    let config = kvlab::engine::preset::parse_preset(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let config = kvlab::formats::preset::parse_preset(&std::fs::read_to_string(path).unwrap()).unwrap();
     let mut sim = kvlab::engine::Simulation::new(config).unwrap();
     serde_json::to_value(sim.run_to_end()).unwrap()
 }

@@ -9,9 +9,9 @@ use cudarc::driver::{
 };
 use cudarc::nvrtc::Ptx;
 
+use super::info::{DeviceBandwidths, DeviceInfo};
 use super::nvrtc;
-use super::{DeviceBandwidths, DeviceInfo};
-use crate::engine::backend::{BlockPoolBackend, GatherResult, PoolGeometry};
+use crate::calibrate::backend::{BlockPoolBackend, GatherResult, PoolGeometry};
 
 /// Threads per block of the gathers (4 warps).
 const GATHER_THREADS: u32 = 128;

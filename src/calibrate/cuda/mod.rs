@@ -12,9 +12,12 @@
 
 #[cfg(feature = "gpu")]
 mod device;
+mod info;
 pub mod nvrtc;
 
-use crate::engine::backend::{BlockPoolBackend, PoolGeometry};
+pub use info::{DeviceBandwidths, DeviceInfo};
+
+use crate::calibrate::backend::{BlockPoolBackend, PoolGeometry};
 
 /// The message for a build without the feature.
 pub const NOT_BUILT: &str =
@@ -64,36 +67,11 @@ pub fn lab_gpu_id(device_name: &str) -> Option<&'static str> {
         Some("h100-sxm")
     } else if n.contains("A100") && n.contains("80GB") && !n.contains("PCIE") {
         Some("a100-80gb")
-    } else if n.split_whitespace().any(|w| w == "L4") {
+    } else if n.split(|c: char| !c.is_ascii_alphanumeric()).any(|w| w == "L4") {
         Some("l4")
     } else {
         None
     }
-}
-
-/// Reference bandwidths of the device, measured in the same run as the gathers.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct DeviceBandwidths {
-    /// A device-to-device copy (cuMemcpyDtoD), counting bytes read and written.
-    pub copy_gb_s: f64,
-    /// The streaming read kernel over the same buffer (16-byte loads, 4 in flight per thread).
-    pub stream_read_gb_s: f64,
-    /// Bytes each measurement moved (the buffer's size).
-    pub bytes: u64,
-}
-
-/// What was opened: the device and how its kernels were built.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct DeviceInfo {
-    pub name: String,
-    pub compute_capability: (i32, i32),
-    pub multiprocessors: u32,
-    pub l2_bytes: u64,
-    pub nvrtc_version: (i32, i32),
-    /// `sm_90 cubin`, or `compute_90 PTX (JIT)` after a failed cubin load.
-    pub kernels: String,
-    /// Registers per kernel, from ptxas (cubin builds only).
-    pub registers: Vec<(String, u32)>,
 }
 
 /// An opened CUDA device on which pools can be made.

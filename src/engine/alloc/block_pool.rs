@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use super::RequestId;
+use super::ids::RequestId;
 
 const NIL: u32 = u32::MAX;
 

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{RequestId, SeqId};
+use super::ids::{RequestId, SeqId};
 
 /// How a hole is chosen for a new slab.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -4,45 +4,15 @@
 
 pub mod block_pool;
 pub mod contiguous;
+pub mod ids;
 pub mod paged;
 
 pub use block_pool::{BlockPool, FreeBlockQueue, KvCacheBlock};
 pub use contiguous::{ContiguousAllocator, Fit, Slab};
+pub use ids::{splitmix64, RequestId, SeqId, TokenIdentity};
 pub use paged::{BlockTable, ComputedBlocks, PagedAllocator, SwappedKv};
 
-use super::backend::splitmix64;
 use super::memory_map::{MapCell, MemoryMap};
-
-pub type RequestId = u32;
-pub type SeqId = u32;
-
-/// What a sequence's tokens are, as far as prefix caching can tell: the first
-/// `shared_prefix_tokens` are the class's system prompt, the rest of the prompt belongs to the
-/// request, and generated tokens belong to the sample.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TokenIdentity {
-    pub request: RequestId,
-    pub seq: SeqId,
-    /// 0 = no shared prefix; otherwise the class index + 1.
-    pub prefix_key: u32,
-    pub shared_prefix_tokens: u32,
-    pub prompt_tokens: u32,
-}
-
-impl TokenIdentity {
-    /// Hash of full block `b` chained on its parent's hash, as vLLM hashes (parent, tokens).
-    pub fn block_hash(&self, parent: u64, b: u32, block_size: u32) -> u64 {
-        let end = (b + 1) * block_size;
-        let content = if self.prefix_key != 0 && end <= self.shared_prefix_tokens {
-            (1u64 << 62) | (u64::from(self.prefix_key) << 32) | u64::from(b)
-        } else if end <= self.prompt_tokens {
-            (2u64 << 62) | (u64::from(self.request) << 32) | u64::from(b)
-        } else {
-            (3u64 << 62) | (u64::from(self.seq) << 32) | u64::from(b)
-        };
-        splitmix64(parent ^ splitmix64(content ^ u64::from(block_size).rotate_left(20)))
-    }
-}
 
 /// Why the head of the waiting queue could not be admitted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -6,7 +6,7 @@
 //! `allocate_slots` returns None when the pool is short, which is the scheduler's cue to preempt.
 
 use super::block_pool::BlockPool;
-use super::{RequestId, SeqId, TokenIdentity};
+use super::ids::{RequestId, SeqId, TokenIdentity};
 
 /// A sequence's logical → physical block mapping plus its written length.
 #[derive(Clone, Debug)]

@@ -4,13 +4,16 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::alloc::Fit;
-use super::calibrations::shipped_calibration;
-use super::config::{AllocatorConfig, ConfigError, PreemptionMode, Reserve, SchedulerConfig, SimConfig};
-use super::model::{gpu_preset, model_preset, KvDtype, ModelSpec, GPU_IDS, MODEL_IDS};
-use super::workload::{parse_trace_csv, Arrival, Burst, LengthDist, UserClass, WorkloadConfig};
-
-pub const PRESET_SCHEMA: &str = "kvlab/preset@1";
+use super::calibration::shipped_calibration;
+use super::json::from_value_with_path;
+use super::paths::check_preset_json_shape;
+use super::sniff::{sniff, Document, PRESET_SCHEMA};
+use crate::engine::alloc::Fit;
+use crate::engine::config::{
+    AllocatorConfig, ConfigError, PreemptionMode, Reserve, SchedulerConfig, SimConfig, DEFAULT_BLOCK_SIZE,
+};
+use crate::engine::model::{gpu_preset, model_preset, KvDtype, ModelSpec, GPU_IDS, MODEL_IDS};
+use crate::engine::workload::{parse_trace_csv, Arrival, Burst, LengthDist, UserClass, WorkloadConfig};
 /// Largest preset text accepted (a trace CSV inlined in a preset included).
 pub const MAX_PRESET_BYTES: usize = 4 << 20;
 
@@ -46,21 +49,44 @@ pub struct PresetDto {
     pub calibration: Option<String>,
 }
 
+// Defaults come from `SimConfig::default()`, the one source of the lab's defaults.
 fn default_seed() -> u64 {
-    1
+    SimConfig::default().seed
 }
 fn default_duration() -> f64 {
-    60.0
+    SimConfig::default().duration_s
 }
 fn default_model() -> serde_json::Value {
-    serde_json::Value::String("llama-3-8b".into())
+    serde_json::Value::String(SimConfig::default().model.id)
 }
 fn default_gpu() -> String {
-    "h100-sxm".into()
+    SimConfig::default().gpu.id
 }
 fn default_kv_memory() -> f64 {
-    10.0
+    SimConfig::default().kv_memory_gib
 }
+
+/// One JSON spelling per engine enum: `enum_pair!(Dto <-> Engine { A, B })` declares the DTO's
+/// variants once and converts both ways.
+macro_rules! enum_pair {
+    ($dto:ident <-> $engine:ident { $($v:ident),+ }) => {
+        impl From<$dto> for $engine {
+            fn from(d: $dto) -> $engine {
+                match d { $($dto::$v => $engine::$v),+ }
+            }
+        }
+        impl From<$engine> for $dto {
+            fn from(e: $engine) -> $dto {
+                match e { $($engine::$v => $dto::$v),+ }
+            }
+        }
+    };
+}
+
+enum_pair!(KvDtypeDto <-> KvDtype { Fp16, Fp8 });
+enum_pair!(ReserveDto <-> Reserve { PromptPlusMaxTokens, MaxModelLen });
+enum_pair!(FitDto <-> Fit { FirstFit, BestFit });
+enum_pair!(PreemptionDto <-> PreemptionMode { Recompute, Swap });
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -115,7 +141,7 @@ pub enum AllocatorDto {
 }
 
 fn default_block_size() -> u32 {
-    16
+    DEFAULT_BLOCK_SIZE
 }
 
 impl Default for AllocatorDto {
@@ -150,7 +176,7 @@ impl Default for SchedulerDto {
         SchedulerDto {
             max_num_seqs: s.max_num_seqs,
             max_num_batched_tokens: s.max_num_batched_tokens,
-            preemption: PreemptionDto::Recompute,
+            preemption: s.preemption.into(),
             swap_space_gib: s.swap_space_gib,
             max_model_len: s.max_model_len,
             chunked_prefill: s.chunked_prefill,
@@ -191,7 +217,10 @@ pub enum ArrivalDto {
 
 impl Default for ArrivalDto {
     fn default() -> Self {
-        ArrivalDto::Poisson { rate_per_s: 8.0, bursts: Vec::new() }
+        match SimConfig::default().workload.arrival {
+            Arrival::Poisson { rate_per_s, .. } => ArrivalDto::Poisson { rate_per_s, bursts: Vec::new() },
+            Arrival::Trace { .. } => unreachable!("the default workload is Poisson"),
+        }
     }
 }
 
@@ -227,29 +256,33 @@ pub struct ClassDto {
     pub shared_prefix_tokens: u32,
 }
 
+fn default_class() -> UserClass {
+    SimConfig::default().workload.classes.remove(0)
+}
 fn default_class_name() -> String {
-    "chat".into()
+    default_class().name
 }
 fn default_weight() -> f64 {
-    1.0
+    default_class().weight
 }
 fn default_max_tokens() -> u32 {
-    2048
+    default_class().max_tokens
 }
 fn default_n() -> u32 {
-    1
+    default_class().n
 }
 
 impl Default for ClassDto {
     fn default() -> Self {
+        let c = default_class();
         ClassDto {
-            name: default_class_name(),
-            weight: 1.0,
-            prompt_tokens: DistDto { mean: 1100.0, p99: 2600.0 },
-            output_tokens: DistDto { mean: 250.0, p99: 1150.0 },
-            max_tokens: 2048,
-            n: 1,
-            shared_prefix_tokens: 0,
+            name: c.name,
+            weight: c.weight,
+            prompt_tokens: DistDto { mean: c.prompt_tokens.mean, p99: c.prompt_tokens.p99 },
+            output_tokens: DistDto { mean: c.output_tokens.mean, p99: c.output_tokens.p99 },
+            max_tokens: c.max_tokens,
+            n: c.n,
+            shared_prefix_tokens: c.shared_prefix_tokens,
         }
     }
 }
@@ -275,23 +308,26 @@ pub fn parse_preset_dto(json: &str) -> Result<PresetDto, ConfigError> {
 /// Converts an already parsed JSON value into the DTO: the document must be an object with a
 /// `schema`, arrays are refused where objects belong, and errors name the field's path.
 pub fn preset_dto_from_value(value: &serde_json::Value) -> Result<PresetDto, ConfigError> {
-    let Some(map) = value.as_object() else {
-        return Err(ConfigError::new("", format!("a preset is a JSON object {{\"schema\": \"{PRESET_SCHEMA}\", …}}")));
-    };
-    match map.get("schema") {
-        None => {
+    match sniff(value) {
+        Document::NotAnObject => {
+            return Err(ConfigError::new(
+                "",
+                format!("a preset is a JSON object {{\"schema\": \"{PRESET_SCHEMA}\", …}}"),
+            ))
+        }
+        Document::NoSchema => {
             return Err(ConfigError::new(
                 "schema",
                 format!("missing; every preset starts with \"schema\": \"{PRESET_SCHEMA}\""),
             ))
         }
-        Some(serde_json::Value::String(s)) if s == super::mission::MISSION_SCHEMA => return Err(ConfigError::new(
+        Document::Mission => return Err(ConfigError::new(
             "schema",
             "this file is a mission, not a preset; run it with `kvlab mission FILE` or open it as a mission in the lab",
         )),
         _ => {}
     }
-    super::mission::check_preset_json_shape(value)?;
+    check_preset_json_shape(value)?;
     let dto: PresetDto = from_value_with_path(value)?;
     if dto.schema != PRESET_SCHEMA {
         return Err(ConfigError::new(
@@ -300,23 +336,6 @@ pub fn preset_dto_from_value(value: &serde_json::Value) -> Result<PresetDto, Con
         ));
     }
     Ok(dto)
-}
-
-/// serde_json with the failing field's path in the error. The text is parsed into a JSON value
-/// first and every DTO is read from a value, so each DTO's deserializer exists once in the wasm
-/// bundle (not once per input type).
-pub fn from_json_with_path<T: serde::de::DeserializeOwned>(json: &str) -> Result<T, ConfigError> {
-    let value: serde_json::Value =
-        serde_json::from_str(json).map_err(|e| ConfigError::new("", format!("not valid JSON ({e})")))?;
-    from_value_with_path(&value)
-}
-
-/// Reads a DTO from a parsed JSON value, naming the failing field's path.
-pub fn from_value_with_path<T: serde::de::DeserializeOwned>(value: &serde_json::Value) -> Result<T, ConfigError> {
-    serde_path_to_error::deserialize(value).map_err(|e| {
-        let path = e.path().to_string();
-        ConfigError::new(if path == "." { String::new() } else { path }, e.into_inner().to_string())
-    })
 }
 
 fn parse_model(v: &serde_json::Value) -> Result<ModelSpec, ConfigError> {
@@ -355,16 +374,9 @@ impl PresetDto {
             ConfigError::new("gpu", format!("unknown GPU \"{}\"; use one of {}", self.gpu, GPU_IDS.join(", ")))
         })?;
         let allocator = match self.allocator {
-            AllocatorDto::Contiguous { reserve, fit } => AllocatorConfig::Contiguous {
-                reserve: match reserve {
-                    ReserveDto::PromptPlusMaxTokens => Reserve::PromptPlusMaxTokens,
-                    ReserveDto::MaxModelLen => Reserve::MaxModelLen,
-                },
-                fit: match fit {
-                    FitDto::FirstFit => Fit::FirstFit,
-                    FitDto::BestFit => Fit::BestFit,
-                },
-            },
+            AllocatorDto::Contiguous { reserve, fit } => {
+                AllocatorConfig::Contiguous { reserve: reserve.into(), fit: fit.into() }
+            }
             AllocatorDto::Paged { block_size, prefix_caching } => AllocatorConfig::Paged { block_size, prefix_caching },
         };
         let s = &self.scheduler;
@@ -401,29 +413,84 @@ impl PresetDto {
             seed: self.seed,
             duration_s: self.duration_s,
             model: parse_model(&self.model)?,
-            kv_dtype: match self.kv_dtype {
-                KvDtypeDto::Fp16 => KvDtype::Fp16,
-                KvDtypeDto::Fp8 => KvDtype::Fp8,
-            },
+            kv_dtype: self.kv_dtype.into(),
             gpu,
             kv_memory_gib: self.kv_memory_gib,
             allocator,
             scheduler: SchedulerConfig {
                 max_num_seqs: s.max_num_seqs,
                 max_num_batched_tokens: s.max_num_batched_tokens,
-                preemption: match s.preemption {
-                    PreemptionDto::Recompute => PreemptionMode::Recompute,
-                    PreemptionDto::Swap => PreemptionMode::Swap,
-                },
+                preemption: s.preemption.into(),
                 swap_space_gib: s.swap_space_gib,
                 max_model_len: s.max_model_len,
                 chunked_prefill: s.chunked_prefill,
                 watermark: s.watermark,
             },
             workload: WorkloadConfig { arrival, classes },
-            calibration: self.calibration.as_deref().map(shipped_calibration).transpose()?,
+            calibration: self
+                .calibration
+                .as_deref()
+                .map(|n| shipped_calibration(n).map(|c| c.step_time()))
+                .transpose()?,
         };
         config.validate()?;
         Ok(config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use serde_json::Value;
+
+    use super::*;
+    use crate::formats::paths::{pattern, Seg, PRESET_PATHS};
+
+    fn patterns(v: &Value, path: &mut Vec<Seg>, out: &mut BTreeSet<String>) {
+        if !path.is_empty() {
+            out.insert(pattern(path));
+        }
+        match v {
+            Value::Object(m) => {
+                for (k, x) in m {
+                    path.push(Seg::Key(k.clone()));
+                    patterns(x, path, out);
+                    path.pop();
+                }
+            }
+            Value::Array(a) => {
+                for (i, x) in a.iter().enumerate() {
+                    path.push(Seg::Index(i));
+                    patterns(x, path, out);
+                    path.pop();
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// PRESET_PATHS is exactly the set of paths presets serialize to, across every variant.
+    #[test]
+    fn preset_paths_match_the_preset_dto() {
+        let presets = [
+            r#"{"schema": "kvlab/preset@1", "workload": {"arrival": {"kind": "poisson", "rate_per_s": 1,
+                "bursts": [{"start_s": 1, "end_s": 2, "rate_per_s": 3}]}, "classes": [{"prompt_tokens":
+                {"mean": 9, "p99": 9}, "output_tokens": {"mean": 9, "p99": 9}}]}}"#,
+            r#"{"schema": "kvlab/preset@1", "allocator": {"kind": "paged"}, "calibration": "host-xeon-2core",
+                "model": {"name": "m", "layers": 1, "kv_heads": 1, "head_dim": 1, "params_b": 1},
+                "workload": {"arrival": {"kind": "trace", "csv": ""}, "classes": []}}"#,
+        ];
+        let mut found = BTreeSet::new();
+        for text in presets {
+            let dto = parse_preset_dto(text).expect("valid preset DTO");
+            let v = serde_json::to_value(dto).expect("serializes");
+            patterns(&v, &mut Vec::new(), &mut found);
+        }
+        found.remove("schema");
+        found.remove("id");
+        found.remove("title");
+        let listed: BTreeSet<String> = PRESET_PATHS.iter().map(|(p, _)| p.to_string()).collect();
+        assert_eq!(found, listed);
     }
 }

@@ -1,4 +1,4 @@
-//! Preset paths for missions: the schema of every `kvlab/preset@1` path, parsing and printing
+//! Preset paths, the one implementation missions, the CLI and the page share: the schema of every `kvlab/preset@1` path, parsing and printing
 //! paths (`workload.classes[0].n`, `workload.classes[*].n`), knob coverage, and the JSON work
 //! knob patches need: merging a patch, diffing two presets, refusing arrays where objects belong.
 
@@ -6,8 +6,8 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
+use super::sniff::PRESET_SCHEMA;
 use crate::engine::config::ConfigError;
-use crate::engine::preset::PRESET_SCHEMA;
 
 /// What a preset path holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -83,14 +83,14 @@ const COSMETIC: &[&str] = &["schema", "id", "title"];
 
 /// One step of a path: a key, an array index, or `[*]` (any index; knobs only).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) enum Seg {
+pub enum Seg {
     Key(String),
     Index(usize),
     Any,
 }
 
 /// Parses `a.b[0].c` / `a.b[*].c`; None if malformed.
-pub(super) fn parse_path(s: &str) -> Option<Vec<Seg>> {
+pub fn parse_path(s: &str) -> Option<Vec<Seg>> {
     let mut segs = Vec::new();
     for part in s.split('.') {
         let (key, mut rest) = part.split_at(part.find('[').unwrap_or(part.len()));
@@ -116,7 +116,7 @@ pub(super) fn parse_path(s: &str) -> Option<Vec<Seg>> {
 }
 
 /// `a.b[0].c`; a key that is not a plain name is written as `["a key"]`.
-pub(super) fn display_path(segs: &[Seg]) -> String {
+pub fn display_path(segs: &[Seg]) -> String {
     let mut s = String::new();
     for seg in segs {
         match seg {
@@ -137,7 +137,7 @@ pub(super) fn display_path(segs: &[Seg]) -> String {
 }
 
 /// The `PRESET_PATHS` pattern of a path (`workload.classes[].n`).
-fn pattern(segs: &[Seg]) -> String {
+pub fn pattern(segs: &[Seg]) -> String {
     let mut s = String::new();
     for seg in segs {
         match seg {
@@ -164,7 +164,7 @@ fn kind_of_pattern(p: &str) -> Option<PathKind> {
 }
 
 /// Whether knob `knob` lets the learner change `path`.
-pub(super) fn covers(knob: &[Seg], path: &[Seg]) -> bool {
+pub fn covers(knob: &[Seg], path: &[Seg]) -> bool {
     knob.len() <= path.len()
         && knob.iter().zip(path).all(|(k, p)| match (k, p) {
             (Seg::Any, Seg::Index(_)) => true,
@@ -172,7 +172,7 @@ pub(super) fn covers(knob: &[Seg], path: &[Seg]) -> bool {
         })
 }
 
-pub(super) fn get_path<'a>(mut v: &'a Value, segs: &[Seg]) -> Option<&'a Value> {
+pub fn get_path<'a>(mut v: &'a Value, segs: &[Seg]) -> Option<&'a Value> {
     for seg in segs {
         v = match seg {
             Seg::Key(k) => v.get(k.as_str())?,
@@ -181,6 +181,32 @@ pub(super) fn get_path<'a>(mut v: &'a Value, segs: &[Seg]) -> Option<&'a Value> 
         };
     }
     Some(v)
+}
+
+/// Sets the value at `segs` (the last key is inserted when missing); the error says what was in
+/// the way ("not in this preset", "no such item").
+pub fn set_path(root: &mut Value, segs: &[Seg], value: Value) -> Result<(), &'static str> {
+    let Some((last, parents)) = segs.split_last() else {
+        return Err("empty path");
+    };
+    let mut cur = root;
+    for seg in parents {
+        cur = match (cur, seg) {
+            (Value::Object(map), Seg::Key(k)) => map.get_mut(k).ok_or("not in this preset")?,
+            (Value::Array(items), Seg::Index(i)) => items.get_mut(*i).ok_or("no such item")?,
+            (Value::Array(_), _) => return Err("bad index"),
+            _ => return Err("not in this preset"),
+        };
+    }
+    match (cur, last) {
+        (Value::Object(map), Seg::Key(k)) => {
+            map.insert(k.clone(), value);
+        }
+        (Value::Array(items), Seg::Index(i)) => *items.get_mut(*i).ok_or("no such item")? = value,
+        (Value::Array(_), _) => return Err("bad index"),
+        _ => return Err("not in this preset"),
+    }
+    Ok(())
 }
 
 /// Refuses a JSON array where a preset expects an object. serde would read it field by field in
@@ -192,7 +218,7 @@ pub fn check_preset_json_shape(preset: &Value) -> Result<(), ConfigError> {
     check_preset_shape(preset, &mut Vec::new())
 }
 
-pub(super) fn check_preset_shape(v: &Value, path: &mut Vec<Seg>) -> Result<(), ConfigError> {
+pub fn check_preset_shape(v: &Value, path: &mut Vec<Seg>) -> Result<(), ConfigError> {
     match v {
         Value::Array(items) => {
             let kind = if path.is_empty() { Some(PathKind::Object) } else { kind_of_pattern(&pattern(path)) };
@@ -225,7 +251,7 @@ pub(super) fn check_preset_shape(v: &Value, path: &mut Vec<Seg>) -> Result<(), C
 
 /// Merges `patch` into `base`: objects merge key by key; anything else replaces. An object whose
 /// `kind` differs from the base's replaces it whole (switching allocator kinds). `null` is refused.
-pub(super) fn merge(base: &mut Value, patch: &Value, path: &mut Vec<Seg>) -> Result<(), ConfigError> {
+pub fn merge(base: &mut Value, patch: &Value, path: &mut Vec<Seg>) -> Result<(), ConfigError> {
     match (base, patch) {
         (Value::Object(b), Value::Object(p)) => {
             for (k, pv) in p {
@@ -256,7 +282,7 @@ fn switches_kind(base: &Value, patch: &Value) -> bool {
 
 /// Paths where `new` differs from `base` (both normalized presets). A changed `kind` or a
 /// resized array reports the object or array itself.
-pub(super) fn diff(base: &Value, new: &Value, path: &mut Vec<Seg>, out: &mut Vec<Vec<Seg>>) {
+pub fn diff(base: &Value, new: &Value, path: &mut Vec<Seg>, out: &mut Vec<Vec<Seg>>) {
     match (base, new) {
         (Value::Object(a), Value::Object(b)) => {
             if a.get("kind") != b.get("kind") {
@@ -294,54 +320,6 @@ pub(super) fn diff(base: &Value, new: &Value, path: &mut Vec<Seg>, out: &mut Vec
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::preset::parse_preset_dto;
-
-    fn patterns(v: &Value, path: &mut Vec<Seg>, out: &mut BTreeSet<String>) {
-        if !path.is_empty() {
-            out.insert(pattern(path));
-        }
-        match v {
-            Value::Object(m) => {
-                for (k, x) in m {
-                    path.push(Seg::Key(k.clone()));
-                    patterns(x, path, out);
-                    path.pop();
-                }
-            }
-            Value::Array(a) => {
-                for (i, x) in a.iter().enumerate() {
-                    path.push(Seg::Index(i));
-                    patterns(x, path, out);
-                    path.pop();
-                }
-            }
-            _ => {}
-        }
-    }
-
-    /// PRESET_PATHS is exactly the set of paths presets serialize to, across every variant.
-    #[test]
-    fn preset_paths_match_the_preset_dto() {
-        let presets = [
-            r#"{"schema": "kvlab/preset@1", "workload": {"arrival": {"kind": "poisson", "rate_per_s": 1,
-                "bursts": [{"start_s": 1, "end_s": 2, "rate_per_s": 3}]}, "classes": [{"prompt_tokens":
-                {"mean": 9, "p99": 9}, "output_tokens": {"mean": 9, "p99": 9}}]}}"#,
-            r#"{"schema": "kvlab/preset@1", "allocator": {"kind": "paged"}, "calibration": "host-xeon-2core",
-                "model": {"name": "m", "layers": 1, "kv_heads": 1, "head_dim": 1, "params_b": 1},
-                "workload": {"arrival": {"kind": "trace", "csv": ""}, "classes": []}}"#,
-        ];
-        let mut found = BTreeSet::new();
-        for text in presets {
-            let dto = parse_preset_dto(text).expect("valid preset DTO");
-            let v = serde_json::to_value(dto).expect("serializes");
-            patterns(&v, &mut Vec::new(), &mut found);
-        }
-        found.remove("schema");
-        found.remove("id");
-        found.remove("title");
-        let listed: BTreeSet<String> = PRESET_PATHS.iter().map(|(p, _)| p.to_string()).collect();
-        assert_eq!(found, listed);
-    }
 
     #[test]
     fn paths_parse_and_cover() {
@@ -357,5 +335,20 @@ mod tests {
         assert_eq!(preset_path_kind("workload.classes[2].prompt_tokens.p99"), Some(PathKind::Number));
         assert_eq!(preset_path_kind("allocator.kind"), Some(PathKind::Text));
         assert_eq!(preset_path_kind("allocator.colour"), None);
+    }
+
+    #[test]
+    fn set_path_writes_where_get_path_reads() {
+        let p = |s: &str| parse_path(s).unwrap();
+        let mut v = serde_json::json!({"scheduler": {"max_num_seqs": 4}, "workload": {"classes": [{"n": 1}]}});
+        set_path(&mut v, &p("scheduler.max_num_seqs"), Value::from(8)).unwrap();
+        set_path(&mut v, &p("workload.classes[0].n"), Value::from(2)).unwrap();
+        set_path(&mut v, &p("scheduler.watermark"), Value::from(0.1)).unwrap();
+        assert_eq!(get_path(&v, &p("scheduler.max_num_seqs")), Some(&Value::from(8)));
+        assert_eq!(get_path(&v, &p("workload.classes[0].n")), Some(&Value::from(2)));
+        assert_eq!(get_path(&v, &p("scheduler.watermark")), Some(&Value::from(0.1)));
+        assert_eq!(set_path(&mut v, &p("workload.classes[3].n"), Value::from(2)), Err("no such item"));
+        assert_eq!(set_path(&mut v, &p("allocator.block_size"), Value::from(2)), Err("not in this preset"));
+        assert_eq!(set_path(&mut v, &[], Value::Null), Err("empty path"));
     }
 }

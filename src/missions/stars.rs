@@ -1,14 +1,14 @@
-//! Stars a learner earned, kept between visits. The engine owns the seam and the rules; the page
+//! Stars a learner earned, kept between visits. This module owns the seam and the rules; the page
 //! supplies the storage (egui's `Storage`, ruffle's `StorageBackend`):
 //!
-//! - [`StarStore`] loads and saves the raw text of one record (the page: `window.localStorage`
-//!   under [`STARS_KEY`]; tests and browsers without storage: [`MemoryStarStore`]).
+//! - [`StarStore`] loads and saves the raw text of one record (the page: `window.localStorage`,
+//!   see `web::storage`; tests and browsers without storage: [`MemoryStarStore`]).
 //! - The record is versioned JSON: `{ "schema": "kvlab/stars@1", "stars": { "<mission id>": 0..3 } }`.
 //! - [`parse_record`] never fails: bad JSON, another schema, values that are not whole numbers
 //!   from 0 to 3, ids that are not mission ids and oversized text become [`Problem`]s, and every
 //!   valid entry is kept.
 //! - [`StarKeeper`] applies the rules: stars never decrease (a save re-reads the store and keeps
-//!   the best of both), a stored value that had problems is copied under [`STARS_BACKUP_KEY`]
+//!   the best of both), a stored value that had problems is copied to the store's backup
 //!   before anything replaces it (and is never replaced when that copy fails), a store that
 //!   fails is swapped for memory (the learner is told), and [`StarKeeper::reset`] is the only way
 //!   stars go down.
@@ -18,13 +18,9 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
-/// The localStorage key of the record.
-pub const STARS_KEY: &str = "kvlab.stars.v1";
-/// Where a stored value that could not be read whole is kept before it is replaced.
-pub const STARS_BACKUP_KEY: &str = "kvlab.stars.v1.backup";
-pub const STARS_SCHEMA: &str = "kvlab/stars@1";
-/// Most stars a mission awards.
-pub const MAX_STARS: u8 = 3;
+use crate::formats::mission::MAX_STARS;
+use crate::formats::sniff::STARS_SCHEMA;
+
 /// Stored text longer than this is not read (a record of every mission is a few KiB).
 pub const MAX_RECORD_BYTES: usize = 64 * 1024;
 /// Most entries a record keeps.
@@ -420,7 +416,7 @@ impl StarKeeper {
         self.memory.is_none() && self.store.persistent()
     }
 
-    /// Whether an unreadable stored value was copied under [`STARS_BACKUP_KEY`].
+    /// Whether an unreadable stored value was copied to the store's backup.
     pub fn backed_up(&self) -> bool {
         self.backed_up
     }

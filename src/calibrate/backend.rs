@@ -6,7 +6,7 @@
 //! - [`SimulatedPool`] (here): counts bytes and moves none; it remembers which write filled each
 //!   token slot, so it can say what any gather *should* read (the reference the others are
 //!   checked against).
-//! - the host-memory pool (`calibrate::host`, native only): one real allocation in RAM.
+//! - the host-memory pool (`calibrate::host`): one real allocation in RAM.
 //! - the CUDA pool (`calibrate::cuda`, `gpu` feature): one allocation on the device, read by
 //!   kernels compiled at run time.
 //!
@@ -28,7 +28,7 @@
 //! is the token's logical position in its sequence: it does not depend on the order of reads,
 //! but it does on which bytes sit at which logical position.
 
-use super::alloc::paged::BlockTable;
+use crate::engine::alloc::splitmix64;
 
 /// Shape of a block pool (one layer's KV cache).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -150,19 +150,6 @@ pub fn fold_run(mut acc: u64, run: &[u64], first_token: u32, plane_words: usize)
         acc = acc.wrapping_add(sum.wrapping_mul(token_weight(first_token + i as u32)));
     }
     acc
-}
-
-/// SplitMix64's finaliser: a fast, well-mixed 64-bit hash (block hashes, K/V test patterns).
-pub fn splitmix64(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-/// The running batch as slices, from the engine's block tables.
-pub fn batch_of<'a>(tables: &'a [&'a BlockTable]) -> (Vec<&'a [u32]>, Vec<u32>) {
-    (tables.iter().map(|t| t.blocks.as_slice()).collect(), tables.iter().map(|t| t.num_tokens).collect())
 }
 
 /// The pool the lab uses: counts bytes and moves none. With `track_contents` it keeps, per token

@@ -1,0 +1,20 @@
+//! File formats at the edge: JSON in and out of the pure engine. Every document kvlab reads is
+//! told apart here ([`sniff`]) and read into a serde DTO whose errors name the field; nothing
+//! below this layer knows JSON.
+//!
+//! - [`sniff`]: every `schema` id and which kind a document is
+//! - [`json`]: JSON text → DTO with the failing field's path
+//! - [`paths`]: preset paths (`workload.classes[0].n`): their kinds, parsing, coverage, get/set,
+//!   merging and diffing; the one implementation missions, the CLI and the page share
+//! - [`preset`]: `kvlab/preset@1` → validated `SimConfig` (defaults from `SimConfig::default`)
+//! - [`calibration`]: `kvlab/calibration@1` files and the shipped calibrations
+//! - [`mission`]: `kvlab/mission@1` and the mission index
+//! - [`report`]: the report as JSON (docs/REPORT.md) and the run digest
+
+pub mod calibration;
+pub mod json;
+pub mod mission;
+pub mod paths;
+pub mod preset;
+pub mod report;
+pub mod sniff;

@@ -1,0 +1,49 @@
+//! The data kvlab ships, compiled in: every `include_str!` of the crate is here, so the page and
+//! the CLI read the same presets, missions and calibrations, offline. This module holds text
+//! and looks it up by name; the formats that understand the text parse it (`formats::preset`,
+//! `formats::calibration`, `missions::shipped`).
+
+/// (id, preset JSON) of every shipped preset, in the order the lab's picker lists them.
+/// `contiguous-default` comes first and is what a bare page opens with.
+pub const PRESETS: &[(&str, &str)] = &[
+    ("contiguous-default", include_str!("../assets/presets/contiguous-default.json")),
+    ("paged-default", include_str!("../assets/presets/paged-default.json")),
+    ("contiguous-max-model-len", include_str!("../assets/presets/contiguous-max-model-len.json")),
+    ("fp8-kv", include_str!("../assets/presets/fp8-kv.json")),
+    ("bursty", include_str!("../assets/presets/bursty.json")),
+    ("parallel-sampling", include_str!("../assets/presets/parallel-sampling.json")),
+    ("prefix-caching", include_str!("../assets/presets/prefix-caching.json")),
+    ("long-report-2gb", include_str!("../assets/presets/long-report-2gb.json")),
+];
+
+/// The preset a bare page opens with.
+pub const DEFAULT_PRESET_ID: &str = "contiguous-default";
+
+/// The missions hub's list (`kvlab/missions-index@1`), in order.
+pub const MISSION_INDEX: &str = include_str!("../assets/missions/index.json");
+
+/// (file name in the index, mission JSON) of every shipped mission.
+pub const MISSIONS: &[(&str, &str)] = &[
+    ("m1-paging.json", include_str!("../assets/missions/m1-paging.json")),
+    ("m2-block-size.json", include_str!("../assets/missions/m2-block-size.json")),
+    ("m3-preemption-storm.json", include_str!("../assets/missions/m3-preemption-storm.json")),
+    ("m4-burst-budget.json", include_str!("../assets/missions/m4-burst-budget.json")),
+    ("m5-prefix-cache.json", include_str!("../assets/missions/m5-prefix-cache.json")),
+    ("m6-fp8-kv.json", include_str!("../assets/missions/m6-fp8-kv.json")),
+];
+
+/// (name, file text) of every shipped step-time calibration, in the order the lab lists them.
+pub const CALIBRATIONS: &[(&str, &str)] = &[
+    ("cuda-nvidia-h200", include_str!("../assets/calibration/cuda-nvidia-h200.json")),
+    ("host-xeon-2core", include_str!("../assets/calibration/host-xeon-2core.json")),
+];
+
+/// The text stored under `name` in one of the tables above.
+pub fn lookup(table: &'static [(&'static str, &'static str)], name: &str) -> Option<&'static str> {
+    table.iter().find(|(n, _)| *n == name).map(|(_, text)| *text)
+}
+
+/// The names of one of the tables above, in order.
+pub fn names(table: &'static [(&'static str, &'static str)]) -> Vec<&'static str> {
+    table.iter().map(|(n, _)| *n).collect()
+}
