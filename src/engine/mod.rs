@@ -8,6 +8,7 @@ pub mod alloc;
 pub mod backend;
 pub mod calibrations;
 pub mod config;
+pub mod memory_budget;
 pub mod memory_map;
 pub mod metrics;
 pub mod mission;
@@ -18,6 +19,7 @@ pub mod request;
 pub mod scheduler;
 pub mod sim;
 pub mod stars;
+pub mod startup_checks;
 pub mod timing;
 pub mod workload;
 
