@@ -4,6 +4,7 @@
 mod calibrate;
 mod check;
 mod plan;
+mod plan_gpu;
 mod run;
 
 use std::process::ExitCode;
