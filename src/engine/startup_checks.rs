@@ -17,10 +17,11 @@ use super::memory_budget::{format_gib, MemoryBudget};
 
 /// The CUDA/ROCm/CPU attention backends a dense decoder can use, with the kernel block sizes
 /// vLLM 0.33 advertises for them (`get_supported_kernel_block_sizes`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AttentionBackend {
     /// `FLASH_ATTN` (default on CUDA before Blackwell): `[MultipleOf(16)]`.
+    #[default]
     FlashAttention,
     /// `FLASHINFER` (off Blackwell's large-page path): `[16, 32, 64]`.
     FlashInfer,
@@ -49,12 +50,6 @@ pub const ATTENTION_BACKENDS: &[AttentionBackend] = &[
     AttentionBackend::RocmAiterFlashAttention,
     AttentionBackend::Cpu,
 ];
-
-impl Default for AttentionBackend {
-    fn default() -> Self {
-        AttentionBackend::FlashAttention
-    }
-}
 
 impl AttentionBackend {
     /// The name vLLM's `AttentionBackendEnum` gives the backend.
