@@ -17,7 +17,7 @@ pub struct PlanArgs {
     #[arg(long)]
     pub model: String,
     /// GiB of GPU memory left for the KV cache (or derive it with --gpu).
-    #[arg(long, value_parser = parse_gib, required_unless_present = "gpu", conflicts_with = "gpu")]
+    #[arg(long, value_parser = parse_gib, allow_negative_numbers = true, required_unless_present = "gpu", conflicts_with = "gpu")]
     pub kv_gib: Option<f64>,
     /// Mean prompt length, tokens.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
