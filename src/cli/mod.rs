@@ -5,6 +5,7 @@ mod calibrate;
 mod check;
 mod mission;
 mod plan;
+mod plan_gpu;
 mod run;
 
 use std::process::ExitCode;

@@ -16,9 +16,9 @@ pub struct PlanArgs {
     /// Model id (llama-3-8b, llama-3-70b, mistral-7b, opt-13b, llama-2-7b).
     #[arg(long)]
     pub model: String,
-    /// GiB of GPU memory left for the KV cache.
-    #[arg(long, value_parser = parse_gib)]
-    pub kv_gib: f64,
+    /// GiB of GPU memory left for the KV cache (or derive it with --gpu).
+    #[arg(long, value_parser = parse_gib, allow_negative_numbers = true, required_unless_present = "gpu", conflicts_with = "gpu")]
+    pub kv_gib: Option<f64>,
     /// Mean prompt length, tokens.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub prompt_tokens: u32,
@@ -39,6 +39,9 @@ pub struct PlanArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+    // --- From the GPU up (src/cli/plan_gpu.rs): vLLM's own memory budget instead of --kv-gib. ---
+    #[command(flatten)]
+    pub gpu_budget: super::plan_gpu::GpuBudgetArgs,
 }
 
 fn parse_gib(s: &str) -> Result<f64, String> {
@@ -49,6 +52,10 @@ fn parse_gib(s: &str) -> Result<f64, String> {
 }
 
 pub fn plan(args: &PlanArgs) -> Result<(), String> {
+    if args.gpu_budget.gpu.is_some() {
+        return super::plan_gpu::plan_from_gpu(args);
+    }
+    let kv_gib = args.kv_gib.ok_or("--kv-gib or --gpu is required")?;
     let model = model_preset(&args.model)
         .ok_or_else(|| format!("--model: unknown model \"{}\"; use one of {}", args.model, MODEL_IDS.join(", ")))?;
     let input = PlanInput {
@@ -57,7 +64,7 @@ pub fn plan(args: &PlanArgs) -> Result<(), String> {
             DtypeArg::Fp16 => KvDtype::Fp16,
             DtypeArg::Fp8 => KvDtype::Fp8,
         },
-        kv_bytes: (args.kv_gib * GIB as f64) as u64,
+        kv_bytes: (kv_gib * GIB as f64) as u64,
         prompt_tokens: args.prompt_tokens,
         output_tokens: args.output_tokens,
         max_tokens: args.max_tokens,

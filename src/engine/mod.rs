@@ -7,6 +7,7 @@
 
 pub mod alloc;
 pub mod config;
+pub mod memory_budget;
 pub mod memory_map;
 pub mod metrics;
 pub mod model;
@@ -14,6 +15,7 @@ pub mod plan;
 pub mod request;
 pub mod scheduler;
 pub mod sim;
+pub mod startup_checks;
 pub mod timing;
 pub mod workload;
 

@@ -1,0 +1,190 @@
+//! `kvlab plan --gpu G --gpu-memory-utilization U --tensor-parallel-size N`: the KV budget from
+//! the GPU up, as vLLM's worker derives it, with vLLM's startup lines and startup checks, then the
+//! same per-policy capacity figures `--kv-gib` gives, for the replica's KV cache.
+
+use clap::Args;
+use serde::Serialize;
+
+use crate::engine::memory_budget::{
+    format_gib, gpu_total_gib, ActivationShape, MemoryBudget, MemoryBudgetInput, DEFAULT_MAX_NUM_SEQS,
+};
+use crate::engine::model::{model_preset, KvDtype, GIB, GPU_IDS, MODEL_IDS};
+use crate::engine::plan::{group_thousands, CapacityPlan, PlanInput};
+use crate::engine::startup_checks::{check_block_size, check_free_memory, check_kv_cache_memory, AttentionBackend};
+
+use super::plan::{DtypeArg, PlanArgs};
+
+#[derive(Args, Debug)]
+pub struct GpuBudgetArgs {
+    /// Derive the KV memory from this GPU (h100-sxm, a100-80gb, h200, l4) instead of --kv-gib.
+    #[arg(long)]
+    pub gpu: Option<String>,
+    /// vLLM's --gpu-memory-utilization: the share of the GPU this instance may use, weights included.
+    #[arg(long, default_value_t = 0.9, value_parser = parse_fraction, requires = "gpu")]
+    pub gpu_memory_utilization: f64,
+    /// vLLM's --tensor-parallel-size: 1, 2, 4 or 8 GPUs per replica.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=8), requires = "gpu")]
+    pub tensor_parallel_size: u32,
+    /// GiB already held on each GPU by other processes (another vLLM instance, say).
+    #[arg(long, default_value_t = 0.0, value_parser = parse_nonnegative, requires = "gpu")]
+    pub other_processes_gib: f64,
+    /// Tokens in vLLM's profiling pass (default: vLLM 0.33's for the GPU, 8192 on H100/H200, else 2048).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..), requires = "gpu")]
+    pub max_num_batched_tokens: Option<u32>,
+    /// Sequences sampled in the profiling pass (default: 1024 on H100/H200, else 256).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..), requires = "gpu")]
+    pub max_num_seqs: Option<u32>,
+    /// Attention backend whose kernel block sizes apply (flash-attn, flashinfer, triton, flex-attention, rocm-aiter-fa, cpu).
+    #[arg(long, default_value = "flash-attn", requires = "gpu")]
+    pub attention_backend: String,
+    /// vLLM's --enforce-eager: no CUDA graphs, so none of their memory is taken from the budget.
+    #[arg(long, requires = "gpu")]
+    pub enforce_eager: bool,
+}
+
+fn parse_fraction(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v <= 1.0 => Ok(v),
+        _ => Err(format!("'{s}' is not a fraction; use a number above 0 and at most 1, e.g. 0.9")),
+    }
+}
+
+fn parse_nonnegative(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.0..=4096.0).contains(&v) => Ok(v),
+        _ => Err(format!("'{s}' is not a size in GiB; use a number from 0 to 4096")),
+    }
+}
+
+/// vLLM 0.33's defaults for `vllm serve` (`EngineArgs._set_default_max_num_seqs_and_batched_tokens_args`).
+fn serve_defaults(gpu: &str) -> (u32, u32) {
+    match gpu {
+        "h100-sxm" | "h200" => (8192, 1024),
+        _ => (2048, DEFAULT_MAX_NUM_SEQS),
+    }
+}
+
+#[derive(Serialize)]
+struct GpuPlanJson<'a> {
+    gpu: &'a str,
+    attention_backend: &'static str,
+    budget: &'a MemoryBudget,
+    replica_gpus: u32,
+    replica_kv_bytes: i64,
+    startup_lines: Vec<String>,
+    plan: CapacityPlan,
+}
+
+pub fn plan_from_gpu(args: &PlanArgs) -> Result<(), String> {
+    let g = &args.gpu_budget;
+    let gpu = g.gpu.as_deref().unwrap_or_default();
+    let total_gib =
+        gpu_total_gib(gpu).ok_or_else(|| format!("--gpu: unknown GPU \"{gpu}\"; use one of {}", GPU_IDS.join(", ")))?;
+    let model = model_preset(&args.model)
+        .ok_or_else(|| format!("--model: unknown model \"{}\"; use one of {}", args.model, MODEL_IDS.join(", ")))?;
+    let shape = ActivationShape::for_model(&args.model).expect("every model preset has its shape");
+    let backend = AttentionBackend::from_id(&g.attention_backend).ok_or_else(|| {
+        format!(
+            "--attention-backend: unknown backend \"{}\"; use flash-attn, flashinfer, triton, flex-attention, rocm-aiter-fa or cpu",
+            g.attention_backend
+        )
+    })?;
+    // vLLM selects the backend before it loads anything.
+    check_block_size(backend, args.block_size)?;
+    let kv_dtype = match args.kv_dtype {
+        DtypeArg::Fp16 => KvDtype::Fp16,
+        DtypeArg::Fp8 => KvDtype::Fp8,
+    };
+    let (default_tokens, default_seqs) = serve_defaults(gpu);
+    let budget = MemoryBudget::compute(&MemoryBudgetInput {
+        model: model.clone(),
+        shape,
+        weight_bytes: 2.0,
+        kv_dtype,
+        gpu_total_bytes: (total_gib * GIB as f64) as u64,
+        other_processes_bytes: (g.other_processes_gib * GIB as f64) as u64,
+        gpu_memory_utilization: g.gpu_memory_utilization,
+        tensor_parallel_size: g.tensor_parallel_size,
+        max_num_batched_tokens: g.max_num_batched_tokens.unwrap_or(default_tokens),
+        max_num_seqs: g.max_num_seqs.unwrap_or(default_seqs),
+        max_model_len: args.max_model_len,
+        block_size: args.block_size,
+        cuda_graphs_in_budget: !g.enforce_eager,
+    });
+    check_free_memory(&budget)?;
+    let lines = budget.startup_lines();
+    if let Err(message) = check_kv_cache_memory(&budget) {
+        // vLLM has logged the model loading and the available memory by the time it refuses.
+        for line in lines.iter().filter(|l| !l.starts_with("GPU KV cache size") && !l.starts_with("Free memory")) {
+            println!("{line}");
+        }
+        return Err(message);
+    }
+    // The replica's tokens at the full model's bytes per token give the policies' capacity.
+    let plan = CapacityPlan::compute(&PlanInput {
+        model: model.clone(),
+        kv_dtype,
+        kv_bytes: budget.kv_cache_tokens * model.kv_bytes_per_token(kv_dtype),
+        prompt_tokens: args.prompt_tokens,
+        output_tokens: args.output_tokens,
+        max_tokens: args.max_tokens,
+        max_model_len: args.max_model_len,
+        block_size: args.block_size,
+    });
+    let tp = budget.tensor_parallel_size;
+    if args.json {
+        let doc = GpuPlanJson {
+            gpu,
+            attention_backend: backend.vllm_name(),
+            budget: &budget,
+            replica_gpus: tp,
+            replica_kv_bytes: budget.replica_kv_bytes(),
+            startup_lines: lines,
+            plan,
+        };
+        println!("{}", serde_json::to_string_pretty(&doc).expect("plan serializes"));
+        return Ok(());
+    }
+    println!(
+        "model {} on {tp} x {gpu} ({} GiB each) at gpu_memory_utilization {}, {} KV cache, {} backend, block size {}",
+        model.id,
+        format_gib(budget.gpu_total_bytes as i64),
+        g.gpu_memory_utilization,
+        kv_dtype.name(),
+        backend.vllm_name(),
+        args.block_size
+    );
+    for line in &lines {
+        println!("{line}");
+    }
+    println!(
+        "per GPU: requested {} GiB = weights {} + non-torch {} + peak activation {} + CUDA graphs {} + KV {} GiB",
+        format_gib(budget.requested_bytes as i64),
+        format_gib(budget.weights_bytes as i64),
+        format_gib(budget.non_torch_bytes as i64),
+        format_gib(budget.peak_activation_bytes as i64),
+        format_gib(budget.cuda_graph_bytes as i64),
+        format_gib(budget.available_kv_bytes)
+    );
+    println!(
+        "per GPU: {} of {} KV heads{}, {} KV bytes per token, {} blocks of {} tokens",
+        budget.kv_heads_per_gpu,
+        model.kv_heads,
+        if model.kv_heads < tp { " (replicated: TP exceeds the KV heads)" } else { "" },
+        group_thousands(budget.kv_bytes_per_token_per_gpu),
+        group_thousands(budget.num_gpu_blocks),
+        budget.block_size
+    );
+    println!(
+        "per replica ({tp} GPU{}): weights {} GiB, KV {} GiB, {} tokens of KV",
+        if tp == 1 { "" } else { "s" },
+        format_gib((budget.weights_bytes * u64::from(tp)) as i64),
+        format_gib(budget.replica_kv_bytes()),
+        group_thousands(budget.kv_cache_tokens)
+    );
+    println!(
+        "contiguous, reserve prompt + max_tokens: at most {} sequences; reserve max_model_len: {}; paged: about {} before preemption",
+        plan.max_seqs.contiguous_prompt_plus_max_tokens, plan.max_seqs.contiguous_max_model_len, plan.max_seqs.paged
+    );
+    Ok(())
+}

@@ -1,0 +1,264 @@
+//! The KV-cache memory budget as vLLM's GPU worker derives it at startup, per GPU, from the GPU up.
+//!
+//! vLLM 0.33 (`vllm/v1/worker/gpu_worker.py::determine_available_memory`,
+//! `vllm/v1/worker/utils.py::request_memory`, `vllm/utils/mem_utils.py::memory_profiling`):
+//!
+//! ```text
+//! requested          = ceil(total GPU memory × gpu_memory_utilization)
+//! available KV       = requested − consumed (weights + non-torch) − peak activation − CUDA graphs
+//! bytes per block    = layers × block_size × KV heads per GPU × head_dim × 2 (K and V) × KV bytes
+//! num_gpu_blocks     = available KV ÷ bytes per block              (floor)
+//! GPU KV cache size  = int(num_gpu_blocks ÷ cdiv(max_model_len, block_size) × max_model_len)
+//! ```
+//!
+//! vLLM measures the three middle terms by running a dummy forward pass; kvlab estimates them:
+//!
+//! - **Weights** = parameters × bytes per weight ÷ `tensor_parallel_size` (tensor parallelism
+//!   shards every matrix; the small replicated norms are ignored).
+//! - **Non-torch memory** (NCCL, cuBLAS workspaces, allocator slack outside PyTorch) =
+//!   [`NON_TORCH_GIB`], plus [`NON_TORCH_TP_GIB`] when `tensor_parallel_size` > 1 (NCCL and
+//!   custom all-reduce buffers). Logged values: 0.03–0.35 GiB on one GPU, 0.25–0.43 with TP.
+//! - **Peak activation** of the profiling pass over `max_num_batched_tokens` tokens (T) and
+//!   `min(max_num_seqs, T)` sampled rows (S), at 2-byte activations:
+//!   `T × (2 × hidden + 3 × intermediate ÷ TP) × 2` (residual and input of the gated MLP, its
+//!   gate-up output of 2 × intermediate and the activated intermediate, the largest live set)
+//!   `+ S × vocab × 4 × SAMPLER_COPIES` (float32 logits and the sampler's softmax, log-softmax
+//!   and sort buffers, about [`SAMPLER_COPIES`] logits-sized tensors).
+//! - **CUDA graphs** (only when they count against the budget: vLLM ≥ 0.21 without
+//!   `--enforce-eager`) = [`CUDA_GRAPH_MIB_PER_LAYER`] MiB per layer.
+//!
+//! KV heads are split across the tensor-parallel GPUs and replicated when TP exceeds them
+//! (`max(1, kv_heads ÷ TP)`, as vLLM's `ModelConfig.get_num_kv_heads` does). Every rank holds the
+//! same number of blocks, so the KV cache size in tokens is per replica as well as per GPU.
+//! The constants were chosen once against the startup logs in `tests/golden/vllm-startup/`
+//! (one formula for all; `docs/VLLM_STARTUP.md` has the table).
+
+use serde::Serialize;
+
+use super::model::{KvDtype, ModelSpec, GIB};
+use super::plan::group_thousands;
+
+/// Memory outside PyTorch's allocator on one GPU, GiB.
+pub const NON_TORCH_GIB: f64 = 0.2;
+/// Extra non-torch memory per GPU when tensor parallelism is on (NCCL, custom all-reduce), GiB.
+pub const NON_TORCH_TP_GIB: f64 = 0.25;
+/// Logits-sized float32 tensors alive at the sampler's peak during profiling.
+pub const SAMPLER_COPIES: f64 = 3.5;
+/// CUDA graph pool per decoder layer, MiB, when graphs count against the budget.
+pub const CUDA_GRAPH_MIB_PER_LAYER: f64 = 6.0;
+/// vLLM's default `block_size` for CUDA attention backends.
+pub const DEFAULT_BLOCK_SIZE: u32 = 16;
+/// vLLM's default `max_num_seqs` for GPUs under 70 GiB (and A100s).
+pub const DEFAULT_MAX_NUM_SEQS: u32 = 256;
+
+/// The dense-decoder dimensions the activation estimate needs (from the model's config.json).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ActivationShape {
+    pub hidden_size: u32,
+    pub intermediate_size: u32,
+    pub vocab_size: u32,
+}
+
+impl ActivationShape {
+    /// The published config.json values of kvlab's model presets.
+    pub fn for_model(id: &str) -> Option<ActivationShape> {
+        let (hidden_size, intermediate_size, vocab_size) = match id {
+            "llama-3-8b" => (4096, 14336, 128_256),
+            "llama-3-70b" => (8192, 28672, 128_256),
+            "mistral-7b" => (4096, 14336, 32_000),
+            "opt-13b" => (5120, 20480, 50_272),
+            "llama-2-7b" => (4096, 11008, 32_000),
+            _ => return None,
+        };
+        Some(ActivationShape { hidden_size, intermediate_size, vocab_size })
+    }
+}
+
+/// Torch-visible total memory of kvlab's GPU presets, GiB, as vLLM's startup logs print it
+/// (`total_gpu_memory`): a card sold as 80 GB shows about 79.2 GiB.
+pub fn gpu_total_gib(gpu_id: &str) -> Option<f64> {
+    match gpu_id {
+        "h100-sxm" => Some(79.22),
+        "a100-80gb" => Some(79.15),
+        "h200" => Some(139.81),
+        "l4" => Some(22.05),
+        _ => None,
+    }
+}
+
+/// Everything vLLM's worker knows when it sizes the KV cache on one GPU.
+#[derive(Clone, Debug)]
+pub struct MemoryBudgetInput {
+    pub model: ModelSpec,
+    pub shape: ActivationShape,
+    /// Bytes per weight: 2 for bf16/fp16, 1 for fp8.
+    pub weight_bytes: f64,
+    pub kv_dtype: KvDtype,
+    pub gpu_total_bytes: u64,
+    /// Memory already held on the GPU by other processes (another vLLM instance, a desktop).
+    pub other_processes_bytes: u64,
+    pub gpu_memory_utilization: f64,
+    pub tensor_parallel_size: u32,
+    pub max_num_batched_tokens: u32,
+    pub max_num_seqs: u32,
+    pub max_model_len: u32,
+    pub block_size: u32,
+    /// Whether CUDA graph memory is taken from the budget (vLLM ≥ 0.21 without --enforce-eager).
+    pub cuda_graphs_in_budget: bool,
+}
+
+/// The derived budget of one GPU (one tensor-parallel rank) and of the replica it belongs to.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MemoryBudget {
+    pub tensor_parallel_size: u32,
+    pub gpu_memory_utilization: f64,
+    pub gpu_total_bytes: u64,
+    pub free_at_startup_bytes: u64,
+    pub requested_bytes: u64,
+    pub weights_bytes: u64,
+    pub non_torch_bytes: u64,
+    pub peak_activation_bytes: u64,
+    pub cuda_graph_bytes: u64,
+    /// Signed: at or below zero vLLM refuses to start.
+    pub available_kv_bytes: i64,
+    pub kv_heads_per_gpu: u32,
+    pub kv_bytes_per_token_per_gpu: u64,
+    pub block_size: u32,
+    pub bytes_per_block: u64,
+    pub num_gpu_blocks: u64,
+    pub max_model_len: u32,
+    /// Tokens of KV the replica holds (every rank holds the same blocks).
+    pub kv_cache_tokens: u64,
+    pub max_concurrency: f64,
+}
+
+/// ceil(a / b) for positive integers.
+fn cdiv(a: u64, b: u64) -> u64 {
+    a.div_ceil(b.max(1))
+}
+
+fn gib_to_bytes(gib: f64) -> u64 {
+    (gib * GIB as f64) as u64
+}
+
+/// `max(1, kv_heads / tp)`: KV heads are split across GPUs, replicated once TP exceeds them.
+pub fn kv_heads_per_gpu(kv_heads: u32, tensor_parallel_size: u32) -> u32 {
+    (kv_heads / tensor_parallel_size.max(1)).max(1)
+}
+
+/// Peak activation estimate of vLLM's profiling pass on one GPU, bytes (see the module doc).
+pub fn peak_activation_bytes(shape: &ActivationShape, tp: u32, batched_tokens: u32, max_num_seqs: u32) -> u64 {
+    let tp = f64::from(tp.max(1));
+    let tokens = f64::from(batched_tokens);
+    let per_token = 2.0 * f64::from(shape.hidden_size) + 3.0 * f64::from(shape.intermediate_size) / tp;
+    let forward = tokens * per_token * 2.0;
+    let rows = f64::from(max_num_seqs.min(batched_tokens));
+    let sampler = rows * f64::from(shape.vocab_size) * 4.0 * SAMPLER_COPIES;
+    (forward + sampler) as u64
+}
+
+impl MemoryBudget {
+    pub fn compute(input: &MemoryBudgetInput) -> MemoryBudget {
+        let tp = input.tensor_parallel_size.max(1);
+        let requested = (input.gpu_total_bytes as f64 * input.gpu_memory_utilization).ceil() as u64;
+        let weights = (input.model.params_b * 1e9 * input.weight_bytes / f64::from(tp)) as u64;
+        let non_torch = gib_to_bytes(NON_TORCH_GIB + if tp > 1 { NON_TORCH_TP_GIB } else { 0.0 });
+        let activation = peak_activation_bytes(&input.shape, tp, input.max_num_batched_tokens, input.max_num_seqs);
+        let cuda_graph = if input.cuda_graphs_in_budget {
+            (f64::from(input.model.layers) * CUDA_GRAPH_MIB_PER_LAYER * 1024.0 * 1024.0) as u64
+        } else {
+            0
+        };
+        let available = requested as i64 - (weights + non_torch + activation + cuda_graph) as i64;
+        let heads = kv_heads_per_gpu(input.model.kv_heads, tp);
+        let per_token = 2
+            * u64::from(input.model.layers)
+            * u64::from(heads)
+            * u64::from(input.model.head_dim)
+            * input.kv_dtype.bytes_per_element();
+        let block = input.block_size.max(1);
+        let bytes_per_block = per_token * u64::from(block);
+        let num_blocks = if available > 0 { available as u64 / bytes_per_block } else { 0 };
+        let blocks_per_request = cdiv(u64::from(input.max_model_len), u64::from(block));
+        let max_concurrency = num_blocks as f64 / blocks_per_request.max(1) as f64;
+        MemoryBudget {
+            tensor_parallel_size: tp,
+            gpu_memory_utilization: input.gpu_memory_utilization,
+            gpu_total_bytes: input.gpu_total_bytes,
+            free_at_startup_bytes: input.gpu_total_bytes.saturating_sub(input.other_processes_bytes),
+            requested_bytes: requested,
+            weights_bytes: weights,
+            non_torch_bytes: non_torch,
+            peak_activation_bytes: activation,
+            cuda_graph_bytes: cuda_graph,
+            available_kv_bytes: available,
+            kv_heads_per_gpu: heads,
+            kv_bytes_per_token_per_gpu: per_token,
+            block_size: block,
+            bytes_per_block,
+            num_gpu_blocks: num_blocks,
+            max_model_len: input.max_model_len,
+            kv_cache_tokens: (max_concurrency * f64::from(input.max_model_len)) as u64,
+            max_concurrency,
+        }
+    }
+
+    pub fn available_kv_gib(&self) -> f64 {
+        self.available_kv_bytes as f64 / GIB as f64
+    }
+
+    /// KV memory of the whole replica: every tensor-parallel rank holds its own share.
+    pub fn replica_kv_bytes(&self) -> i64 {
+        self.available_kv_bytes * i64::from(self.tensor_parallel_size)
+    }
+
+    /// vLLM's startup lines for this budget, in the order vLLM 0.33 logs them. The seconds
+    /// vLLM appends to "Model loading took" and the `--kv-cache-memory` suggestions after the
+    /// breakdown are left out: a simulation has neither.
+    pub fn startup_lines(&self) -> Vec<String> {
+        let mut lines = vec![format!("Model loading took {} GiB memory", format_gib(self.weights_bytes as i64))];
+        if self.cuda_graph_bytes > 0 {
+            lines.push(format!(
+                "Estimated CUDA graph memory: {:.2} GiB total",
+                self.cuda_graph_bytes as f64 / GIB as f64
+            ));
+        }
+        lines.push(format!("Available KV cache memory: {} GiB", format_gib(self.available_kv_bytes)));
+        lines.push(format!(
+            "GPU KV cache size: {} tokens, Maximum concurrency for {} tokens per request: {:.2}x",
+            group_thousands(self.kv_cache_tokens),
+            group_thousands(u64::from(self.max_model_len)),
+            self.max_concurrency
+        ));
+        lines.push(format!(
+            "Free memory on device ({}/{} GiB) on startup. Desired GPU memory utilization is ({}, {} GiB). \
+             Actual usage is {} GiB for consumed memory (weights + non-torch), {} GiB for peak activation, \
+             and {} GiB for CUDAGraph memory.",
+            format_gib(self.free_at_startup_bytes as i64),
+            format_gib(self.gpu_total_bytes as i64),
+            python_float(self.gpu_memory_utilization, 4),
+            format_gib(self.requested_bytes as i64),
+            format_gib((self.weights_bytes + self.non_torch_bytes) as i64),
+            format_gib(self.peak_activation_bytes as i64),
+            format_gib(self.cuda_graph_bytes as i64),
+        ));
+        lines
+    }
+}
+
+/// Python's `str(round(x, digits))`: shortest form, but always with a decimal point.
+pub fn python_float(x: f64, digits: i32) -> String {
+    let scale = libm::pow(10.0, f64::from(digits));
+    let rounded = libm::round(x * scale) / scale;
+    let text = format!("{rounded}");
+    if text.contains('.') || text.contains('e') || text.contains("inf") || text.contains("NaN") {
+        text
+    } else {
+        format!("{text}.0")
+    }
+}
+
+/// vLLM's `format_gib`: `str(round(bytes / GiB, 2))`.
+pub fn format_gib(bytes: i64) -> String {
+    python_float(bytes as f64 / GIB as f64, 2)
+}

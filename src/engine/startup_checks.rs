@@ -1,0 +1,180 @@
+//! vLLM's startup checks, as pure functions that return vLLM 0.33's own error text.
+//!
+//! - Free memory below the requested share (`vllm/v1/worker/utils.py::request_memory`): the
+//!   second instance on a GPU whose fraction does not fit beside the first.
+//! - No memory left for the KV cache, and a `max_model_len` request that does not fit, with the
+//!   estimated maximum model length (`vllm/v1/core/kv_cache_planning.py::
+//!   _check_enough_kv_cache_memory`). vLLM plans against the available memory less the one null
+//!   block its `BlockPool` holds back; a request of L tokens needs `cdiv(L, block_size)` blocks;
+//!   its binary search for the longest L that fits lands on `(usable ÷ bytes per block) × block_size`.
+//! - A block size the attention backend cannot run (`vllm/v1/attention/backend.py::
+//!   supports_block_size` over each backend's `get_supported_kernel_block_sizes`): a size is
+//!   supported when it is a multiple of one of the advertised sizes.
+
+use serde::Serialize;
+
+use super::memory_budget::{format_gib, MemoryBudget};
+
+/// The CUDA/ROCm/CPU attention backends a dense decoder can use, with the kernel block sizes
+/// vLLM 0.33 advertises for them (`get_supported_kernel_block_sizes`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AttentionBackend {
+    /// `FLASH_ATTN` (default on CUDA before Blackwell): `[MultipleOf(16)]`.
+    #[default]
+    FlashAttention,
+    /// `FLASHINFER` (off Blackwell's large-page path): `[16, 32, 64]`.
+    FlashInfer,
+    /// `TRITON_ATTN`: `[MultipleOf(16)]`.
+    Triton,
+    /// `FLEX_ATTENTION`: `[MultipleOf(16)]`.
+    FlexAttention,
+    /// ROCm AITER FlashAttention (its enum name is `FLASH_ATTN` too): `[16, 32]`.
+    RocmAiterFlashAttention,
+    /// `CPU_ATTN`: `[MultipleOf(32)]`.
+    Cpu,
+}
+
+/// One advertised kernel block size: exact, or any multiple of a base.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KernelBlockSize {
+    Exactly(u32),
+    MultipleOf(u32),
+}
+
+pub const ATTENTION_BACKENDS: &[AttentionBackend] = &[
+    AttentionBackend::FlashAttention,
+    AttentionBackend::FlashInfer,
+    AttentionBackend::Triton,
+    AttentionBackend::FlexAttention,
+    AttentionBackend::RocmAiterFlashAttention,
+    AttentionBackend::Cpu,
+];
+
+impl AttentionBackend {
+    /// The name vLLM's `AttentionBackendEnum` gives the backend.
+    pub fn vllm_name(self) -> &'static str {
+        match self {
+            AttentionBackend::FlashAttention | AttentionBackend::RocmAiterFlashAttention => "FLASH_ATTN",
+            AttentionBackend::FlashInfer => "FLASHINFER",
+            AttentionBackend::Triton => "TRITON_ATTN",
+            AttentionBackend::FlexAttention => "FLEX_ATTENTION",
+            AttentionBackend::Cpu => "CPU_ATTN",
+        }
+    }
+
+    /// kvlab's command-line spelling.
+    pub fn id(self) -> &'static str {
+        match self {
+            AttentionBackend::FlashAttention => "flash-attn",
+            AttentionBackend::FlashInfer => "flashinfer",
+            AttentionBackend::Triton => "triton",
+            AttentionBackend::FlexAttention => "flex-attention",
+            AttentionBackend::RocmAiterFlashAttention => "rocm-aiter-fa",
+            AttentionBackend::Cpu => "cpu",
+        }
+    }
+
+    pub fn from_id(id: &str) -> Option<AttentionBackend> {
+        ATTENTION_BACKENDS.iter().copied().find(|b| b.id() == id)
+    }
+
+    pub fn supported_kernel_block_sizes(self) -> &'static [KernelBlockSize] {
+        use KernelBlockSize::{Exactly, MultipleOf};
+        match self {
+            AttentionBackend::FlashAttention | AttentionBackend::Triton | AttentionBackend::FlexAttention => {
+                &[MultipleOf(16)]
+            }
+            AttentionBackend::FlashInfer => &[Exactly(16), Exactly(32), Exactly(64)],
+            AttentionBackend::RocmAiterFlashAttention => &[Exactly(16), Exactly(32)],
+            AttentionBackend::Cpu => &[MultipleOf(32)],
+        }
+    }
+
+    /// `supports_block_size`: with hybrid blocks the framework block only needs to be a multiple
+    /// of one size the kernel runs, so an exact size counts as a base too.
+    pub fn supports_block_size(self, block_size: u32) -> bool {
+        self.supported_kernel_block_sizes().iter().any(|s| {
+            let base = match *s {
+                KernelBlockSize::Exactly(n) | KernelBlockSize::MultipleOf(n) => n,
+            };
+            block_size % base == 0
+        })
+    }
+}
+
+/// "Selected backend … is not valid for this configuration", as `CudaPlatform.get_attn_backend_cls`
+/// raises it when `--attention-backend` is given and the block size is not one the backend runs.
+pub fn check_block_size(backend: AttentionBackend, block_size: u32) -> Result<(), String> {
+    if backend.supports_block_size(block_size) {
+        return Ok(());
+    }
+    Err(format!(
+        "Selected backend AttentionBackendEnum.{} is not valid for this configuration. Reason: ['block_size not supported']",
+        backend.vllm_name()
+    ))
+}
+
+/// `request_memory`: the free memory at startup must cover this instance's requested share.
+pub fn check_free_memory(budget: &MemoryBudget) -> Result<(), String> {
+    if budget.free_at_startup_bytes >= budget.requested_bytes {
+        return Ok(());
+    }
+    Err(format!(
+        "Free memory on device cuda:0 ({}/{} GiB) on startup is less than desired GPU memory utilization ({}, {} GiB). \
+         Decrease GPU memory utilization or reduce GPU memory used by other processes.",
+        format_gib(budget.free_at_startup_bytes as i64),
+        format_gib(budget.gpu_total_bytes as i64),
+        super::memory_budget::python_float(budget.gpu_memory_utilization, 4),
+        format_gib(budget.requested_bytes as i64),
+    ))
+}
+
+/// The longest model length whose blocks fit in `usable_bytes` (vLLM's binary search, closed form).
+pub fn estimated_max_model_len(usable_bytes: i64, bytes_per_block: u64, block_size: u32, max_model_len: u32) -> u64 {
+    if usable_bytes <= 0 || bytes_per_block == 0 {
+        return 0;
+    }
+    let blocks = usable_bytes as u64 / bytes_per_block;
+    (blocks * u64::from(block_size)).min(u64::from(max_model_len))
+}
+
+/// `_check_enough_kv_cache_memory`: some memory must be left, and one `max_model_len` request must fit.
+pub fn check_kv_cache_memory(budget: &MemoryBudget) -> Result<(), String> {
+    if budget.available_kv_bytes <= 0 {
+        return Err("No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when \
+                    initializing the engine (this flag also controls CPU memory reservation on the CPU backend, \
+                    despite its name). See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ \
+                    for more details."
+            .to_string());
+    }
+    // The null block BlockPool permanently holds back.
+    let usable = budget.available_kv_bytes - budget.bytes_per_block as i64;
+    let blocks_needed = u64::from(budget.max_model_len).div_ceil(u64::from(budget.block_size.max(1)));
+    let needed = blocks_needed * budget.bytes_per_block;
+    if (needed as i64) <= usable {
+        return Ok(());
+    }
+    let estimate = estimated_max_model_len(usable, budget.bytes_per_block, budget.block_size, budget.max_model_len);
+    let estimated_msg = if estimate > 0 {
+        format!("Based on the available memory, the estimated maximum model length is {estimate}. ")
+    } else {
+        String::new()
+    };
+    Err(format!(
+        "To serve at least one request with the model's max seq len ({}), ({} GiB KV cache is needed, which is \
+         larger than the available KV cache memory ({} GiB). {estimated_msg}Try increasing `gpu_memory_utilization` \
+         (which also controls CPU memory on the CPU backend) or decreasing `max_model_len` when initializing the \
+         engine. See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.",
+        budget.max_model_len,
+        format_gib(needed as i64),
+        format_gib(usable),
+    ))
+}
+
+/// Every startup check in vLLM's order: backend selection, the requested share, the KV cache.
+pub fn check_startup(budget: &MemoryBudget, backend: AttentionBackend) -> Result<(), String> {
+    check_block_size(backend, budget.block_size)?;
+    check_free_memory(budget)?;
+    check_kv_cache_memory(budget)
+}
