@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything kvlab needs on a fresh Debian machine of this kind, idempotently:
-# the wasm32 target, Chromium + ChromeDriver, wasm-bindgen-cli, wasm-opt (binaryen) and trunk.
+# the wasm32 target, Chromium + ChromeDriver, wasm-bindgen-cli, wasm-opt (binaryen), trunk, and
+# NVRTC from PyPI (compiles the CUDA calibration kernels in a test; no GPU needed).
 # Usage: scripts/setup.sh [--browser-only|--no-trunk]
 # Each step prints what it does and is skipped when the tool is already there at the right version.
 set -euo pipefail
@@ -12,6 +13,7 @@ export PATH="$TOOLS/bin:$TOOLS/node_modules/.bin:$HOME/.cargo/bin:$PATH"
 WASM_BINDGEN_VERSION=0.2.130
 TRUNK_VERSION=0.21.14
 BINARYEN_VERSION=132
+NVRTC_VERSION=13.0.88
 want_trunk=1
 [ "${1:-}" = "--no-trunk" ] && want_trunk=0
 
@@ -55,6 +57,15 @@ if [ "$want_trunk" = 1 ]; then
   else
     CARGO_PROFILE_RELEASE_LTO=false cargo install --locked --root "$TOOLS" trunk --version "$TRUNK_VERSION"
   fi
+fi
+
+step "NVRTC $NVRTC_VERSION (the nvidia-cuda-nvrtc wheel, for tests/gpu_kernels.rs)"
+if [ -f "$TOOLS/nvrtc/nvidia/cu13/lib/libnvrtc.so.13" ] && [ -d "$TOOLS/nvrtc/nvidia_cuda_nvrtc-$NVRTC_VERSION.dist-info" ]; then
+  echo "already installed"
+else
+  rm -rf "$TOOLS/nvrtc"
+  python3 -m pip install --quiet --disable-pip-version-check --no-deps --target "$TOOLS/nvrtc" \
+    "nvidia-cuda-nvrtc==$NVRTC_VERSION"
 fi
 
 step "Toolchain ready (tools in $TOOLS/bin)"

@@ -22,14 +22,17 @@ for f in tests/*.rs; do
 done
 cargo test --lib --bins --benches "${native_tests[@]}"
 
-step "Build with the CUDA calibration backend (--features gpu; no GPU needed to build)"
+step "CUDA calibration backend: build with --features gpu; its kernels compile with NVRTC for sm_80 and sm_90 without spills (no GPU needed)"
 cargo build --features gpu
+nvrtc_path=$(scripts/find-nvrtc.sh --link "$PWD/target/nvrtc-link")
+LD_LIBRARY_PATH="$nvrtc_path${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" cargo test --features gpu --lib --test gpu_kernels
 
 step "Formatting (rustfmt.toml)"
 cargo fmt --check
 
 step "Clippy (native and wasm32)"
 cargo clippy --all-targets -- -D warnings
+cargo clippy --all-targets --features gpu -- -D warnings
 cargo clippy --target wasm32-unknown-unknown --no-default-features --lib -- -D warnings
 
 step "All tests passed"

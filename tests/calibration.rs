@@ -214,6 +214,7 @@ fn malformed_calibration_files_are_rejected_naming_the_field() {
         ("paged_overhead[1].block_size", Box::new(|v| v["paged_overhead"][1]["block_size"] = 1.into())),
         ("paged_overhead[0].block_size", Box::new(|v| v["paged_overhead"][0]["block_size"] = 512.into())),
         ("bandwidth_efficiency", Box::new(|v| v["bandwidth_efficiency"] = 0.0.into())),
+        ("gpu", Box::new(|v| v["gpu"] = "h900".into())),
         ("bandwidth_efficiency", Box::new(|v| v["bandwidth_efficiency"] = 1.6.into())),
         ("fixed_step_us", Box::new(|v| v["fixed_step_us"] = (-1.0).into())),
         ("fixed_step_us", Box::new(|v| v["fixed_step_us"] = "fast".into())),
@@ -331,4 +332,78 @@ fn a_pool_that_agrees_with_itself_but_not_with_what_was_written_is_refused() {
         |g| -> Result<Box<dyn BlockPoolBackend>, String> { Ok(Box::new(MisplacedWrites(HostPool::new(g)?))) };
     let e = calibrate(&opts, &mut make, &mut |_| {}, &mut |_| {}).expect_err("a broken pool must stop the calibration");
     assert!(e.contains("expected from what was written"), "{e}");
+}
+
+#[test]
+fn a_calibration_measured_on_a_gpu_brings_that_gpus_bandwidth() {
+    let preset = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/assets/presets/paged-default.json"))
+        .expect("shipped preset");
+    let config = parse_preset(&preset).expect("preset");
+    assert_eq!(config.gpu.id, "h100-sxm");
+    let run = |gpu: Option<&str>| {
+        let mut v = valid_file();
+        if let Some(g) = gpu {
+            v["gpu"] = g.into();
+        }
+        let mut c = config.clone();
+        c.calibration = Some(parse_calibration(&v.to_string()).expect("valid").step_time());
+        kvlab::engine::Simulation::new(c).expect("runs").run_to_end()
+    };
+    let (own, h200, same) = (run(None), run(Some("h200")), run(Some("h100-sxm")));
+    // Same efficiency, 4,800 instead of 3,350 GB/s: every decode step is shorter.
+    assert!(
+        h200.latency_ms.tpot_p50 < own.latency_ms.tpot_p50,
+        "{} vs {}",
+        h200.latency_ms.tpot_p50,
+        own.latency_ms.tpot_p50
+    );
+    assert_eq!(same.latency_ms.tpot_p50, own.latency_ms.tpot_p50, "naming the preset's own GPU changes nothing");
+    let mut v = valid_file();
+    v["gpu"] = "h200".into();
+    let c = parse_calibration(&v.to_string()).expect("valid");
+    assert!(
+        c.describe("h100-sxm").contains("the h200's 4800 GB/s × 0.800, not the h100-sxm's"),
+        "{}",
+        c.describe("h100-sxm")
+    );
+    assert_eq!(c.describe("h200"), "t, measured on d (2026-01-01)");
+}
+
+#[test]
+fn every_shipped_preset_calibrates_on_a_short_replay() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/assets/presets");
+    let mut paths: Vec<_> = std::fs::read_dir(dir).expect("presets").map(|e| e.expect("entry").path()).collect();
+    paths.sort();
+    assert!(paths.len() >= 8);
+    for path in paths {
+        let mut opts = small_options();
+        opts.config = parse_preset(&std::fs::read_to_string(&path).expect("read")).expect("shipped preset parses");
+        // Shorter than every burst's start in bursty.json: the bursts must be cut, not refused.
+        opts.duration_s = Some(4.0);
+        opts.block_sizes = vec![16];
+        (opts.samples, opts.reps) = (2, 1);
+        let mut make = |g| -> Result<Box<dyn BlockPoolBackend>, String> { Ok(Box::new(HostPool::new(g)?)) };
+        let run = calibrate(&opts, &mut make, &mut |_| {}, &mut |_| {});
+        assert!(run.is_ok(), "{}: {}", path.display(), run.err().unwrap_or_default());
+    }
+}
+
+#[test]
+fn calibrate_writes_its_file_under_out_dir_and_leaves_no_partial_file() {
+    let dir = std::env::temp_dir().join(format!("kvlab-calibrate-out-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = Command::new(BIN)
+        .args(["calibrate", "--name", "host-test", "--date", "2026-01-02", "--duration-s", "2"])
+        .args(["--block-sizes", "1,16", "--samples", "2", "--reps", "1", "--out-dir"])
+        .arg(&dir)
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("host-test.partial.json"), "results so far are announced: {stderr}");
+    let text = std::fs::read_to_string(dir.join("host-test.json")).expect("the calibration file");
+    assert_eq!(parse_calibration(&text).expect("valid").name, "host-test");
+    assert!(!dir.join("host-test.partial.json").exists(), "the partial file is replaced by the final one");
+    let clash = Command::new(BIN).args(["calibrate", "--out", "a.json", "--out-dir"]).arg(&dir).output().expect("runs");
+    assert!(!clash.status.success() && String::from_utf8_lossy(&clash.stderr).contains("--out-dir"));
 }

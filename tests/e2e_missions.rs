@@ -337,7 +337,11 @@ async fn instructors_documents_are_checked_and_the_calibration_selector_works() 
     // The calibration selector: the report names the calibration, and the link keeps it.
     open(c, &format!("{base}?autoplay=0&preset=paged-default")).await;
     let options = js(c, "return [...document.querySelectorAll('#ctl-calibration option')].map(o => o.value)").await;
-    assert_eq!(options, json!(["", "host-xeon-2core"]));
+    assert_eq!(options, json!(["", "cuda-nvidia-h200", "host-xeon-2core"]));
+    // Each choice says which device it was measured on.
+    let h200 =
+        js(c, "return document.querySelector(\"#ctl-calibration option[value='cuda-nvidia-h200']\").textContent").await;
+    assert!(h200.as_str().is_some_and(|t| t.contains("NVIDIA H200")), "{h200}");
     c.find(Locator::Css("#ctl-calibration option[value='host-xeon-2core']")).await.unwrap().click().await.unwrap();
     js(c, "kvlab.runTo(5); return null").await;
     let r = report(c).await;

@@ -7,6 +7,7 @@
 use crate::calibrate::backend::BlockPoolBackend;
 use crate::engine::alloc::splitmix64;
 use crate::engine::alloc::{KvCacheManager, RequestId};
+use crate::engine::workload::Arrival;
 use crate::engine::{AllocatorConfig, SimConfig, Simulation};
 
 /// One step of the trace: the running batch after the step.
@@ -57,6 +58,13 @@ pub fn paged_config(base: &SimConfig, block_size: u32, duration_s: Option<f64>) 
     config.allocator = AllocatorConfig::Paged { block_size, prefix_caching };
     if let Some(d) = duration_s {
         config.duration_s = d;
+        // A shorter replay keeps the bursts that start inside it, cut at its end.
+        if let Arrival::Poisson { bursts, .. } = &mut config.workload.arrival {
+            bursts.retain(|b| b.start_s < d);
+            for b in bursts.iter_mut() {
+                b.end_s = b.end_s.min(d);
+            }
+        }
     }
     config
 }

@@ -58,6 +58,7 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
             crate::formats::calibration::parse_calibration(&text).map_err(|e| format!("{}: {e}", path.display()))?;
         config.calibration = Some(c.step_time());
     }
+    let calibration_line = config.calibration.as_ref().map(|c| c.describe(&config.gpu.id));
     let mut sim = Simulation::new(config).map_err(|e| format!("{}: {e}", args.preset.display()))?;
     let report = sim.run_to_end();
     if let Some(path) = &args.series {
@@ -68,6 +69,9 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
         println!("{}", report_json(&report));
     } else {
         print!("{}", summary(&report));
+        if let Some(line) = calibration_line {
+            println!("  {line}");
+        }
     }
     Ok(())
 }

@@ -38,10 +38,17 @@ pub struct Calibration {
 }
 
 impl Calibration {
+    /// One line for people (see `StepTimeCalibration::describe`).
+    pub fn describe(&self, preset_gpu: &str) -> String {
+        self.step_time().describe(preset_gpu)
+    }
+
     /// The numbers the step-time model uses.
     pub fn step_time(&self) -> StepTimeCalibration {
         StepTimeCalibration {
             name: self.name.clone(),
+            device: self.device.clone(),
+            date: self.date.clone(),
             bandwidth_efficiency: self.bandwidth_efficiency,
             fixed_step_us: self.fixed_step_us,
             gpu: self.gpu.clone(),

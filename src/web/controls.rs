@@ -11,6 +11,7 @@ use wasm_bindgen::JsCast;
 use web_sys::{Element, HtmlElement, HtmlInputElement, HtmlSelectElement, HtmlTextAreaElement};
 
 use crate::engine::model::{gpu_preset, GPU_IDS, MODEL_IDS};
+use crate::formats::calibration::shipped_calibration;
 use crate::formats::json::from_json_with_path;
 use crate::formats::paths::{self, Seg};
 use crate::formats::preset::{AllocatorDto, ArrivalDto, BurstDto, ClassDto};
@@ -270,7 +271,13 @@ pub fn fill_options(speeds: &[f64], speed: f64) {
     if let Some(sel) = dom::by_id::<HtmlSelectElement>("ctl-calibration") {
         let mut h = String::from("<option value=\"\">none (default model)</option>");
         for name in shipped::names(shipped::CALIBRATIONS) {
-            h.push_str(&format!("<option value=\"{0}\">{0}</option>", dom::escape(name)));
+            // The label says which device the constants were measured on.
+            let device = shipped_calibration(name).map(|c| c.device).unwrap_or_default();
+            h.push_str(&format!(
+                "<option value=\"{0}\" title=\"measured on {1}\">{0} ({1})</option>",
+                dom::escape(name),
+                dom::escape(&device)
+            ));
         }
         sel.set_inner_html(&h);
     }

@@ -137,11 +137,11 @@ pub struct Device {
     timer: Timer,
 }
 
+/// The loaded kernels, how they were built (`sm_90 cubin`, …) and ptxas's registers per kernel.
+type Loaded = (Kernels, String, Vec<(String, u32)>);
+
 /// Loads the kernels: a cubin for the device's architecture, else PTX for the driver to JIT.
-fn load_kernels(
-    ctx: &Arc<CudaContext>,
-    (major, minor): (i32, i32),
-) -> Result<(Kernels, String, Vec<(String, u32)>), String> {
+fn load_kernels(ctx: &Arc<CudaContext>, (major, minor): (i32, i32)) -> Result<Loaded, String> {
     let sm = format!("sm_{major}{minor}");
     let cubin = nvrtc::compile(&sm).and_then(|c| {
         let module = ctx.load_module(Ptx::from_binary(c.image.clone())).map_err(err("loading the cubin"))?;

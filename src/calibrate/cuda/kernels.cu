@@ -32,6 +32,26 @@ __device__ __forceinline__ u64 kv_word(u64 seed, u32 index, u32 k) {
 
 __device__ __forceinline__ u64 vsum(ulonglong2 v) { return v.x + v.y; }
 
+// Folds vectors first, first + step, ... (< vecs) of `run` into a checksum: UNROLL independent
+// 16-byte loads in flight, then each vector's sum weighted by its token's 2t + 1, where
+// t = t0 + (v >> pvshift) (pvshift = log2 of vectors per plane; 31 weights every vector 1).
+__device__ __forceinline__ u64 fold_run(const ulonglong2* run, u32 vecs, u32 first, u32 step, u32 t0, u32 pvshift) {
+    u64 acc = 0;
+    for (u32 v = first; v < vecs; v += step * UNROLL) {
+        ulonglong2 x[UNROLL];
+#pragma unroll
+        for (u32 u = 0; u < UNROLL; u++) {
+            u32 vv = v + step * u;
+            x[u] = vv < vecs ? __ldg(run + vv) : make_ulonglong2(0ull, 0ull);
+        }
+#pragma unroll
+        for (u32 u = 0; u < UNROLL; u++) {
+            acc += vsum(x[u]) * (2ull * (t0 + ((v + step * u) >> pvshift)) + 1ull);
+        }
+    }
+    return acc;
+}
+
 // Every thread of the block must reach this (blockDim.x is a multiple of 32).
 __device__ __forceinline__ void reduce_add(u64* out, u64 acc) {
     for (int o = 16; o > 0; o >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, o);
@@ -74,18 +94,7 @@ extern "C" __global__ void gather_paged(const ulonglong2* pool, const u32* table
         u32 t0 = j << bshift;
         u32 vecs = umin(n - t0, 1u << bshift) << pvshift;
         const ulonglong2* run = pool + (((phys * planes + p) << bshift) << pvshift);
-        for (u32 v = lane; v < vecs; v += 32u * UNROLL) {
-            ulonglong2 x[UNROLL];
-#pragma unroll
-            for (u32 u = 0; u < UNROLL; u++) {
-                u32 vv = v + 32u * u;
-                x[u] = vv < vecs ? __ldg(run + vv) : make_ulonglong2(0ull, 0ull);
-            }
-#pragma unroll
-            for (u32 u = 0; u < UNROLL; u++) {
-                acc += vsum(x[u]) * (2ull * (t0 + ((v + 32u * u) >> pvshift)) + 1ull);
-            }
-        }
+        acc += fold_run(run, vecs, lane, 32u, t0, pvshift);
     }
     reduce_add(out, acc);
 }
@@ -100,20 +109,7 @@ extern "C" __global__ void gather_contiguous(const ulonglong2* staging, const u6
     u64 acc = 0;
     if (t_lo < t_hi) {
         const ulonglong2* base = staging + ((seq_base[s] + (((u64)p * n + t_lo) << (pvshift + 1u))) >> 1);
-        u32 vecs = (t_hi - t_lo) << pvshift;
-        u32 step = blockDim.x;
-        for (u32 v = threadIdx.x; v < vecs; v += step * UNROLL) {
-            ulonglong2 x[UNROLL];
-#pragma unroll
-            for (u32 u = 0; u < UNROLL; u++) {
-                u32 vv = v + step * u;
-                x[u] = vv < vecs ? __ldg(base + vv) : make_ulonglong2(0ull, 0ull);
-            }
-#pragma unroll
-            for (u32 u = 0; u < UNROLL; u++) {
-                acc += vsum(x[u]) * (2ull * (t_lo + ((v + step * u) >> pvshift)) + 1ull);
-            }
-        }
+        acc = fold_run(base, (t_hi - t_lo) << pvshift, threadIdx.x, blockDim.x, t_lo, pvshift);
     }
     reduce_add(out, acc);
 }
@@ -134,19 +130,9 @@ extern "C" __global__ void stage_contiguous(const u64* pool, const u32* tables, 
     }
 }
 
-// Streams `vecs` 16-byte vectors once (a plain sum): the device's streaming read bandwidth.
+// Streams `vecs` 16-byte vectors once (a plain sum, fewer than 2^32 vectors): the device's
+// streaming read bandwidth.
 extern "C" __global__ void read_stream(const ulonglong2* data, u64 vecs, u64* out) {
-    u64 acc = 0;
-    u64 stride = (u64)gridDim.x * blockDim.x;
-    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < vecs; i += stride * UNROLL) {
-        ulonglong2 x[UNROLL];
-#pragma unroll
-        for (u32 u = 0; u < UNROLL; u++) {
-            u64 ii = i + stride * u;
-            x[u] = ii < vecs ? __ldg(data + ii) : make_ulonglong2(0ull, 0ull);
-        }
-#pragma unroll
-        for (u32 u = 0; u < UNROLL; u++) acc += vsum(x[u]);
-    }
-    reduce_add(out, acc);
+    u32 first = blockIdx.x * blockDim.x + threadIdx.x;
+    reduce_add(out, fold_run(data, (u32)vecs, first, gridDim.x * blockDim.x, 0u, 31u));
 }
