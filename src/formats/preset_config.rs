@@ -9,33 +9,36 @@ use crate::engine::config::{AllocatorConfig, ConfigError, SchedulerConfig, SimCo
 use crate::engine::model::{gpu_preset, model_preset, ModelSpec, GPU_IDS, MODEL_IDS};
 use crate::engine::workload::{parse_trace_csv, Arrival, Burst, LengthDist, UserClass, WorkloadConfig};
 
-impl From<&SchedulerConfig> for SchedulerDto {
-    fn from(s: &SchedulerConfig) -> Self {
-        SchedulerDto {
-            max_num_seqs: s.max_num_seqs,
-            max_num_batched_tokens: s.max_num_batched_tokens,
-            preemption: s.preemption.into(),
-            swap_space_gib: s.swap_space_gib,
-            max_model_len: s.max_model_len,
-            chunked_prefill: s.chunked_prefill,
-            watermark: s.watermark,
+/// `mirror!(A <-> B { field, … })`: A and B hold the same fields (each converting with `Into`);
+/// this writes the conversion both ways once.
+macro_rules! mirror {
+    ($a:ident <-> $b:ident { $($f:ident),+ $(,)? }) => {
+        impl From<&$a> for $b {
+            #[allow(clippy::clone_on_copy)]
+            fn from(x: &$a) -> $b {
+                $b { $($f: x.$f.clone().into()),+ }
+            }
         }
-    }
+        impl From<&$b> for $a {
+            #[allow(clippy::clone_on_copy)]
+            fn from(x: &$b) -> $a {
+                $a { $($f: x.$f.clone().into()),+ }
+            }
+        }
+    };
 }
 
-impl From<&SchedulerDto> for SchedulerConfig {
-    fn from(s: &SchedulerDto) -> Self {
-        SchedulerConfig {
-            max_num_seqs: s.max_num_seqs,
-            max_num_batched_tokens: s.max_num_batched_tokens,
-            preemption: s.preemption.into(),
-            swap_space_gib: s.swap_space_gib,
-            max_model_len: s.max_model_len,
-            chunked_prefill: s.chunked_prefill,
-            watermark: s.watermark,
-        }
-    }
-}
+mirror!(SchedulerConfig <-> SchedulerDto {
+    max_num_seqs,
+    max_num_batched_tokens,
+    preemption,
+    swap_space_gib,
+    max_model_len,
+    chunked_prefill,
+    watermark,
+});
+
+mirror!(UserClass <-> ClassDto { name, weight, prompt_tokens, output_tokens, max_tokens, n, shared_prefix_tokens });
 
 impl From<DistDto> for LengthDist {
     fn from(d: DistDto) -> Self {
@@ -46,34 +49,6 @@ impl From<DistDto> for LengthDist {
 impl From<LengthDist> for DistDto {
     fn from(d: LengthDist) -> Self {
         DistDto { mean: d.mean, p99: d.p99 }
-    }
-}
-
-impl From<&UserClass> for ClassDto {
-    fn from(c: &UserClass) -> Self {
-        ClassDto {
-            name: c.name.clone(),
-            weight: c.weight,
-            prompt_tokens: c.prompt_tokens.into(),
-            output_tokens: c.output_tokens.into(),
-            max_tokens: c.max_tokens,
-            n: c.n,
-            shared_prefix_tokens: c.shared_prefix_tokens,
-        }
-    }
-}
-
-impl From<&ClassDto> for UserClass {
-    fn from(c: &ClassDto) -> Self {
-        UserClass {
-            name: c.name.clone(),
-            weight: c.weight,
-            prompt_tokens: c.prompt_tokens.into(),
-            output_tokens: c.output_tokens.into(),
-            max_tokens: c.max_tokens,
-            n: c.n,
-            shared_prefix_tokens: c.shared_prefix_tokens,
-        }
     }
 }
 
