@@ -7,10 +7,8 @@
 
 mod common;
 
+use common::{repo_path, rust_files};
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
-
-use common::repo_path;
 
 /// One source file: its module path (`["engine", "alloc", "paged"]`), and its code without
 /// comments.
@@ -23,7 +21,7 @@ struct Source {
 fn sources() -> Vec<Source> {
     let root = repo_path("src");
     let mut files = Vec::new();
-    walk(&root, &mut files);
+    rust_files(&root, &mut files);
     files
         .into_iter()
         .filter(|p| !p.ends_with("main.rs"))
@@ -37,17 +35,6 @@ fn sources() -> Vec<Source> {
             Source { rel: format!("src/{rel}"), module, code }
         })
         .collect()
-}
-
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let p = entry.unwrap().path();
-        if p.is_dir() {
-            walk(&p, out);
-        } else if p.extension().is_some_and(|e| e == "rs") {
-            out.push(p);
-        }
-    }
 }
 
 /// Drops `//` comments (doc comments included); string literals that contain `//` keep the rest

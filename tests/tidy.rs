@@ -5,20 +5,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-
-use common::repo_path;
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let p = entry.unwrap().path();
-        if p.is_dir() {
-            rust_files(&p, out);
-        } else if p.extension().is_some_and(|e| e == "rs") {
-            out.push(p);
-        }
-    }
-}
+use common::{repo_path, rust_files};
 
 #[test]
 fn the_engine_knows_nothing_of_the_web_json_files_the_clock_or_os_randomness() {

@@ -6,21 +6,16 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use serde_json::Value;
 
-use super::mission::score_text;
+use super::mission::{load_mission, score_text};
 use super::run::{load_config, read};
 use crate::formats::mission::parse_mission_index;
 use crate::formats::paths::check_preset_json_shape;
 use crate::formats::sniff::{sniff, Document};
-use crate::missions::mission::{parse_mission, Mission};
 
 #[derive(Args, Debug)]
 pub struct CheckArgs {
     /// Preset, mission or mission index JSON file to validate (told apart by "schema").
     pub file: PathBuf,
-}
-
-pub fn load_mission(path: &Path) -> Result<Mission, String> {
-    parse_mission(&read(path)?).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 pub fn check(args: &CheckArgs) -> Result<(), String> {

@@ -1,14 +1,13 @@
 //! `kvlab mission`: score a mission's broken setup, its documented fix, or a knob patch of your
 //! own, as text or as JSON.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 use serde_json::Value;
 
-use super::check::load_mission;
 use super::run::{read, summary};
-use crate::missions::mission::Score;
+use crate::missions::mission::{parse_mission, Mission, Score};
 
 #[derive(Args, Debug)]
 pub struct MissionArgs {
@@ -23,6 +22,10 @@ pub struct MissionArgs {
     /// Print {"preset", "report", "score"} as JSON instead of text.
     #[arg(long)]
     pub json: bool,
+}
+
+pub fn load_mission(path: &Path) -> Result<Mission, String> {
+    parse_mission(&read(path)?).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 fn fmt_num(x: f64) -> String {

@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use crate::engine::{Report, SimConfig, Simulation};
-use crate::formats::calibration::shipped_calibration;
 use crate::formats::preset::{parse_preset_dto, ArrivalDto};
 use crate::formats::report::report_json;
 use crate::render::series_csv;
@@ -53,18 +52,13 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
     if let Some(seed) = args.seed {
         config.seed = seed;
     }
-    // The file given, else the shipped calibration the preset names: where it was measured.
-    let file = match &args.calibration {
-        Some(path) => Some(
-            crate::formats::calibration::parse_calibration(&read(path)?)
-                .map_err(|e| format!("{}: {e}", path.display()))?,
-        ),
-        None => config.calibration.as_ref().and_then(|c| shipped_calibration(&c.name).ok()),
-    };
-    if args.calibration.is_some() {
-        config.calibration = file.as_ref().map(|c| c.step_time());
+    if let Some(path) = &args.calibration {
+        let text = read(path)?;
+        let c =
+            crate::formats::calibration::parse_calibration(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        config.calibration = Some(c.step_time());
     }
-    let calibration_line = file.map(|c| c.describe(&config.gpu.id));
+    let calibration_line = config.calibration.as_ref().map(|c| c.describe(&config.gpu.id));
     let mut sim = Simulation::new(config).map_err(|e| format!("{}: {e}", args.preset.display()))?;
     let report = sim.run_to_end();
     if let Some(path) = &args.series {

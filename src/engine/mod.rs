@@ -22,4 +22,5 @@ pub mod workload;
 pub use config::{AllocatorConfig, ConfigError, PreemptionMode, Reserve, SchedulerConfig, SimConfig};
 pub use memory_map::{MapCell, MemoryMap};
 pub use metrics::{Report, StepPoint};
-pub use sim::{RequestView, Simulation};
+pub use sim::observe::RequestView;
+pub use sim::Simulation;

@@ -21,6 +21,9 @@ pub const DEFAULT_PAGED_OVERHEAD_PER_BLOCK: f64 = 1.3;
 pub struct StepTimeCalibration {
     /// The calibration's name, as reports show it.
     pub name: String,
+    /// The device and the date it was measured on (for people; the model does not read them).
+    pub device: String,
+    pub date: String,
     /// Effective fraction of the GPU's nominal bandwidth that KV and weight reads reach.
     pub bandwidth_efficiency: f64,
     /// Fixed cost of one step (launches, scheduling), microseconds.
@@ -41,6 +44,21 @@ pub struct OverheadPoint {
 }
 
 impl StepTimeCalibration {
+    /// One line for people: the name, where and when it was measured and, when it was measured on
+    /// another GPU than the preset's, that its bandwidth comes with it.
+    pub fn describe(&self, preset_gpu: &str) -> String {
+        let mut s = format!("{}, measured on {} ({})", self.name, self.device, self.date);
+        if let Some((g, spec)) =
+            self.gpu.as_deref().filter(|g| *g != preset_gpu).and_then(|g| Some((g, gpu_preset(g)?)))
+        {
+            s += &format!(
+                "; memory reads use the {g}'s {:.0} GB/s × {:.3}, not the {preset_gpu}'s bandwidth",
+                spec.mem_bandwidth_gb_s, self.bandwidth_efficiency
+            );
+        }
+        s
+    }
+
     /// Overhead at `block_size`, interpolated on log2(block size) between measured points.
     pub fn overhead_at(&self, block_size: u32) -> f64 {
         let pts = &self.paged_overhead;

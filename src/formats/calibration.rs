@@ -38,30 +38,22 @@ pub struct Calibration {
 }
 
 impl Calibration {
+    /// One line for people (see `StepTimeCalibration::describe`).
+    pub fn describe(&self, preset_gpu: &str) -> String {
+        self.step_time().describe(preset_gpu)
+    }
+
     /// The numbers the step-time model uses.
     pub fn step_time(&self) -> StepTimeCalibration {
         StepTimeCalibration {
             name: self.name.clone(),
+            device: self.device.clone(),
+            date: self.date.clone(),
             bandwidth_efficiency: self.bandwidth_efficiency,
             fixed_step_us: self.fixed_step_us,
             gpu: self.gpu.clone(),
             paged_overhead: self.paged_overhead.clone(),
         }
-    }
-
-    /// One line for people: the name, where and when it was measured and, when it was measured on
-    /// another GPU than the preset's, that its bandwidth comes with it.
-    pub fn describe(&self, preset_gpu: &str) -> String {
-        let mut s = format!("{}, measured on {} ({})", self.name, self.device, self.date);
-        if let Some((g, spec)) =
-            self.gpu.as_deref().filter(|g| *g != preset_gpu).and_then(|g| Some((g, gpu_preset(g)?)))
-        {
-            s += &format!(
-                "; memory reads use the {g}'s {:.0} GB/s × {:.3}, not the {preset_gpu}'s bandwidth",
-                spec.mem_bandwidth_gb_s, self.bandwidth_efficiency
-            );
-        }
-        s
     }
 }
 

@@ -6,7 +6,8 @@
 //! - [`json`]: JSON text → DTO with the failing field's path
 //! - [`paths`]: preset paths (`workload.classes[0].n`): their kinds, parsing, coverage, get/set,
 //!   merging and diffing; the one implementation missions, the CLI and the page share
-//! - [`preset`]: `kvlab/preset@1` → validated `SimConfig` (defaults from `SimConfig::default`)
+//! - [`preset`]: the DTOs of `kvlab/preset@1` and parsing (defaults from `SimConfig::default`);
+//!   [`preset_config`]: DTO ⇄ engine types, `PresetDto::to_config`
 //! - [`calibration`]: `kvlab/calibration@1` files and the shipped calibrations
 //! - [`mission`]: `kvlab/mission@1` and the mission index
 //! - [`report`]: the report as JSON (docs/REPORT.md) and the run digest
@@ -16,5 +17,6 @@ pub mod json;
 pub mod mission;
 pub mod paths;
 pub mod preset;
+pub mod preset_config;
 pub mod report;
 pub mod sniff;

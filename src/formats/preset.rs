@@ -4,16 +4,13 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::calibration::shipped_calibration;
 use super::json::from_value_with_path;
 use super::paths::check_preset_json_shape;
 use super::sniff::{sniff, Document, PRESET_SCHEMA};
 use crate::engine::alloc::Fit;
-use crate::engine::config::{
-    AllocatorConfig, ConfigError, PreemptionMode, Reserve, SchedulerConfig, SimConfig, DEFAULT_BLOCK_SIZE,
-};
-use crate::engine::model::{gpu_preset, model_preset, KvDtype, ModelSpec, GPU_IDS, MODEL_IDS};
-use crate::engine::workload::{parse_trace_csv, Arrival, Burst, LengthDist, UserClass, WorkloadConfig};
+use crate::engine::config::{ConfigError, PreemptionMode, Reserve, SchedulerConfig, SimConfig, DEFAULT_BLOCK_SIZE};
+use crate::engine::model::KvDtype;
+use crate::engine::workload::{Arrival, UserClass};
 /// Largest preset text accepted (a trace CSV inlined in a preset included).
 pub const MAX_PRESET_BYTES: usize = 4 << 20;
 
@@ -172,16 +169,7 @@ pub struct SchedulerDto {
 
 impl Default for SchedulerDto {
     fn default() -> Self {
-        let s = SchedulerConfig::default();
-        SchedulerDto {
-            max_num_seqs: s.max_num_seqs,
-            max_num_batched_tokens: s.max_num_batched_tokens,
-            preemption: s.preemption.into(),
-            swap_space_gib: s.swap_space_gib,
-            max_model_len: s.max_model_len,
-            chunked_prefill: s.chunked_prefill,
-            watermark: s.watermark,
-        }
+        SchedulerDto::from(&SchedulerConfig::default())
     }
 }
 
@@ -274,16 +262,7 @@ fn default_n() -> u32 {
 
 impl Default for ClassDto {
     fn default() -> Self {
-        let c = default_class();
-        ClassDto {
-            name: c.name,
-            weight: c.weight,
-            prompt_tokens: DistDto { mean: c.prompt_tokens.mean, p99: c.prompt_tokens.p99 },
-            output_tokens: DistDto { mean: c.output_tokens.mean, p99: c.output_tokens.p99 },
-            max_tokens: c.max_tokens,
-            n: c.n,
-            shared_prefix_tokens: c.shared_prefix_tokens,
-        }
+        ClassDto::from(&default_class())
     }
 }
 
@@ -336,106 +315,6 @@ pub fn preset_dto_from_value(value: &serde_json::Value) -> Result<PresetDto, Con
         ));
     }
     Ok(dto)
-}
-
-fn parse_model(v: &serde_json::Value) -> Result<ModelSpec, ConfigError> {
-    match v {
-        serde_json::Value::String(id) => model_preset(id).ok_or_else(|| {
-            ConfigError::new(
-                "model",
-                format!(
-                    "unknown model \"{id}\"; use one of {} or an object {{layers, kv_heads, head_dim, params_b}}",
-                    MODEL_IDS.join(", ")
-                ),
-            )
-        }),
-        serde_json::Value::Object(_) => {
-            let m: ModelObjectDto = from_value_with_path(v).map_err(|e| {
-                let field = if e.field.is_empty() { "model".to_string() } else { format!("model.{}", e.field) };
-                ConfigError::new(field, e.message)
-            })?;
-            Ok(ModelSpec {
-                id: if m.name.is_empty() { "custom".into() } else { m.name },
-                layers: m.layers,
-                kv_heads: m.kv_heads,
-                head_dim: m.head_dim,
-                params_b: m.params_b,
-            })
-        }
-        _ => {
-            Err(ConfigError::new("model", "use a model id string or an object {layers, kv_heads, head_dim, params_b}"))
-        }
-    }
-}
-
-impl PresetDto {
-    pub fn to_config(&self) -> Result<SimConfig, ConfigError> {
-        let gpu = gpu_preset(&self.gpu).ok_or_else(|| {
-            ConfigError::new("gpu", format!("unknown GPU \"{}\"; use one of {}", self.gpu, GPU_IDS.join(", ")))
-        })?;
-        let allocator = match self.allocator {
-            AllocatorDto::Contiguous { reserve, fit } => {
-                AllocatorConfig::Contiguous { reserve: reserve.into(), fit: fit.into() }
-            }
-            AllocatorDto::Paged { block_size, prefix_caching } => AllocatorConfig::Paged { block_size, prefix_caching },
-        };
-        let s = &self.scheduler;
-        let arrival = match &self.workload.arrival {
-            ArrivalDto::Poisson { rate_per_s, bursts } => Arrival::Poisson {
-                rate_per_s: *rate_per_s,
-                bursts: bursts
-                    .iter()
-                    .map(|b| Burst { start_s: b.start_s, end_s: b.end_s, rate_per_s: b.rate_per_s })
-                    .collect(),
-            },
-            ArrivalDto::Trace { csv, max_tokens } => Arrival::Trace {
-                rows: parse_trace_csv(csv).map_err(|e| ConfigError::new("workload.arrival.csv", e))?,
-                max_tokens: *max_tokens,
-            },
-        };
-        let classes = self
-            .workload
-            .classes
-            .iter()
-            .map(|c| UserClass {
-                name: c.name.clone(),
-                weight: c.weight,
-                prompt_tokens: LengthDist { mean: c.prompt_tokens.mean, p99: c.prompt_tokens.p99 },
-                output_tokens: LengthDist { mean: c.output_tokens.mean, p99: c.output_tokens.p99 },
-                max_tokens: c.max_tokens,
-                n: c.n,
-                shared_prefix_tokens: c.shared_prefix_tokens,
-            })
-            .collect();
-        let config = SimConfig {
-            id: if self.id.is_empty() { "custom".into() } else { self.id.clone() },
-            title: self.title.clone(),
-            seed: self.seed,
-            duration_s: self.duration_s,
-            model: parse_model(&self.model)?,
-            kv_dtype: self.kv_dtype.into(),
-            gpu,
-            kv_memory_gib: self.kv_memory_gib,
-            allocator,
-            scheduler: SchedulerConfig {
-                max_num_seqs: s.max_num_seqs,
-                max_num_batched_tokens: s.max_num_batched_tokens,
-                preemption: s.preemption.into(),
-                swap_space_gib: s.swap_space_gib,
-                max_model_len: s.max_model_len,
-                chunked_prefill: s.chunked_prefill,
-                watermark: s.watermark,
-            },
-            workload: WorkloadConfig { arrival, classes },
-            calibration: self
-                .calibration
-                .as_deref()
-                .map(|n| shipped_calibration(n).map(|c| c.step_time()))
-                .transpose()?,
-        };
-        config.validate()?;
-        Ok(config)
-    }
 }
 
 #[cfg(test)]

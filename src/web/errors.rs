@@ -35,13 +35,19 @@ pub fn panicked() -> bool {
 fn show_panic(detail: &str) {
     let Some(doc) = web_sys::window().and_then(|w| w.document()) else { return };
     let Some(el) = doc.get_element_by_id("panic").and_then(|e| e.dyn_into::<HtmlElement>().ok()) else { return };
-    el.set_inner_html(&format!(
-        "<strong>The lab hit an internal error and stopped.</strong> \
-         <span>Your link still holds your setup: reload to continue.</span> \
-         <button type=\"button\" onclick=\"location.reload()\">Reload</button>\
-         <details><summary>Details for a bug report</summary><pre>{}</pre></details>",
-        dom::escape(detail)
-    ));
+    dom::clear(&el);
+    dom::append(&el, dom::el("strong", "", Some("The lab hit an internal error and stopped.")));
+    let _ = el.append_with_str_1(" ");
+    dom::append(&el, dom::el("span", "", Some("Your link still holds your setup: reload to continue.")));
+    let _ = el.append_with_str_1(" ");
+    let reload = dom::append(&el, dom::el("button", "", Some("Reload")));
+    let _ = reload.set_attribute("type", "button");
+    dom::listen(&reload, "click", |_: web_sys::Event| {
+        let _ = dom::window().location().reload();
+    });
+    let details = dom::append(&el, dom::el("details", "", None));
+    dom::append(&details, dom::el("summary", "", Some("Details for a bug report")));
+    dom::append(&details, dom::el("pre", "", Some(detail)));
     el.set_hidden(false);
     if let Some(root) = doc.get_element_by_id("kvlab") {
         let _ = root.set_attribute("data-state", "panicked");

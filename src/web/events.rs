@@ -40,6 +40,19 @@ pub fn wire(app: &Rc<App>) {
     wire_keys(app);
     wire_resize(app);
     wire_mission(app);
+    keep_forms_on_the_page();
+}
+
+/// No form of the page submits (every button acts through a listener; Enter in a field must not
+/// reload the page). Done here rather than with inline `onsubmit` attributes, which a strict
+/// Content-Security-Policy forbids.
+fn keep_forms_on_the_page() {
+    let Ok(forms) = dom::document().query_selector_all("form") else { return };
+    for i in 0..forms.length() {
+        if let Some(form) = forms.item(i) {
+            dom::listen(&form, "submit", |e: web_sys::Event| e.prevent_default());
+        }
+    }
 }
 
 fn wire_mission(app: &Rc<App>) {

@@ -7,7 +7,7 @@ use wasm_bindgen::{Clamped, JsCast, JsValue};
 use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, ImageData};
 
 use crate::engine::plan::group_thousands;
-use crate::engine::sim::SampleView;
+use crate::engine::sim::observe::SampleView;
 use crate::engine::{MapCell, MemoryMap, RequestView};
 use crate::render::{render_map, MapLayout, RenderOptions};
 

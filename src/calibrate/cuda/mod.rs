@@ -67,7 +67,7 @@ pub fn lab_gpu_id(device_name: &str) -> Option<&'static str> {
         Some("h100-sxm")
     } else if n.contains("A100") && n.contains("80GB") && !n.contains("PCIE") {
         Some("a100-80gb")
-    } else if n.split(|c: char| !c.is_ascii_alphanumeric()).any(|w| w == "L4") {
+    } else if n.split_whitespace().any(|w| w == "L4") {
         Some("l4")
     } else {
         None

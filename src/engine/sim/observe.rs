@@ -1,0 +1,142 @@
+//! What a run shows: the [`Report`] it has produced so far, and the per-request view behind the
+//! memory map's hover ([`RequestView`]).
+
+use serde::Serialize;
+
+use super::Simulation;
+use crate::engine::alloc::KvCacheManager;
+use crate::engine::config::AllocatorConfig;
+use crate::engine::metrics::{percentile, round_to, KvSummary, LatencyMs, Report, RequestCounts};
+use crate::engine::plan::startup_line;
+
+impl Simulation {
+    pub fn report(&self) -> Report {
+        let i = &self.integrals;
+        let ratio = |num: f64, den: f64| if den > 0.0 { round_to(num / den, 4) } else { 0.0 };
+        let ms = |v: &[f64], p: f64| round_to(percentile(&mut v.to_vec(), p) / 1000.0, 2);
+        let allocator = match self.config.allocator {
+            AllocatorConfig::Contiguous { .. } => "contiguous",
+            AllocatorConfig::Paged { .. } => "paged",
+        };
+        let capacity = self.kv.capacity_tokens();
+        Report {
+            preset: self.config.id.clone(),
+            allocator: allocator.into(),
+            kv_bytes_per_token: self.config.kv_bytes_per_token(),
+            capacity_tokens: capacity,
+            capacity_line: startup_line(capacity, self.config.scheduler.max_model_len),
+            sim_time_s: round_to(self.now_us.min(self.duration_us) as f64 / 1e6, 6),
+            steps: self.steps,
+            requests: RequestCounts {
+                arrived: self.groups.len() as u32,
+                finished: self.finished,
+                running_at_end: self.scheduler.running().len() as u32,
+                waiting_at_end: self.scheduler.waiting().len() as u32,
+                swapped_at_end: self.scheduler.swapped().len() as u32,
+                rejected: self.rejections.len() as u32,
+            },
+            kv: KvSummary {
+                utilization_mean: ratio(i.utilization_us, i.allocated_time_us),
+                allocated_fraction_mean: ratio(i.allocated_fraction_us, i.time_us),
+                live_fraction_mean: ratio(i.live_fraction_us, i.time_us),
+            },
+            running_mean: ratio(i.running_us, i.time_us),
+            running_max: self.running_max,
+            preemptions: self.scheduler.preemptions().0,
+            swap_preemptions: self.scheduler.preemptions().1,
+            hol_blocked_steps: self.hol_blocked_steps,
+            hol_blocked_with_free_memory_steps: self.hol_blocked_with_free_memory_steps,
+            cow_copies: self.kv.cow_copies(),
+            prefix_cache_hit_rate: round_to(self.kv.prefix_cache_hit_rate(), 4),
+            latency_ms: LatencyMs {
+                ttft_p50: ms(&self.ttft_us, 50.0),
+                ttft_p95: ms(&self.ttft_us, 95.0),
+                tpot_p50: ms(&self.tpot_us, 50.0),
+                tpot_p95: ms(&self.tpot_us, 95.0),
+            },
+            output_tokens_per_s: round_to(self.output_tokens as f64 / (self.duration_us as f64 / 1e6), 2),
+            paged_overhead: round_to(self.timing.paged_overhead(), 4),
+            calibration: self.config.calibration.as_ref().map(|c| c.name.clone()),
+            rejections: self.rejections.clone(),
+        }
+    }
+}
+
+/// What the page shows when a cell of the map is hovered.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct RequestView {
+    pub request: u32,
+    pub class: u16,
+    pub status: String,
+    pub arrival_s: f64,
+    pub prompt_tokens: u32,
+    pub max_tokens: u32,
+    pub n: u32,
+    pub preemptions: u32,
+    pub samples: Vec<SampleView>,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct SampleView {
+    pub seq: u32,
+    pub generated: u32,
+    pub kv_tokens: u32,
+    pub finished: bool,
+    /// Paged: physical block ids in logical order.
+    pub block_table: Vec<u32>,
+    pub shared_blocks: u32,
+    pub copied_blocks: u32,
+    /// Contiguous: [start, len, live] in token slots.
+    pub slab: Option<[u32; 3]>,
+}
+
+impl Simulation {
+    pub fn request_view(&self, request: u32) -> Option<RequestView> {
+        let g = self.groups.get(request as usize)?;
+        let samples = g
+            .samples
+            .iter()
+            .map(|s| {
+                let mut v = SampleView {
+                    seq: s.seq,
+                    generated: s.generated,
+                    kv_tokens: 0,
+                    finished: s.finished,
+                    block_table: Vec::new(),
+                    shared_blocks: 0,
+                    copied_blocks: 0,
+                    slab: None,
+                };
+                match &self.kv {
+                    KvCacheManager::Paged(p) => {
+                        if let Some(t) = p.table(s.seq) {
+                            v.kv_tokens = t.num_tokens;
+                            v.block_table = t.blocks.clone();
+                            v.shared_blocks =
+                                t.blocks.iter().filter(|&&b| p.pool().block(b).ref_cnt > 1).count() as u32;
+                            v.copied_blocks = t.blocks.iter().filter(|&&b| p.pool().block(b).copied).count() as u32;
+                        }
+                    }
+                    KvCacheManager::Contiguous(c) => {
+                        if let Some(slab) = c.slab(s.seq) {
+                            v.kv_tokens = slab.live;
+                            v.slab = Some([slab.start, slab.len, slab.live]);
+                        }
+                    }
+                }
+                v
+            })
+            .collect();
+        Some(RequestView {
+            request,
+            class: g.class,
+            status: format!("{:?}", g.status).to_lowercase(),
+            arrival_s: g.arrival_us as f64 / 1e6,
+            prompt_tokens: g.prompt_tokens,
+            max_tokens: g.max_tokens,
+            n: g.n(),
+            preemptions: g.preemptions,
+            samples,
+        })
+    }
+}

@@ -1,0 +1,138 @@
+//! `PresetDto` ⇄ engine types: the DTO of `kvlab/preset@1` converted into a validated
+//! `SimConfig` (unknown model and GPU ids, trace CSV and calibration names are checked here), and
+//! the engine's defaults written as DTOs.
+
+use super::calibration::shipped_calibration;
+use super::json::from_value_with_path;
+use super::preset::{AllocatorDto, ArrivalDto, ClassDto, DistDto, ModelObjectDto, PresetDto, SchedulerDto};
+use crate::engine::config::{AllocatorConfig, ConfigError, SchedulerConfig, SimConfig};
+use crate::engine::model::{gpu_preset, model_preset, ModelSpec, GPU_IDS, MODEL_IDS};
+use crate::engine::workload::{parse_trace_csv, Arrival, Burst, LengthDist, UserClass, WorkloadConfig};
+
+/// `mirror!(A <-> B { field, … })`: A and B hold the same fields (each converting with `Into`);
+/// this writes the conversion both ways once.
+macro_rules! mirror {
+    ($a:ident <-> $b:ident { $($f:ident),+ $(,)? }) => {
+        impl From<&$a> for $b {
+            #[allow(clippy::clone_on_copy)]
+            fn from(x: &$a) -> $b {
+                $b { $($f: x.$f.clone().into()),+ }
+            }
+        }
+        impl From<&$b> for $a {
+            #[allow(clippy::clone_on_copy)]
+            fn from(x: &$b) -> $a {
+                $a { $($f: x.$f.clone().into()),+ }
+            }
+        }
+    };
+}
+
+mirror!(SchedulerConfig <-> SchedulerDto {
+    max_num_seqs,
+    max_num_batched_tokens,
+    preemption,
+    swap_space_gib,
+    max_model_len,
+    chunked_prefill,
+    watermark,
+});
+
+mirror!(UserClass <-> ClassDto { name, weight, prompt_tokens, output_tokens, max_tokens, n, shared_prefix_tokens });
+
+impl From<DistDto> for LengthDist {
+    fn from(d: DistDto) -> Self {
+        LengthDist { mean: d.mean, p99: d.p99 }
+    }
+}
+
+impl From<LengthDist> for DistDto {
+    fn from(d: LengthDist) -> Self {
+        DistDto { mean: d.mean, p99: d.p99 }
+    }
+}
+
+impl ArrivalDto {
+    fn to_arrival(&self) -> Result<Arrival, ConfigError> {
+        Ok(match self {
+            ArrivalDto::Poisson { rate_per_s, bursts } => Arrival::Poisson {
+                rate_per_s: *rate_per_s,
+                bursts: bursts
+                    .iter()
+                    .map(|b| Burst { start_s: b.start_s, end_s: b.end_s, rate_per_s: b.rate_per_s })
+                    .collect(),
+            },
+            ArrivalDto::Trace { csv, max_tokens } => Arrival::Trace {
+                rows: parse_trace_csv(csv).map_err(|e| ConfigError::new("workload.arrival.csv", e))?,
+                max_tokens: *max_tokens,
+            },
+        })
+    }
+}
+
+fn parse_model(v: &serde_json::Value) -> Result<ModelSpec, ConfigError> {
+    match v {
+        serde_json::Value::String(id) => model_preset(id).ok_or_else(|| {
+            ConfigError::new(
+                "model",
+                format!(
+                    "unknown model \"{id}\"; use one of {} or an object {{layers, kv_heads, head_dim, params_b}}",
+                    MODEL_IDS.join(", ")
+                ),
+            )
+        }),
+        serde_json::Value::Object(_) => {
+            let m: ModelObjectDto = from_value_with_path(v).map_err(|e| {
+                let field = if e.field.is_empty() { "model".to_string() } else { format!("model.{}", e.field) };
+                ConfigError::new(field, e.message)
+            })?;
+            Ok(ModelSpec {
+                id: if m.name.is_empty() { "custom".into() } else { m.name },
+                layers: m.layers,
+                kv_heads: m.kv_heads,
+                head_dim: m.head_dim,
+                params_b: m.params_b,
+            })
+        }
+        _ => {
+            Err(ConfigError::new("model", "use a model id string or an object {layers, kv_heads, head_dim, params_b}"))
+        }
+    }
+}
+
+impl PresetDto {
+    /// The validated configuration this preset describes; errors name the preset path.
+    pub fn to_config(&self) -> Result<SimConfig, ConfigError> {
+        let gpu = gpu_preset(&self.gpu).ok_or_else(|| {
+            ConfigError::new("gpu", format!("unknown GPU \"{}\"; use one of {}", self.gpu, GPU_IDS.join(", ")))
+        })?;
+        let allocator = match self.allocator {
+            AllocatorDto::Contiguous { reserve, fit } => {
+                AllocatorConfig::Contiguous { reserve: reserve.into(), fit: fit.into() }
+            }
+            AllocatorDto::Paged { block_size, prefix_caching } => AllocatorConfig::Paged { block_size, prefix_caching },
+        };
+        let arrival = self.workload.arrival.to_arrival()?;
+        let classes = self.workload.classes.iter().map(UserClass::from).collect();
+        let config = SimConfig {
+            id: if self.id.is_empty() { "custom".into() } else { self.id.clone() },
+            title: self.title.clone(),
+            seed: self.seed,
+            duration_s: self.duration_s,
+            model: parse_model(&self.model)?,
+            kv_dtype: self.kv_dtype.into(),
+            gpu,
+            kv_memory_gib: self.kv_memory_gib,
+            allocator,
+            scheduler: SchedulerConfig::from(&self.scheduler),
+            workload: WorkloadConfig { arrival, classes },
+            calibration: self
+                .calibration
+                .as_deref()
+                .map(|n| shipped_calibration(n).map(|c| c.step_time()))
+                .transpose()?,
+        };
+        config.validate()?;
+        Ok(config)
+    }
+}
