@@ -42,6 +42,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = std::panic::catch_unwind(|| match cli.command {
         Command::Run(args) => run::run(&args),
+        Command::Plan(args) if args.gpu_budget.gpu.is_some() => plan_gpu::plan_from_gpu(&args),
         Command::Plan(args) => plan::plan(&args),
         Command::Check(args) => check::check(&args),
         Command::Mission(args) => mission::mission(&args),

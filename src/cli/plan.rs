@@ -41,7 +41,50 @@ pub struct PlanArgs {
     pub json: bool,
     // --- From the GPU up (src/cli/plan_gpu.rs): vLLM's own memory budget instead of --kv-gib. ---
     #[command(flatten)]
-    pub gpu_budget: super::plan_gpu::GpuBudgetArgs,
+    pub gpu_budget: GpuBudgetArgs,
+}
+
+/// `kvlab plan --gpu …` (run by `plan_gpu.rs`): vLLM's own memory budget instead of --kv-gib.
+#[derive(Args, Debug)]
+pub struct GpuBudgetArgs {
+    /// Derive the KV memory from this GPU (h100-sxm, a100-80gb, h200, l4) instead of --kv-gib.
+    #[arg(long)]
+    pub gpu: Option<String>,
+    /// vLLM's --gpu-memory-utilization: the share of the GPU this instance may use, weights included.
+    #[arg(long, default_value_t = 0.9, value_parser = parse_fraction, requires = "gpu")]
+    pub gpu_memory_utilization: f64,
+    /// vLLM's --tensor-parallel-size: 1, 2, 4 or 8 GPUs per replica.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=8), requires = "gpu")]
+    pub tensor_parallel_size: u32,
+    /// GiB already held on each GPU by other processes (another vLLM instance, say).
+    #[arg(long, default_value_t = 0.0, value_parser = parse_nonnegative, requires = "gpu")]
+    pub other_processes_gib: f64,
+    /// Tokens in vLLM's profiling pass (default: vLLM 0.33's for the GPU, 8192 on H100/H200, else 2048).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..), requires = "gpu")]
+    pub max_num_batched_tokens: Option<u32>,
+    /// Sequences sampled in the profiling pass (default: 1024 on H100/H200, else 256).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..), requires = "gpu")]
+    pub max_num_seqs: Option<u32>,
+    /// Attention backend whose kernel block sizes apply (flash-attn, flashinfer, triton, flex-attention, rocm-aiter-fa, cpu).
+    #[arg(long, default_value = "flash-attn", requires = "gpu")]
+    pub attention_backend: String,
+    /// vLLM's --enforce-eager: no CUDA graphs, so none of their memory is taken from the budget.
+    #[arg(long, requires = "gpu")]
+    pub enforce_eager: bool,
+}
+
+fn parse_fraction(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v <= 1.0 => Ok(v),
+        _ => Err(format!("'{s}' is not a fraction; use a number above 0 and at most 1, e.g. 0.9")),
+    }
+}
+
+fn parse_nonnegative(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.0..=4096.0).contains(&v) => Ok(v),
+        _ => Err(format!("'{s}' is not a size in GiB; use a number from 0 to 4096")),
+    }
 }
 
 fn parse_gib(s: &str) -> Result<f64, String> {
@@ -51,10 +94,8 @@ fn parse_gib(s: &str) -> Result<f64, String> {
     }
 }
 
+/// `kvlab plan --kv-gib …` (the CLI sends `--gpu` to `plan_gpu::plan_from_gpu`).
 pub fn plan(args: &PlanArgs) -> Result<(), String> {
-    if args.gpu_budget.gpu.is_some() {
-        return super::plan_gpu::plan_from_gpu(args);
-    }
     let kv_gib = args.kv_gib.ok_or("--kv-gib or --gpu is required")?;
     let model = model_preset(&args.model)
         .ok_or_else(|| format!("--model: unknown model \"{}\"; use one of {}", args.model, MODEL_IDS.join(", ")))?;

@@ -2,7 +2,6 @@
 //! the GPU up, as vLLM's worker derives it, with vLLM's startup lines and startup checks, then the
 //! same per-policy capacity figures `--kv-gib` gives, for the replica's KV cache.
 
-use clap::Args;
 use serde::Serialize;
 
 use crate::engine::memory_budget::{
@@ -13,48 +12,6 @@ use crate::engine::plan::{group_thousands, CapacityPlan, PlanInput};
 use crate::engine::startup_checks::{check_block_size, check_free_memory, check_kv_cache_memory, AttentionBackend};
 
 use super::plan::{DtypeArg, PlanArgs};
-
-#[derive(Args, Debug)]
-pub struct GpuBudgetArgs {
-    /// Derive the KV memory from this GPU (h100-sxm, a100-80gb, h200, l4) instead of --kv-gib.
-    #[arg(long)]
-    pub gpu: Option<String>,
-    /// vLLM's --gpu-memory-utilization: the share of the GPU this instance may use, weights included.
-    #[arg(long, default_value_t = 0.9, value_parser = parse_fraction, requires = "gpu")]
-    pub gpu_memory_utilization: f64,
-    /// vLLM's --tensor-parallel-size: 1, 2, 4 or 8 GPUs per replica.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=8), requires = "gpu")]
-    pub tensor_parallel_size: u32,
-    /// GiB already held on each GPU by other processes (another vLLM instance, say).
-    #[arg(long, default_value_t = 0.0, value_parser = parse_nonnegative, requires = "gpu")]
-    pub other_processes_gib: f64,
-    /// Tokens in vLLM's profiling pass (default: vLLM 0.33's for the GPU, 8192 on H100/H200, else 2048).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..), requires = "gpu")]
-    pub max_num_batched_tokens: Option<u32>,
-    /// Sequences sampled in the profiling pass (default: 1024 on H100/H200, else 256).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..), requires = "gpu")]
-    pub max_num_seqs: Option<u32>,
-    /// Attention backend whose kernel block sizes apply (flash-attn, flashinfer, triton, flex-attention, rocm-aiter-fa, cpu).
-    #[arg(long, default_value = "flash-attn", requires = "gpu")]
-    pub attention_backend: String,
-    /// vLLM's --enforce-eager: no CUDA graphs, so none of their memory is taken from the budget.
-    #[arg(long, requires = "gpu")]
-    pub enforce_eager: bool,
-}
-
-fn parse_fraction(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 && v <= 1.0 => Ok(v),
-        _ => Err(format!("'{s}' is not a fraction; use a number above 0 and at most 1, e.g. 0.9")),
-    }
-}
-
-fn parse_nonnegative(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if v.is_finite() && (0.0..=4096.0).contains(&v) => Ok(v),
-        _ => Err(format!("'{s}' is not a size in GiB; use a number from 0 to 4096")),
-    }
-}
 
 /// vLLM 0.33's defaults for `vllm serve` (`EngineArgs._set_default_max_num_seqs_and_batched_tokens_args`).
 fn serve_defaults(gpu: &str) -> (u32, u32) {
