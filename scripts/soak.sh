@@ -15,7 +15,11 @@ cases="${1:-100000}"
 seed="${2:-1}"
 budget="${3:-soak}"
 case "$cases$seed" in
-  *[!0-9]*) echo "usage: scripts/soak.sh N [SEED]  (whole numbers)" >&2; exit 2 ;;
+  *[!0-9]*) echo "usage: scripts/soak.sh N [SEED] [ci]  (N and SEED whole numbers)" >&2; exit 2 ;;
+esac
+case "$budget" in
+  soak|ci) ;;
+  *) echo "usage: scripts/soak.sh N [SEED] [ci]  (the third argument is 'ci' or absent)" >&2; exit 2 ;;
 esac
 echo "soak: $cases cases from seed $seed, $budget-sized (release build)"
 KVLAB_FUZZ_CASES="$cases" KVLAB_FUZZ_SEED="$seed" KVLAB_FUZZ_BUDGET="$budget" \
