@@ -209,7 +209,57 @@ impl SimConfig {
                 ));
             }
         }
-        self.validate_workload(capacity)
+        self.validate_workload(capacity)?;
+        // The largest run the lab accepts (blocks, requests, steps): see `bounds`.
+        super::bounds::check(&self.run_bounds()).map_err(|e| ConfigError::new(e.field, e.message))
+    }
+
+    /// What this configuration's run can reach at most: pool cells, expected requests, steps.
+    pub fn run_bounds(&self) -> super::bounds::RunBounds {
+        let capacity_tokens = self.capacity_tokens();
+        let block_size = match self.allocator {
+            AllocatorConfig::Paged { block_size, .. } => Some(block_size),
+            AllocatorConfig::Contiguous { .. } => None,
+        };
+        let cell = block_size.map_or(super::bounds::MAP_CELL_TOKENS, |bs| u64::from(bs.max(1)));
+        let duration_us = self.duration_us();
+        let (expected_requests, trace) = match &self.workload.arrival {
+            Arrival::Poisson { rate_per_s, bursts } => {
+                let schedule = super::workload::rate_schedule(*rate_per_s, bursts, duration_us);
+                let mut mean = 0.0;
+                for (i, seg) in schedule.iter().enumerate() {
+                    let end = schedule.get(i + 1).map_or(duration_us, |next| next.start_us);
+                    mean += seg.rate_per_s * end.saturating_sub(seg.start_us) as f64 / 1e6;
+                }
+                (libm::ceil(mean) as u64, false)
+            }
+            Arrival::Trace { rows, .. } => {
+                (rows.iter().filter(|r| super::workload::secs_to_us(r.arrival_s) < duration_us).count() as u64, true)
+            }
+        };
+        let timing = super::timing::StepTimeModel::new(
+            &self.model,
+            &self.gpu,
+            self.kv_bytes_per_token(),
+            block_size,
+            self.calibration.as_ref(),
+        );
+        let min_step_us = timing.step_us(&super::timing::StepWork::default()).max(1);
+        super::bounds::RunBounds {
+            kv_cells: match block_size {
+                Some(_) => capacity_tokens / cell,
+                None => capacity_tokens.div_ceil(cell),
+            },
+            capacity_tokens,
+            block_size,
+            kv_memory_gib: self.kv_memory_gib,
+            kv_bytes_per_token: self.kv_bytes_per_token(),
+            expected_requests,
+            trace,
+            duration_s: self.duration_s,
+            min_step_us,
+            max_steps: duration_us.div_ceil(min_step_us),
+        }
     }
 
     fn validate_workload(&self, capacity: u64) -> Result<(), ConfigError> {

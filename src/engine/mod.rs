@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 
 pub mod alloc;
+pub mod bounds;
 pub mod config;
 pub mod memory_budget;
 pub mod memory_map;
