@@ -278,6 +278,13 @@ async fn instructors_documents_are_checked_and_the_calibration_selector_works() 
             "workload.classes[0].max_tokens: a typical request of this class needs 7000 tokens",
         ),
         (r#"{"schema": "kvlab/preset@1", "colour": "red"}"#, "colour"),
+        // A run past the engine's limits is refused with the CLI's words (tests/bounds.rs).
+        (
+            r#"{"schema": "kvlab/preset@1", "kv_dtype": "fp8", "kv_memory_gib": 17,
+                "model": {"layers": 1, "kv_heads": 1, "head_dim": 2, "params_b": 0.01},
+                "allocator": {"kind": "paged", "block_size": 1}}"#,
+            "kv_memory_gib: 17 GiB of 4-byte tokens is 4.6 billion 1-token blocks; the lab handles up to 1,048,576",
+        ),
         (
             r#"{"schema": "kvlab/mission@1", "id": "x", "number": 1, "title": "t", "story": "s", "task": "t",
             "preset": {"schema": "kvlab/preset@1"}, "knobs": ["kv_memory_gib"], "fix": {"kv_memory_gib": 4},
