@@ -271,12 +271,17 @@ pub fn fill_options(speeds: &[f64], speed: f64) {
     if let Some(sel) = dom::by_id::<HtmlSelectElement>("ctl-calibration") {
         let mut h = String::from("<option value=\"\">none (default model)</option>");
         for name in shipped::names(shipped::CALIBRATIONS) {
-            // The label says which device the constants were measured on.
-            let device = shipped_calibration(name).map(|c| c.device).unwrap_or_default();
+            // The label leads with the device the constants were measured on ("NVIDIA H200",
+            // "host memory"), so a narrow selector still shows it; the title says it all.
+            let Ok(c) = shipped_calibration(name) else { continue };
+            let short = c.device.strip_prefix("cuda: ").unwrap_or(&c.device);
+            let short = short.split(':').next().unwrap_or(short);
             h.push_str(&format!(
-                "<option value=\"{0}\" title=\"measured on {1}\">{0} ({1})</option>",
+                "<option value=\"{0}\" title=\"{0}: measured on {1} ({2})\">{3} ({0})</option>",
                 dom::escape(name),
-                dom::escape(&device)
+                dom::escape(&c.device),
+                dom::escape(&c.date),
+                dom::escape(short)
             ));
         }
         sel.set_inner_html(&h);
