@@ -7,6 +7,7 @@
 use crate::calibrate::backend::BlockPoolBackend;
 use crate::engine::alloc::splitmix64;
 use crate::engine::alloc::{KvCacheManager, RequestId};
+use crate::engine::request::GroupStatus;
 use crate::engine::workload::Arrival;
 use crate::engine::{AllocatorConfig, SimConfig, Simulation};
 
@@ -112,8 +113,7 @@ impl TraceReplayer {
         let mut batch = StepBatch { step: self.sim.steps(), now_us: self.sim.now_us(), ..StepBatch::default() };
         let KvCacheManager::Paged(p) = self.sim.kv() else { unreachable!("paged config") };
         let bs = self.block_size;
-        for &r in self.sim.scheduler().running() {
-            let g = &self.sim.groups()[r as usize];
+        for g in self.sim.groups().iter().filter(|g| g.status == GroupStatus::Running) {
             for seq in g.live_seqs() {
                 let Some(t) = p.table(seq) else { continue };
                 for (j, &b) in t.blocks.iter().enumerate() {

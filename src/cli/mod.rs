@@ -1,11 +1,12 @@
-//! The native command line: `kvlab run`, `kvlab plan`, `kvlab check`, `kvlab mission` and
-//! `kvlab calibrate`, over the same engine the browser lab runs. Bad input exits non-zero with a message naming the field.
+//! The native command line: `kvlab run`, `kvlab plan`, `kvlab check`, `kvlab mission`,
+//! `kvlab calibrate` and `kvlab replay`, over the same engine the browser lab runs. Bad input exits non-zero with a message naming the field.
 
 mod calibrate;
 mod check;
 mod mission;
 mod plan;
 mod plan_gpu;
+mod replay;
 mod run;
 
 use std::process::ExitCode;
@@ -35,6 +36,9 @@ pub enum Command {
     Mission(mission::MissionArgs),
     /// Measure the step-time model's constants on a real block pool (host memory or CUDA).
     Calibrate(calibrate::CalibrateArgs),
+    /// Replay a step-indexed trace on vLLM's step clock, with the vLLM reference harness's flags
+    /// and JSON, so the two can be compared step for step.
+    Replay(replay::ReplayArgs),
 }
 
 /// Parses `std::env::args` and runs the command; every error becomes a message and exit code 1.
@@ -47,6 +51,7 @@ pub fn main() -> ExitCode {
         Command::Check(args) => check::check(&args),
         Command::Mission(args) => mission::mission(&args),
         Command::Calibrate(args) => calibrate::calibrate(&args),
+        Command::Replay(args) => replay::replay(&args),
     });
     match result {
         Ok(Ok(())) => ExitCode::SUCCESS,

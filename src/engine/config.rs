@@ -25,6 +25,42 @@ pub enum AllocatorConfig {
     Paged { block_size: u32, prefix_caching: bool },
 }
 
+/// Which vLLM scheduler the paged engine follows.
+///
+/// `V1` is the scheduler vLLM runs today (0.6+ default, the only one since 0.10): mixed prefill and
+/// decode steps, admission only when the whole known sequence fits, recompute-only preemption,
+/// parallel samples as independent child requests sharing prompt blocks through the prefix cache.
+/// `V0` is the 2023 scheduler the PagedAttention paper and the early articles describe: a 1%
+/// watermark, sequence groups whose samples share blocks with copy-on-write, and swap to CPU.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum EngineVersion {
+    #[default]
+    V1,
+    V0,
+}
+
+impl EngineVersion {
+    /// vLLM's default watermark for this scheduler: 0.0 in v1, 0.01 in v0.
+    pub fn default_watermark(self) -> f64 {
+        match self {
+            EngineVersion::V1 => 0.0,
+            EngineVersion::V0 => 0.01,
+        }
+    }
+
+    /// vLLM's default for automatic prefix caching: on in v1, off in v0.
+    pub fn default_prefix_caching(self) -> bool {
+        self == EngineVersion::V1
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineVersion::V1 => "v1",
+            EngineVersion::V0 => "v0",
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PreemptionMode {
     Recompute,
@@ -33,26 +69,36 @@ pub enum PreemptionMode {
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct SchedulerConfig {
+    /// The vLLM scheduler generation the paged engine follows.
+    pub engine: EngineVersion,
     pub max_num_seqs: u32,
     pub max_num_batched_tokens: u32,
     pub preemption: PreemptionMode,
     pub swap_space_gib: f64,
     pub max_model_len: u32,
     pub chunked_prefill: bool,
-    /// Fraction of blocks admission keeps free (vLLM's watermark).
-    pub watermark: f64,
+    /// Fraction of blocks admission keeps free (vLLM's watermark); None = the engine's default.
+    pub watermark: Option<f64>,
+}
+
+impl SchedulerConfig {
+    /// The watermark in force: the configured one, else the engine's default.
+    pub fn watermark(&self) -> f64 {
+        self.watermark.unwrap_or(self.engine.default_watermark())
+    }
 }
 
 impl Default for SchedulerConfig {
     fn default() -> Self {
         SchedulerConfig {
+            engine: EngineVersion::V1,
             max_num_seqs: 256,
             max_num_batched_tokens: 8192,
             preemption: PreemptionMode::Recompute,
             swap_space_gib: 4.0,
             max_model_len: 8192,
             chunked_prefill: false,
-            watermark: 0.01,
+            watermark: None,
         }
     }
 }
@@ -156,12 +202,35 @@ impl SimConfig {
         (self.kv_memory_gib * GIB as f64) as u64
     }
 
-    /// Token slots the allocator manages (whole blocks when paged).
-    pub fn capacity_tokens(&self) -> u64 {
-        let raw = self.kv_bytes() / self.kv_bytes_per_token();
+    /// Paged only: the blocks the KV memory holds, as vLLM counts `num_gpu_blocks` (in v1 block 0
+    /// of them is the reserved null block, so one fewer can hold tokens).
+    pub fn num_gpu_blocks(&self) -> Option<u64> {
         match self.allocator {
-            AllocatorConfig::Paged { block_size, .. } => raw / u64::from(block_size) * u64::from(block_size),
-            AllocatorConfig::Contiguous { .. } => raw,
+            AllocatorConfig::Paged { block_size, .. } => {
+                Some(self.kv_bytes() / self.kv_bytes_per_token() / u64::from(block_size.max(1)))
+            }
+            AllocatorConfig::Contiguous { .. } => None,
+        }
+    }
+
+    /// The paged allocator under vLLM v1's scheduler (the contiguous allocator has one
+    /// scheduler, group-based like v0's, whatever `scheduler.engine` says).
+    pub fn paged_v1(&self) -> bool {
+        matches!(self.allocator, AllocatorConfig::Paged { .. }) && self.scheduler.engine == EngineVersion::V1
+    }
+
+    /// Blocks that never hold tokens: v1's null block.
+    pub fn reserved_blocks(&self) -> u64 {
+        u64::from(self.paged_v1())
+    }
+
+    /// Token slots the allocator can hand out (whole usable blocks when paged).
+    pub fn capacity_tokens(&self) -> u64 {
+        match (self.allocator.clone(), self.num_gpu_blocks()) {
+            (AllocatorConfig::Paged { block_size, .. }, Some(blocks)) => {
+                blocks.saturating_sub(self.reserved_blocks()) * u64::from(block_size)
+            }
+            _ => self.kv_bytes() / self.kv_bytes_per_token(),
         }
     }
 
@@ -183,7 +252,20 @@ impl SimConfig {
         check_range("scheduler.max_num_batched_tokens", s.max_num_batched_tokens, 1, 1 << 20)?;
         check_range("scheduler.max_model_len", s.max_model_len, 2, 1 << 20)?;
         check_f64("scheduler.swap_space_gib", s.swap_space_gib, 0.0, 4096.0)?;
-        check_f64("scheduler.watermark", s.watermark, 0.0, 0.5)?;
+        if let Some(w) = s.watermark {
+            check_f64("scheduler.watermark", w, 0.0, 0.5)?;
+        }
+        if self.paged_v1() && !s.chunked_prefill && s.max_num_batched_tokens < s.max_model_len {
+            // vLLM refuses this at startup (SchedulerConfig): a preempted request re-prefills its
+            // prompt and output in one pass and could never fit a step again.
+            return Err(ConfigError::new(
+                "scheduler.max_num_batched_tokens",
+                format!(
+                    "{} < max_model_len {}: without chunked prefill vLLM v1 needs a step to hold a whole sequence; raise it to {}, lower scheduler.max_model_len, or set scheduler.chunked_prefill",
+                    s.max_num_batched_tokens, s.max_model_len, s.max_model_len
+                ),
+            ));
+        }
         if let AllocatorConfig::Paged { block_size, .. } = self.allocator {
             check_range("allocator.block_size", block_size, 1, 256)?;
         }
@@ -288,7 +370,7 @@ impl SimConfig {
             c.output_tokens.lognormal_params().map_err(|e| ConfigError::new(f("output_tokens"), e))?;
             check_range(&f("max_tokens"), c.max_tokens, 1, s.max_model_len)?;
             check_range(&f("n"), c.n, 1, 16)?;
-            if c.n > s.max_num_seqs {
+            if !self.paged_v1() && c.n > s.max_num_seqs {
                 return Err(ConfigError::new(
                     f("n"),
                     format!("{} samples can never run under scheduler.max_num_seqs = {}", c.n, s.max_num_seqs),
@@ -343,7 +425,7 @@ impl SimConfig {
                 let bs = u64::from(block_size);
                 let blocks = u64::from(prompt).div_ceil(bs) + u64::from(n) * (out.div_ceil(bs) + 1);
                 let capacity_blocks = self.capacity_tokens() / bs;
-                let watermark = (s.watermark * capacity_blocks as f64) as u64;
+                let watermark = (s.watermark() * capacity_blocks as f64) as u64;
                 (blocks + watermark) * bs
             }
         }

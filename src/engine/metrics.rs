@@ -10,8 +10,8 @@ use serde::Serialize;
 pub struct StepPoint {
     /// Simulated time at the end of the step, µs.
     pub t_us: u64,
-    pub allocated_tokens: u32,
-    pub live_tokens: u32,
+    pub allocated_tokens: u64,
+    pub live_tokens: u64,
     pub running: u32,
     pub waiting: u32,
     pub swapped: u32,
@@ -34,11 +34,11 @@ impl Integrals {
         let dt = dt_us as f64;
         self.time_us += dt;
         self.running_us += dt * f64::from(s.running);
-        self.allocated_fraction_us += dt * f64::from(s.allocated_tokens) / capacity as f64;
-        self.live_fraction_us += dt * f64::from(s.live_tokens) / capacity as f64;
+        self.allocated_fraction_us += dt * s.allocated_tokens as f64 / capacity as f64;
+        self.live_fraction_us += dt * s.live_tokens as f64 / capacity as f64;
         if s.allocated_tokens > 0 {
             self.allocated_time_us += dt;
-            self.utilization_us += dt * f64::from(s.live_tokens) / f64::from(s.allocated_tokens);
+            self.utilization_us += dt * s.live_tokens as f64 / s.allocated_tokens as f64;
         }
     }
 }

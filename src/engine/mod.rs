@@ -13,6 +13,7 @@ pub mod memory_map;
 pub mod metrics;
 pub mod model;
 pub mod plan;
+pub mod replay;
 pub mod request;
 pub mod scheduler;
 pub mod sim;
@@ -20,7 +21,7 @@ pub mod startup_checks;
 pub mod timing;
 pub mod workload;
 
-pub use config::{AllocatorConfig, ConfigError, PreemptionMode, Reserve, SchedulerConfig, SimConfig};
+pub use config::{AllocatorConfig, ConfigError, EngineVersion, PreemptionMode, Reserve, SchedulerConfig, SimConfig};
 pub use memory_map::{MapCell, MemoryMap};
 pub use metrics::{Report, StepPoint};
 pub use sim::observe::RequestView;

@@ -25,6 +25,8 @@ pub struct Sequence {
     /// Hidden output length: known to the workload, learned by the scheduler only at the end.
     pub target: u32,
     pub finished: bool,
+    /// Times this sample was preempted (v1 counts per request, and so per sample).
+    pub preemptions: u32,
 }
 
 #[derive(Clone, Debug)]
@@ -36,7 +38,7 @@ pub struct SequenceGroup {
     pub max_tokens: u32,
     pub shared_prefix_tokens: u32,
     pub status: GroupStatus,
-    /// The prompt has been computed and the samples hold their own block tables.
+    /// The samples hold their own block tables: v0 once the prompt is computed, v1 always.
     pub forked: bool,
     /// Prompt tokens with KV in the parent's (samples[0]'s) table while not forked.
     pub prefill_computed: u32,

@@ -35,6 +35,10 @@ pub struct Simulation {
     hol_blocked_with_free_memory_steps: u64,
     running_max: u32,
     finished: u32,
+    /// Samples finished (v1 requests, children counted one by one).
+    finished_seqs: u64,
+    /// Tokens scheduled over all steps.
+    scheduled_tokens: u64,
     output_tokens: u64,
     ttft_us: Vec<f64>,
     tpot_us: Vec<f64>,
@@ -44,6 +48,14 @@ pub struct Simulation {
 impl Simulation {
     pub fn new(config: SimConfig) -> Result<Simulation, ConfigError> {
         config.validate()?;
+        let requests = generate(&config.workload, config.duration_us(), config.seed, config.scheduler.max_model_len);
+        let timing = StepTimeModel::for_config(&config);
+        Ok(Simulation::with_requests(config, requests, timing))
+    }
+
+    /// A run of given requests under a given step-time model (`kvlab replay` counts steps with
+    /// `StepTimeModel::one_tick_per_step`). The configuration must already be valid.
+    pub fn with_requests(config: SimConfig, requests: Vec<RequestSpec>, timing: StepTimeModel) -> Simulation {
         let capacity = config.capacity_tokens();
         let (kv, reserve, block_size) = match config.allocator {
             AllocatorConfig::Contiguous { reserve, fit } => {
@@ -51,10 +63,11 @@ impl Simulation {
             }
             AllocatorConfig::Paged { block_size, prefix_caching } => (
                 KvCacheManager::Paged(PagedAllocator::new(
-                    (capacity / u64::from(block_size)) as u32,
+                    config.num_gpu_blocks().unwrap_or(0) as u32,
                     block_size,
                     prefix_caching,
-                    config.scheduler.watermark,
+                    config.scheduler.watermark(),
+                    config.scheduler.engine,
                 )),
                 None,
                 Some(block_size),
@@ -65,17 +78,15 @@ impl Simulation {
             Some(bs) => (config.scheduler.swap_space_gib * GIB as f64) as u64 / (bpt * u64::from(bs)),
             None => 0,
         };
-        let duration_us = config.duration_us();
-        let requests = generate(&config.workload, duration_us, config.seed, config.scheduler.max_model_len);
-        Ok(Simulation {
-            timing: StepTimeModel::new(&config.model, &config.gpu, bpt, block_size, config.calibration.as_ref()),
-            scheduler: Scheduler::new(config.scheduler.clone(), reserve, swap_blocks),
+        Simulation {
+            scheduler: Scheduler::new(config.scheduler.clone(), config.paged_v1(), reserve, swap_blocks),
+            timing,
+            duration_us: config.duration_us(),
             config,
             requests,
             groups: Vec::new(),
             next_seq: 0,
             kv,
-            duration_us,
             now_us: 0,
             steps: 0,
             series: Vec::new(),
@@ -84,11 +95,13 @@ impl Simulation {
             hol_blocked_with_free_memory_steps: 0,
             running_max: 0,
             finished: 0,
+            finished_seqs: 0,
+            scheduled_tokens: 0,
             output_tokens: 0,
             ttft_us: Vec::new(),
             tpot_us: Vec::new(),
             rejections: Vec::new(),
-        })
+        }
     }
 
     pub fn config(&self) -> &SimConfig {
@@ -123,6 +136,22 @@ impl Simulation {
     }
     pub fn timing(&self) -> &StepTimeModel {
         &self.timing
+    }
+    /// Requests refused so far, with why.
+    pub fn rejections(&self) -> &[Rejection] {
+        &self.rejections
+    }
+    /// Samples finished so far (children of `n > 1` counted one by one).
+    pub fn finished_seqs(&self) -> u64 {
+        self.finished_seqs
+    }
+    /// Tokens scheduled over all steps so far.
+    pub fn scheduled_tokens(&self) -> u64 {
+        self.scheduled_tokens
+    }
+    /// Every request that will arrive has arrived and none is left to run.
+    pub fn all_finished(&self) -> bool {
+        self.groups.len() == self.requests.len() && self.scheduler.is_idle()
     }
 
     /// The physical KV memory map right now.
@@ -170,6 +199,7 @@ impl Simulation {
                     generated: 0,
                     target: spec.output_tokens[k as usize],
                     finished: false,
+                    preemptions: 0,
                 })
                 .collect();
             self.next_seq += n;
@@ -181,7 +211,7 @@ impl Simulation {
                 max_tokens: spec.max_tokens,
                 shared_prefix_tokens: spec.shared_prefix_tokens,
                 status: GroupStatus::Waiting,
-                forked: false,
+                forked: self.config.paged_v1(),
                 prefill_computed: 0,
                 samples,
                 first_token_us: None,
@@ -195,7 +225,7 @@ impl Simulation {
                 self.rejections.push(Rejection { request: spec.id, reason: reason.clone() });
                 g.reject_reason = Some(reason);
             } else {
-                self.scheduler.add_waiting(spec.id);
+                self.scheduler.add_request(&g);
             }
             self.groups.push(g);
         }
@@ -207,7 +237,7 @@ impl Simulation {
         if spec.prompt_tokens >= s.max_model_len {
             return Some(format!("prompt of {} tokens ≥ max_model_len {}", spec.prompt_tokens, s.max_model_len));
         }
-        if spec.n() > s.max_num_seqs {
+        if !self.config.paged_v1() && spec.n() > s.max_num_seqs {
             return Some(format!("n = {} > max_num_seqs {}", spec.n(), s.max_num_seqs));
         }
         if !s.chunked_prefill && spec.prompt_tokens > s.max_num_batched_tokens {
@@ -245,17 +275,22 @@ impl Simulation {
             return true;
         }
         let out = self.scheduler.schedule(&mut self.groups, &mut self.kv);
-        if out.work.is_empty() {
-            if out.preempted == 0 {
-                if self.scheduler.running().is_empty() && self.scheduler.swapped().is_empty() {
-                    self.reject_head("cannot be admitted even into an empty KV cache");
-                } else {
-                    let next = self.now_us + self.timing.step_us(&StepWork::default());
-                    self.advance_idle(next.min(self.duration_us));
-                }
+        for &r in &out.aborted {
+            let reason = "aborted: CPU swap space is full (vLLM v0 raises an error); raise scheduler.swap_space_gib";
+            self.groups[r as usize].reject_reason = Some(reason.to_string());
+            self.rejections.push(Rejection { request: r, reason: reason.to_string() });
+        }
+        let did_something = out.preempted > 0 || out.swapped_blocks > 0 || !out.aborted.is_empty();
+        if out.work.is_empty() && !did_something {
+            if self.scheduler.num_running() == 0 && self.scheduler.num_swapped() == 0 {
+                self.reject_head("cannot be admitted even into an empty KV cache");
+            } else {
+                let next = self.now_us + self.timing.step_us(&StepWork::default());
+                self.advance_idle(next.min(self.duration_us));
             }
             return true;
         }
+        // A step that only preempted or swapped still takes a step (and its PCIe time).
         self.run_batch(out);
         if self.is_done() {
             self.admit_arrivals(); // every request that arrived before the end is counted
@@ -277,11 +312,11 @@ impl Simulation {
     fn sample(&self, t_us: u64) -> StepPoint {
         StepPoint {
             t_us,
-            allocated_tokens: self.kv.allocated_tokens() as u32,
-            live_tokens: self.kv.live_tokens() as u32,
-            running: self.scheduler.running().len() as u32,
-            waiting: self.scheduler.waiting().len() as u32,
-            swapped: self.scheduler.swapped().len() as u32,
+            allocated_tokens: self.kv.allocated_tokens(),
+            live_tokens: self.kv.live_tokens(),
+            running: self.scheduler.num_running() as u32,
+            waiting: self.scheduler.num_waiting() as u32,
+            swapped: self.scheduler.num_swapped() as u32,
             preemptions: self.scheduler.preemptions().0 as u32,
         }
     }
@@ -289,6 +324,7 @@ impl Simulation {
     fn run_batch(&mut self, out: SchedulerOutput) {
         let mut work = StepWork { swap_blocks: out.swapped_blocks, ..StepWork::default() };
         for w in &out.work {
+            self.scheduled_tokens += u64::from(w.num_new_tokens);
             if w.target == Target::Prefill || w.num_new_tokens > 1 {
                 work.prefill_tokens += u64::from(w.num_new_tokens);
             } else {
@@ -371,7 +407,7 @@ impl Simulation {
         s.generated += 1;
         s.num_tokens += 1;
         self.output_tokens += 1;
-        let done = s.generated >= s.target;
+        let done = s.generated >= s.target || s.num_tokens >= self.config.scheduler.max_model_len;
         if g.first_token_us.is_none() {
             g.first_token_us = Some(now);
             self.ttft_us.push((now - g.arrival_us) as f64);
@@ -390,6 +426,7 @@ impl Simulation {
         s.finished = true;
         let seq = s.seq;
         self.kv.free(seq);
+        self.finished_seqs += 1;
         if g.samples.iter().all(|s| s.finished) {
             g.status = GroupStatus::Finished;
             g.finish_us = Some(now);
@@ -399,7 +436,7 @@ impl Simulation {
                 self.tpot_us.push((now - first) as f64 / f64::from(max_gen - 1));
             }
             self.finished += 1;
-            self.scheduler.finish(r);
         }
+        self.scheduler.finish_sample(&mut self.groups, r, k);
     }
 }

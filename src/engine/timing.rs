@@ -130,6 +130,37 @@ impl StepTimeModel {
         }
     }
 
+    /// The model a configuration asks for (its GPU, model, KV dtype, block size, calibration).
+    pub fn for_config(config: &super::config::SimConfig) -> Self {
+        let block_size = match config.allocator {
+            super::config::AllocatorConfig::Paged { block_size, .. } => Some(block_size),
+            super::config::AllocatorConfig::Contiguous { .. } => None,
+        };
+        StepTimeModel::new(
+            &config.model,
+            &config.gpu,
+            config.kv_bytes_per_token(),
+            block_size,
+            config.calibration.as_ref(),
+        )
+    }
+
+    /// A clock that counts steps, not time: every step lasts one tick (1 µs), whatever it does.
+    /// `kvlab replay` runs on it so that step `s` of the engine is step `s` of vLLM.
+    pub fn one_tick_per_step() -> Self {
+        StepTimeModel {
+            weight_bytes: 0.0,
+            flops_per_token: 0.0,
+            bandwidth_bytes_per_s: 1.0,
+            flops_per_s: 1.0,
+            pcie_bytes_per_s: 1.0,
+            fixed_step_us: 1.0,
+            kv_bytes_per_token: 0.0,
+            kv_read_factor: 1.0,
+            swap_block_bytes: 0.0,
+        }
+    }
+
     /// The paged overhead this model applies (0 for contiguous).
     pub fn paged_overhead(&self) -> f64 {
         self.kv_read_factor - 1.0

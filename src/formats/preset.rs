@@ -8,7 +8,9 @@ use super::json::from_value_with_path;
 use super::paths::check_preset_json_shape;
 use super::sniff::{sniff, Document, PRESET_SCHEMA};
 use crate::engine::alloc::Fit;
-use crate::engine::config::{ConfigError, PreemptionMode, Reserve, SchedulerConfig, SimConfig, DEFAULT_BLOCK_SIZE};
+use crate::engine::config::{
+    ConfigError, EngineVersion, PreemptionMode, Reserve, SchedulerConfig, SimConfig, DEFAULT_BLOCK_SIZE,
+};
 use crate::engine::model::KvDtype;
 use crate::engine::workload::{Arrival, UserClass};
 /// Largest preset text accepted (a trace CSV inlined in a preset included).
@@ -84,6 +86,7 @@ enum_pair!(KvDtypeDto <-> KvDtype { Fp16, Fp8 });
 enum_pair!(ReserveDto <-> Reserve { PromptPlusMaxTokens, MaxModelLen });
 enum_pair!(FitDto <-> Fit { FirstFit, BestFit });
 enum_pair!(PreemptionDto <-> PreemptionMode { Recompute, Swap });
+enum_pair!(EngineDto <-> EngineVersion { V1, V0 });
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -132,8 +135,9 @@ pub enum AllocatorDto {
     Paged {
         #[serde(default = "default_block_size")]
         block_size: u32,
-        #[serde(default)]
-        prefix_caching: bool,
+        /// Absent = the engine's default (on in v1, off in v0).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        prefix_caching: Option<bool>,
     },
 }
 
@@ -155,16 +159,28 @@ pub enum PreemptionDto {
     Swap,
 }
 
+/// `scheduler.engine`: which vLLM scheduler the paged allocator follows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EngineDto {
+    #[default]
+    V1,
+    V0,
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SchedulerDto {
+    pub engine: EngineDto,
     pub max_num_seqs: u32,
     pub max_num_batched_tokens: u32,
     pub preemption: PreemptionDto,
     pub swap_space_gib: f64,
     pub max_model_len: u32,
     pub chunked_prefill: bool,
-    pub watermark: f64,
+    /// Absent = the engine's default (0.0 in v1, 0.01 in v0).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub watermark: Option<f64>,
 }
 
 impl Default for SchedulerDto {

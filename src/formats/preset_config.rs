@@ -5,7 +5,7 @@
 use super::calibration::shipped_calibration;
 use super::json::from_value_with_path;
 use super::preset::{AllocatorDto, ArrivalDto, ClassDto, DistDto, ModelObjectDto, PresetDto, SchedulerDto};
-use crate::engine::config::{AllocatorConfig, ConfigError, SchedulerConfig, SimConfig};
+use crate::engine::config::{AllocatorConfig, ConfigError, EngineVersion, SchedulerConfig, SimConfig};
 use crate::engine::model::{gpu_preset, model_preset, ModelSpec, GPU_IDS, MODEL_IDS};
 use crate::engine::workload::{parse_trace_csv, Arrival, Burst, LengthDist, UserClass, WorkloadConfig};
 
@@ -29,6 +29,7 @@ macro_rules! mirror {
 }
 
 mirror!(SchedulerConfig <-> SchedulerDto {
+    engine,
     max_num_seqs,
     max_num_batched_tokens,
     preemption,
@@ -110,7 +111,11 @@ impl PresetDto {
             AllocatorDto::Contiguous { reserve, fit } => {
                 AllocatorConfig::Contiguous { reserve: reserve.into(), fit: fit.into() }
             }
-            AllocatorDto::Paged { block_size, prefix_caching } => AllocatorConfig::Paged { block_size, prefix_caching },
+            AllocatorDto::Paged { block_size, prefix_caching } => AllocatorConfig::Paged {
+                block_size,
+                prefix_caching: prefix_caching
+                    .unwrap_or(EngineVersion::from(self.scheduler.engine).default_prefix_caching()),
+            },
         };
         let arrival = self.workload.arrival.to_arrival()?;
         let classes = self.workload.classes.iter().map(UserClass::from).collect();

@@ -26,7 +26,10 @@ pub fn run_digest(series: &[StepPoint], report: &Report) -> u64 {
     };
     for s in series {
         eat(&s.t_us.to_le_bytes());
-        for v in [s.allocated_tokens, s.live_tokens, s.running, s.waiting, s.swapped, s.preemptions] {
+        for v in [s.allocated_tokens, s.live_tokens] {
+            eat(&v.to_le_bytes());
+        }
+        for v in [s.running, s.waiting, s.swapped, s.preemptions] {
             eat(&v.to_le_bytes());
         }
     }

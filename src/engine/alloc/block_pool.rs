@@ -3,12 +3,15 @@
 //! indices, so a cached block can leave the middle of the queue in O(1)) and a `BlockPool` that
 //! hands out blocks from the queue's head and keeps a hash → block map for prefix caching.
 //!
-//! Freed blocks go to the tail; a free block that still holds a cached prefix keeps its hash
-//! until it reaches the head and is reused, so eviction of cached blocks is least recently used.
+//! Freeing follows the engine: vLLM v1 puts blocks without a hash at the queue's head (reused
+//! first) and hashed ones at the tail (evicted last, least recently used), keeps duplicate hashes,
+//! and reserves block 0 as the null block; v0 puts every freed block at the tail and caches one
+//! block per hash. A free block that still holds a cached prefix keeps its hash until it is reused.
 
 use std::collections::BTreeMap;
 
 use super::ids::RequestId;
+use crate::engine::config::EngineVersion;
 
 const NIL: u32 = u32::MAX;
 
@@ -49,6 +52,21 @@ impl FreeBlockQueue {
             blocks[self.tail as usize].next_free = id;
         }
         self.tail = id;
+        self.len += 1;
+    }
+
+    fn push_front(&mut self, blocks: &mut [KvCacheBlock], id: u32) {
+        let b = &mut blocks[id as usize];
+        debug_assert!(!b.in_free_queue);
+        b.in_free_queue = true;
+        b.prev_free = NIL;
+        b.next_free = self.head;
+        if self.head == NIL {
+            self.tail = id;
+        } else {
+            blocks[self.head as usize].prev_free = id;
+        }
+        self.head = id;
         self.len += 1;
     }
 
@@ -98,14 +116,19 @@ impl FreeBlockQueue {
 pub struct BlockPool {
     blocks: Vec<KvCacheBlock>,
     free_queue: FreeBlockQueue,
-    cached: BTreeMap<u64, u32>,
+    /// Hash → the blocks cached under it, oldest first (v1 keeps duplicates; v0 holds one).
+    cached: BTreeMap<u64, Vec<u32>>,
     enable_caching: bool,
+    engine: EngineVersion,
+    /// Scratch for `free_blocks` (blocks to put at the head, in order).
+    scratch_front: Vec<u32>,
     /// Bumped whenever a block leaves or joins the free queue (what admission depends on).
     epoch: u64,
 }
 
 impl BlockPool {
-    pub fn new(num_blocks: u32, enable_caching: bool) -> Self {
+    /// `num_blocks` as vLLM counts them: under v1 block 0 is the null block, never handed out.
+    pub fn new(num_blocks: u32, enable_caching: bool, engine: EngineVersion) -> Self {
         let mut blocks = vec![
             KvCacheBlock {
                 ref_cnt: 0,
@@ -120,14 +143,38 @@ impl BlockPool {
             num_blocks as usize
         ];
         let mut free_queue = FreeBlockQueue { head: NIL, tail: NIL, len: 0 };
-        for id in 0..num_blocks {
+        let first = u32::from(engine == EngineVersion::V1).min(num_blocks);
+        for id in first..num_blocks {
             free_queue.push_back(&mut blocks, id);
         }
-        BlockPool { blocks, free_queue, cached: BTreeMap::new(), enable_caching, epoch: 0 }
+        BlockPool {
+            blocks,
+            free_queue,
+            cached: BTreeMap::new(),
+            enable_caching,
+            engine,
+            scratch_front: Vec::new(),
+            epoch: 0,
+        }
     }
 
+    /// Every block, the null block included (vLLM's `num_gpu_blocks`).
     pub fn num_blocks(&self) -> u32 {
         self.blocks.len() as u32
+    }
+
+    /// Blocks that can hold tokens: all but v1's null block.
+    pub fn num_usable_blocks(&self) -> u32 {
+        self.num_blocks() - self.first_usable()
+    }
+
+    /// The first block id that can hold tokens (1 under v1: block 0 is the null block).
+    pub fn first_usable(&self) -> u32 {
+        u32::from(self.engine == EngineVersion::V1).min(self.num_blocks())
+    }
+
+    pub fn engine(&self) -> EngineVersion {
+        self.engine
     }
     pub fn num_free_blocks(&self) -> u32 {
         self.free_queue.len
@@ -151,8 +198,11 @@ impl BlockPool {
         self.epoch += 1;
         let b = &mut self.blocks[id as usize];
         if let Some(h) = b.block_hash.take() {
-            if self.cached.get(&h) == Some(&id) {
-                self.cached.remove(&h);
+            if let Some(ids) = self.cached.get_mut(&h) {
+                ids.retain(|&x| x != id);
+                if ids.is_empty() {
+                    self.cached.remove(&h);
+                }
             }
         }
         debug_assert_eq!(b.ref_cnt, 0);
@@ -173,20 +223,36 @@ impl BlockPool {
         self.blocks[id as usize].ref_cnt += 1;
     }
 
-    /// Drops a reference; returns true when it was the last and the block went to the free queue.
-    pub fn free_block(&mut self, id: u32) -> bool {
-        let b = &mut self.blocks[id as usize];
-        assert!(b.ref_cnt > 0, "block {id} freed with ref count 0");
-        b.ref_cnt -= 1;
-        if b.ref_cnt > 0 {
-            return false;
+    /// Drops one reference from each block, given in eviction order (the first is evicted
+    /// first), and returns the tokens of the blocks that became free. v1 puts the unhashed ones at
+    /// the queue's head in that order and the hashed ones at the tail; v0 puts all at the tail.
+    pub fn free_blocks(&mut self, ordered: impl IntoIterator<Item = u32>) -> u64 {
+        let mut front = std::mem::take(&mut self.scratch_front);
+        front.clear();
+        let mut freed_tokens = 0u64;
+        for id in ordered {
+            let b = &mut self.blocks[id as usize];
+            assert!(b.ref_cnt > 0, "block {id} freed with ref count 0");
+            b.ref_cnt -= 1;
+            if b.ref_cnt > 0 {
+                continue;
+            }
+            freed_tokens += u64::from(b.filled);
+            if !self.enable_caching {
+                b.block_hash = None;
+            }
+            if self.engine == EngineVersion::V1 && b.block_hash.is_none() {
+                front.push(id);
+            } else {
+                self.free_queue.push_back(&mut self.blocks, id);
+            }
+            self.epoch += 1;
         }
-        if !self.enable_caching {
-            b.block_hash = None;
+        for &id in front.iter().rev() {
+            self.free_queue.push_front(&mut self.blocks, id);
         }
-        self.free_queue.push_back(&mut self.blocks, id);
-        self.epoch += 1;
-        true
+        self.scratch_front = front;
+        freed_tokens
     }
 
     pub fn set_filled(&mut self, id: u32, filled: u32) {
@@ -196,19 +262,25 @@ impl BlockPool {
         self.blocks[id as usize].copied = true;
     }
 
+    /// A block cached under `hash` (the oldest, as vLLM's `get_one_block`).
     pub fn get_cached_block(&self, hash: u64) -> Option<u32> {
-        self.cached.get(&hash).copied()
+        self.cached.get(&hash).and_then(|ids| ids.first().copied())
     }
 
-    /// Registers a full block under its hash (the first block with a hash keeps it).
+    /// Registers a full block under its hash. v1 caches duplicates too (vLLM never de-duplicates,
+    /// so block tables stay append-only); v0 keeps the first block with a hash.
     pub fn cache_full_block(&mut self, id: u32, hash: u64) {
         if !self.enable_caching || self.blocks[id as usize].block_hash.is_some() {
             return;
         }
-        if let std::collections::btree_map::Entry::Vacant(e) = self.cached.entry(hash) {
-            e.insert(id);
-            self.blocks[id as usize].block_hash = Some(hash);
+        let ids = self.cached.entry(hash).or_default();
+        if self.engine == EngineVersion::V0 && !ids.is_empty() {
+            return;
         }
+        ids.push(id);
+        self.blocks[id as usize].block_hash = Some(hash);
+        // A new hash can turn a refused admission into a hit: admission memos are stale.
+        self.epoch += 1;
     }
 
     /// The free queue's length matches the free blocks, every ref-0 block is in it exactly once,
@@ -229,14 +301,31 @@ impl BlockPool {
         if count != self.free_queue.len {
             return Err(format!("free queue links {count} blocks but counts {}", self.free_queue.len));
         }
+        let null = self.first_usable() as usize;
         for (id, b) in self.blocks.iter().enumerate() {
+            if id < null {
+                if seen[id] || b.ref_cnt != 0 || b.block_hash.is_some() {
+                    return Err(format!("null block {id} was handed out"));
+                }
+                continue;
+            }
             if b.ref_cnt == 0 && !seen[id] {
                 return Err(format!("block {id} has ref count 0 but is not free"));
             }
+            if let Some(h) = b.block_hash {
+                if !self.cached.get(&h).is_some_and(|ids| ids.contains(&(id as u32))) {
+                    return Err(format!("block {id} carries a hash the hash map does not list it under"));
+                }
+            }
         }
-        for (&h, &id) in &self.cached {
-            if self.blocks[id as usize].block_hash != Some(h) {
-                return Err(format!("cached hash points at block {id}, which does not carry it"));
+        for (&h, ids) in &self.cached {
+            if ids.is_empty() || (self.engine == EngineVersion::V0 && ids.len() > 1) {
+                return Err(format!("hash {h:#x} lists {} blocks", ids.len()));
+            }
+            for &id in ids {
+                if self.blocks[id as usize].block_hash != Some(h) {
+                    return Err(format!("cached hash points at block {id}, which does not carry it"));
+                }
             }
         }
         Ok(())

@@ -10,7 +10,7 @@ pub mod paged;
 pub use block_pool::{BlockPool, FreeBlockQueue, KvCacheBlock};
 pub use contiguous::{ContiguousAllocator, Fit, Slab};
 pub use ids::{splitmix64, RequestId, SeqId, TokenIdentity};
-pub use paged::{BlockTable, ComputedBlocks, PagedAllocator, SwappedKv};
+pub use paged::{BlockTable, ComputedBlocks, PagedAdmit, PagedAllocator, PrefixStats, Shortfall, SwappedKv};
 
 use super::memory_map::{MapCell, MemoryMap};
 
@@ -29,10 +29,15 @@ pub struct AdmitRequest<'a> {
     pub parent: SeqId,
     pub samples: &'a [SeqId],
     pub identity: TokenIdentity,
-    /// Tokens the prefill phase must hold (the prompt).
-    pub prompt_tokens: u32,
+    /// The whole known sequence (prompt, plus generated tokens after a preemption): paged
+    /// admission requires it to fit, as vLLM's does.
+    pub full_tokens: u32,
     /// Contiguous only: slab length per sample.
     pub reserve_tokens: u32,
+    /// Paged: keep the watermark free (v0 always; v1 only while something runs).
+    pub apply_watermark: bool,
+    /// The request was preempted before (its prefix-cache lookup is counted apart).
+    pub preempted_before: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -45,7 +50,7 @@ impl KvCacheManager {
     pub fn capacity_tokens(&self) -> u64 {
         match self {
             KvCacheManager::Contiguous(c) => u64::from(c.capacity_tokens()),
-            KvCacheManager::Paged(p) => u64::from(p.pool().num_blocks()) * u64::from(p.block_size()),
+            KvCacheManager::Paged(p) => u64::from(p.pool().num_usable_blocks()) * u64::from(p.block_size()),
         }
     }
 
@@ -54,7 +59,7 @@ impl KvCacheManager {
         match self {
             KvCacheManager::Contiguous(c) => u64::from(c.capacity_tokens() - c.free_tokens()),
             KvCacheManager::Paged(p) => {
-                u64::from(p.pool().num_blocks() - p.num_free_blocks()) * u64::from(p.block_size())
+                u64::from(p.pool().num_usable_blocks() - p.num_free_blocks()) * u64::from(p.block_size())
             }
         }
     }
@@ -103,13 +108,19 @@ impl KvCacheManager {
                 }
             }
             KvCacheManager::Paged(p) => {
-                if p.admit(req.parent, req.request, req.identity, computed, first_chunk, req.prompt_tokens) {
-                    Ok(())
-                } else {
-                    let need =
-                        (computed.num_tokens + first_chunk).div_ceil(p.block_size()) - computed.blocks.len() as u32;
-                    Err(Blocked { enough_total_free: p.num_free_blocks() >= need })
-                }
+                let admit = PagedAdmit {
+                    request: req.request,
+                    identity: req.identity,
+                    num_new_tokens: first_chunk,
+                    full_tokens: req.full_tokens,
+                    query_tokens: req.full_tokens,
+                    apply_watermark: req.apply_watermark,
+                    preempted_before: req.preempted_before,
+                };
+                // Enough in total when only the watermark refused (cached hits that would leave
+                // the free queue are part of the need).
+                p.admit(req.parent, &admit, computed)
+                    .map_err(|s| Blocked { enough_total_free: s.need <= s.free })
             }
         }
     }
@@ -128,10 +139,7 @@ impl KvCacheManager {
             KvCacheManager::Contiguous(c) => {
                 work.iter().all(|&(s, n)| c.slab(s).is_some_and(|slab| slab.live + n <= slab.len))
             }
-            KvCacheManager::Paged(p) => {
-                let need: u32 = work.iter().map(|&(s, n)| p.blocks_needed(s, n)).sum();
-                need <= p.num_free_blocks()
-            }
+            KvCacheManager::Paged(p) => p.blocks_needed_all(work) <= p.num_free_blocks(),
         }
     }
 
@@ -157,12 +165,20 @@ impl KvCacheManager {
         }
     }
 
+    /// Hits over queries of first admissions (re-admissions after preemption left out, as
+    /// vLLM's `prefix_cache_hit_rate` leaves them out).
     pub fn prefix_cache_hit_rate(&self) -> f64 {
         match self {
-            KvCacheManager::Paged(p) if p.prefix_query_tokens > 0 => {
-                p.prefix_hit_tokens as f64 / p.prefix_query_tokens as f64
-            }
+            KvCacheManager::Paged(p) if p.prefix.queries > 0 => p.prefix.hits as f64 / p.prefix.queries as f64,
             _ => 0.0,
+        }
+    }
+
+    /// Prefix-cache figures so far: first admissions, and re-admissions after a preemption.
+    pub fn prefix_stats(&self) -> (PrefixStats, PrefixStats) {
+        match self {
+            KvCacheManager::Paged(p) => (p.prefix, p.preempted_prefix),
+            KvCacheManager::Contiguous(_) => (PrefixStats::default(), PrefixStats::default()),
         }
     }
 
@@ -181,9 +197,9 @@ impl KvCacheManager {
     pub fn memory_map(&self, contiguous_cell_tokens: u32) -> MemoryMap {
         match self {
             KvCacheManager::Paged(p) => {
-                let cells = p
-                    .pool()
-                    .blocks()
+                // v1's null block holds nothing and is never handed out: the map leaves it out.
+                let first = p.pool().first_usable() as usize;
+                let cells = p.pool().blocks()[first..]
                     .iter()
                     .map(|b| {
                         if b.ref_cnt == 0 {

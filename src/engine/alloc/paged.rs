@@ -7,6 +7,7 @@
 
 use super::block_pool::BlockPool;
 use super::ids::{RequestId, SeqId, TokenIdentity};
+use crate::engine::config::EngineVersion;
 
 /// A sequence's logical → physical block mapping plus its written length.
 #[derive(Clone, Debug)]
@@ -48,22 +49,55 @@ pub struct PagedAllocator {
     tables: Vec<Option<BlockTable>>,
     live_tokens: u64,
     pub cow_copies: u64,
-    pub prefix_query_tokens: u64,
-    pub prefix_hit_tokens: u64,
+    /// Prefix-cache lookups of requests admitted for the first time (vLLM's `PrefixCacheStats`).
+    pub prefix: PrefixStats,
+    /// The same for re-admissions after a preemption, which vLLM reports apart.
+    pub preempted_prefix: PrefixStats,
+}
+
+/// Tokens looked up in the prefix cache and tokens found, as `PrefixCacheStats` counts them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PrefixStats {
+    pub queries: u64,
+    pub hits: u64,
+}
+
+/// What admission asks of the paged allocator.
+#[derive(Clone, Copy, Debug)]
+pub struct PagedAdmit {
+    pub request: RequestId,
+    pub identity: TokenIdentity,
+    /// Tokens computed in the admitting step (after the prefix-cache hits).
+    pub num_new_tokens: u32,
+    /// The whole known sequence, which must fit before admission.
+    pub full_tokens: u32,
+    /// Tokens the prefix-cache lookup covered (vLLM counts `num_tokens` as the query).
+    pub query_tokens: u32,
+    pub apply_watermark: bool,
+    /// The request was preempted before (its lookup counts apart).
+    pub preempted_before: bool,
+}
+
+/// Why an admission was refused: blocks it needed and blocks free (the watermark aside).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shortfall {
+    pub need: u32,
+    pub free: u32,
 }
 
 impl PagedAllocator {
-    pub fn new(num_blocks: u32, block_size: u32, prefix_caching: bool, watermark: f64) -> Self {
+    /// `num_blocks` as vLLM counts them (v1's null block included).
+    pub fn new(num_blocks: u32, block_size: u32, prefix_caching: bool, watermark: f64, engine: EngineVersion) -> Self {
         PagedAllocator {
-            pool: BlockPool::new(num_blocks, prefix_caching),
+            pool: BlockPool::new(num_blocks, prefix_caching, engine),
             block_size,
             watermark_blocks: (watermark * f64::from(num_blocks)) as u32,
             prefix_caching,
             tables: Vec::new(),
             live_tokens: 0,
             cow_copies: 0,
-            prefix_query_tokens: 0,
-            prefix_hit_tokens: 0,
+            prefix: PrefixStats::default(),
+            preempted_prefix: PrefixStats::default(),
         }
     }
 
@@ -114,52 +148,74 @@ impl PagedAllocator {
         found
     }
 
-    /// Admits a new sequence: reuses `computed` cached blocks, then allocates for `num_new_tokens`,
-    /// keeping `watermark_blocks` free. False (and nothing changed) when the pool is too short.
-    pub fn admit(
-        &mut self,
-        seq: SeqId,
-        request: RequestId,
-        identity: TokenIdentity,
-        computed: &ComputedBlocks,
-        num_new_tokens: u32,
-        query_tokens: u32,
-    ) -> bool {
+    /// Admits a new sequence as vLLM's `allocate_slots` admits a waiting request: the whole known
+    /// sequence (`full_tokens`: the prompt, plus generated tokens after a preemption) must fit
+    /// above the watermark, then the first chunk (`computed` hits plus `num_new_tokens`) is
+    /// allocated. Hit blocks nobody references sit in the free queue, so they count against the
+    /// free blocks too. False (and nothing changed) when the pool is too short.
+    pub fn admit(&mut self, seq: SeqId, req: &PagedAdmit, computed: &ComputedBlocks) -> Result<(), Shortfall> {
         assert!(self.table(seq).is_none(), "seq {seq} admitted twice");
-        let total = computed.num_tokens + num_new_tokens;
-        let new_blocks = self.blocks_for(total) - computed.blocks.len() as u32;
+        let hit_blocks = computed.blocks.len() as u32;
         let revived = computed.blocks.iter().filter(|&&b| self.pool.block(b).ref_cnt == 0).count() as u32;
+        let watermark = if req.apply_watermark { self.watermark_blocks } else { 0 };
         let free = self.pool.num_free_blocks();
-        if free < revived + new_blocks + self.watermark_blocks {
-            return false;
+        let full = self.blocks_for(req.full_tokens).saturating_sub(hit_blocks) + revived;
+        let chunk = self.blocks_for(computed.num_tokens + req.num_new_tokens).saturating_sub(hit_blocks) + revived;
+        let need = full.max(chunk);
+        if need + watermark > free {
+            return Err(Shortfall { need, free });
         }
         for &b in &computed.blocks {
             if self.pool.block(b).ref_cnt == 0 {
                 self.live_tokens += u64::from(self.pool.block(b).filled);
             }
-            self.pool.touch(b, request);
+            self.pool.touch(b, req.request);
         }
-        self.prefix_query_tokens += u64::from(query_tokens);
-        self.prefix_hit_tokens += u64::from(computed.num_tokens);
+        if self.prefix_caching {
+            let stats = if req.preempted_before { &mut self.preempted_prefix } else { &mut self.prefix };
+            stats.queries += u64::from(req.query_tokens);
+            stats.hits += u64::from(computed.num_tokens);
+        }
         let idx = seq as usize;
         if self.tables.len() <= idx {
             self.tables.resize(idx + 1, None);
         }
-        self.tables[idx] =
-            Some(BlockTable { request, identity, blocks: computed.blocks.clone(), num_tokens: computed.num_tokens });
-        let ok = self.allocate_slots(seq, num_new_tokens);
+        self.tables[idx] = Some(BlockTable {
+            request: req.request,
+            identity: req.identity,
+            blocks: computed.blocks.clone(),
+            num_tokens: computed.num_tokens,
+        });
+        let ok = self.allocate_slots(seq, req.num_new_tokens);
         debug_assert!(ok.is_some());
-        true
+        Ok(())
     }
 
     /// Free blocks `allocate_slots(seq, num_new_tokens)` would take (copy-on-write included).
     pub fn blocks_needed(&self, seq: SeqId, num_new_tokens: u32) -> u32 {
-        let t = self.table(seq).expect("blocks_needed on unknown seq");
-        let need = self.blocks_for(t.num_tokens + num_new_tokens).saturating_sub(t.blocks.len() as u32);
-        let cow = t.num_tokens % self.block_size != 0
-            && num_new_tokens > 0
-            && t.blocks.last().is_some_and(|&b| self.pool.block(b).ref_cnt > 1);
-        need + u32::from(cow)
+        self.blocks_needed_all(&[(seq, num_new_tokens)])
+    }
+
+    /// Free blocks allocating every `(seq, new tokens)` pair in turn would take. A partial last
+    /// block shared by `r` sequences is copied once per writer except the last holder, who then
+    /// writes in place: `k` of them writing costs `min(k, r − 1)` copies.
+    pub fn blocks_needed_all(&self, work: &[(SeqId, u32)]) -> u32 {
+        let mut need = 0;
+        let mut shared: Vec<(u32, u32)> = Vec::new(); // (partial block, writers)
+        for &(seq, n) in work {
+            let t = self.table(seq).expect("blocks_needed on unknown seq");
+            need += self.blocks_for(t.num_tokens + n).saturating_sub(t.blocks.len() as u32);
+            if n > 0 && t.num_tokens % self.block_size != 0 {
+                let last = *t.blocks.last().expect("a partial block exists");
+                if self.pool.block(last).ref_cnt > 1 {
+                    match shared.iter_mut().find(|(b, _)| *b == last) {
+                        Some((_, k)) => *k += 1,
+                        None => shared.push((last, 1)),
+                    }
+                }
+            }
+        }
+        need + shared.iter().map(|&(b, k)| k.min(self.pool.block(b).ref_cnt - 1)).sum::<u32>()
     }
 
     /// Makes room for `num_new_tokens` more tokens of `seq` and writes them: copy-on-write of a
@@ -194,7 +250,7 @@ impl PagedAllocator {
             let filled = self.pool.block(old).filled;
             self.pool.set_filled(new, filled);
             self.pool.mark_copied(new);
-            self.pool.free_block(old); // still referenced by the other samples
+            self.pool.free_blocks([old]); // still referenced by the other samples
             self.live_tokens += u64::from(filled);
             self.cow_copies += 1;
             *self.tables[seq as usize].as_mut().unwrap().blocks.last_mut().unwrap() = new;
@@ -249,12 +305,7 @@ impl PagedAllocator {
     /// Releases the sequence's blocks, last block first (so tail blocks are evicted first).
     pub fn free(&mut self, seq: SeqId) {
         let Some(table) = self.tables.get_mut(seq as usize).and_then(Option::take) else { return };
-        for &b in table.blocks.iter().rev() {
-            let filled = self.pool.block(b).filled;
-            if self.pool.free_block(b) {
-                self.live_tokens -= u64::from(filled);
-            }
-        }
+        self.live_tokens -= self.pool.free_blocks(table.blocks.iter().rev().copied());
     }
 
     /// Unique blocks the given sequences hold (what a swap-out would move).
@@ -364,11 +415,16 @@ impl PagedAllocator {
                 live += u64::from(b.filled);
             }
         }
-        if referenced + self.pool.num_free_blocks() != self.pool.num_blocks() {
+        for (id, b) in self.pool.blocks().iter().enumerate() {
+            if b.block_hash.is_some() && b.filled != self.block_size {
+                return Err(format!("block {id} is cached with {} of {} tokens", b.filled, self.block_size));
+            }
+        }
+        if referenced + self.pool.num_free_blocks() != self.pool.num_usable_blocks() {
             return Err(format!(
-                "free ({}) + referenced ({referenced}) != total ({})",
+                "free ({}) + referenced ({referenced}) != usable total ({})",
                 self.pool.num_free_blocks(),
-                self.pool.num_blocks()
+                self.pool.num_usable_blocks()
             ));
         }
         if live != self.live_tokens {

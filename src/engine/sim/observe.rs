@@ -30,9 +30,9 @@ impl Simulation {
             requests: RequestCounts {
                 arrived: self.groups.len() as u32,
                 finished: self.finished,
-                running_at_end: self.scheduler.running().len() as u32,
-                waiting_at_end: self.scheduler.waiting().len() as u32,
-                swapped_at_end: self.scheduler.swapped().len() as u32,
+                running_at_end: self.scheduler.num_running() as u32,
+                waiting_at_end: self.scheduler.num_waiting() as u32,
+                swapped_at_end: self.scheduler.num_swapped() as u32,
                 rejected: self.rejections.len() as u32,
             },
             kv: KvSummary {

@@ -1,53 +1,24 @@
-//! The scheduler: an FCFS waiting queue, continuous batching bounded by `max_num_seqs` and
-//! `max_num_batched_tokens`, and preemption of the most recently admitted group when a running
-//! sequence needs a block the pool does not have (recompute, or swap to a bounded CPU space).
+//! vLLM v0's scheduler (2023, the PagedAttention paper's): an FCFS waiting queue of sequence
+//! groups, continuous batching bounded by `max_num_seqs` and `max_num_batched_tokens`, and
+//! preemption of the most recently admitted group when a running sequence needs a block the pool
+//! does not have (recompute, or swap to a bounded CPU space; a full swap space aborts the group,
+//! as v0 raised an error). The contiguous allocator runs under this scheduler too.
 //!
-//! Order within a step follows vLLM: running groups first (in admission order), then swapped
-//! groups come back if nothing was preempted, then new requests if nothing is swapped out. When
-//! the head of the waiting queue cannot be admitted nothing behind it is (head-of-line blocking).
+//! Order within a step follows v0. Without chunked prefill a step is prefill-first: when new
+//! groups are admitted the step runs only their prefills. Otherwise running groups go first (in
+//! admission order), then swapped groups come back if nothing was preempted (their decode tokens
+//! charged to the same budget), then new groups if nothing is swapped out. When the head of the
+//! waiting queue cannot be admitted nothing behind it is (head-of-line blocking).
 
 use std::collections::VecDeque;
 
-use super::alloc::{AdmitRequest, Blocked, KvCacheManager, RequestId, SeqId};
-use super::config::{PreemptionMode, Reserve, SchedulerConfig};
-use super::request::{GroupStatus, SequenceGroup};
-
-/// Which sequence of a group a piece of work is for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Target {
-    /// The shared prefill of a group that has not forked yet.
-    Prefill,
-    /// Sample index within the group.
-    Sample(u32),
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ScheduledWork {
-    pub request: RequestId,
-    pub target: Target,
-    pub num_new_tokens: u32,
-    /// Context length after this step (what attention reads).
-    pub context_tokens: u32,
-}
-
-/// Why the head of the queue waited this step.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HolReason {
-    Memory(Blocked),
-    SeqLimit,
-    TokenBudget,
-}
-
-#[derive(Clone, Debug, Default)]
-pub struct SchedulerOutput {
-    pub work: Vec<ScheduledWork>,
-    pub preempted: u32,
-    pub swapped_blocks: u64,
-    pub hol: Option<HolReason>,
-}
+use super::{HolReason, ScheduledWork, SchedulerOutput, Target};
+use crate::engine::alloc::{AdmitRequest, Blocked, KvCacheManager, RequestId, SeqId};
+use crate::engine::config::{PreemptionMode, Reserve, SchedulerConfig};
+use crate::engine::request::{GroupStatus, SequenceGroup};
 
 #[derive(Clone, Debug)]
-pub struct Scheduler {
+pub struct V0Scheduler {
     cfg: SchedulerConfig,
     /// None when paged.
     reserve: Option<Reserve>,
@@ -77,9 +48,9 @@ struct Refusal {
     blocked: Blocked,
 }
 
-impl Scheduler {
+impl V0Scheduler {
     pub fn new(cfg: SchedulerConfig, reserve: Option<Reserve>, swap_capacity_blocks: u64) -> Self {
-        Scheduler {
+        V0Scheduler {
             cfg,
             reserve,
             waiting: VecDeque::new(),
@@ -191,11 +162,19 @@ impl Scheduler {
         let mut out = SchedulerOutput { work: std::mem::take(&mut self.scratch_work), ..SchedulerOutput::default() };
         out.work.clear();
         let mut budget = self.cfg.max_num_batched_tokens;
+        if !self.cfg.chunked_prefill && self.swapped.is_empty() {
+            // v0 without chunked prefill: a step that admits prefills runs only those.
+            self.schedule_waiting(groups, kv, &mut out, &mut budget);
+            if !out.work.is_empty() {
+                return out;
+            }
+            budget = self.cfg.max_num_batched_tokens;
+        }
         self.schedule_running(groups, kv, &mut out, &mut budget);
         if out.preempted == 0 {
-            self.schedule_swapped(groups, kv, &mut out);
+            self.schedule_swapped(groups, kv, &mut out, &mut budget);
         }
-        if out.preempted == 0 && self.swapped.is_empty() {
+        if out.preempted == 0 && self.swapped.is_empty() && self.cfg.chunked_prefill {
             self.schedule_waiting(groups, kv, &mut out, &mut budget);
         } else if !self.waiting.is_empty() {
             out.hol = Some(HolReason::Memory(Blocked { enough_total_free: false }));
@@ -332,10 +311,16 @@ impl Scheduler {
                 return;
             }
         }
-        // Recompute: drop the KV; the group prefills prompt + generated tokens again later.
         for s in seqs {
             kv.free(s);
         }
+        if self.cfg.preemption == PreemptionMode::Swap && matches!(kv, KvCacheManager::Paged(_)) {
+            // v0 raises "Aborted due to the lack of CPU swap space": the request fails.
+            g.status = GroupStatus::Rejected;
+            out.aborted.push(r);
+            return;
+        }
+        // Recompute: drop the KV; the group prefills its prompt again later.
         g.forked = false;
         g.prefill_computed = 0;
         for s in &mut g.samples {
@@ -345,22 +330,30 @@ impl Scheduler {
         self.waiting.push_front(r);
     }
 
-    fn schedule_swapped(&mut self, groups: &mut [SequenceGroup], kv: &mut KvCacheManager, out: &mut SchedulerOutput) {
+    /// Brings swapped groups back while they fit, and runs their decode tokens in this step
+    /// (charged to the budget, as v0's `_schedule_swapped` does).
+    fn schedule_swapped(
+        &mut self,
+        groups: &mut [SequenceGroup],
+        kv: &mut KvCacheManager,
+        out: &mut SchedulerOutput,
+        budget: &mut u32,
+    ) {
         if self.swapped.is_empty() {
             return;
         }
         let mut seqs = self.running_seqs(groups);
         while let Some(&r) = self.swapped.front() {
             let g = &mut groups[r as usize];
-            if seqs + g.num_seqs() > self.cfg.max_num_seqs {
+            if seqs + g.num_seqs() > self.cfg.max_num_seqs || g.num_seqs() > *budget {
                 break;
             }
-            seqs += g.num_seqs();
             let KvCacheManager::Paged(p) = &mut *kv else { unreachable!("only paged groups swap") };
             let swapped = g.swapped.as_ref().expect("swapped group holds its KV");
             if !p.swap_in(swapped) {
                 break;
             }
+            seqs += g.num_seqs();
             let blocks = u64::from(swapped.num_blocks());
             self.swap_used_blocks -= blocks;
             out.swapped_blocks += blocks;
@@ -368,6 +361,30 @@ impl Scheduler {
             g.status = GroupStatus::Running;
             self.swapped.pop_front();
             self.running.push(r);
+            let pairs: Vec<(SeqId, u32)> = g
+                .samples
+                .iter()
+                .filter(|s| !s.finished && s.num_tokens > s.num_computed)
+                .map(|s| (s.seq, s.num_tokens - s.num_computed))
+                .collect();
+            let tokens: u32 = pairs.iter().map(|p| p.1).sum();
+            if tokens > *budget || !kv.can_allocate(&pairs) {
+                continue; // back in, decoding from the next step
+            }
+            for (k, s) in g.samples.iter().enumerate() {
+                if s.finished || s.num_tokens == s.num_computed {
+                    continue;
+                }
+                let new = s.num_tokens - s.num_computed;
+                kv.allocate_slots(s.seq, new).expect("checked by can_allocate");
+                *budget -= new;
+                out.work.push(ScheduledWork {
+                    request: r,
+                    target: Target::Sample(k as u32),
+                    num_new_tokens: new,
+                    context_tokens: s.num_tokens,
+                });
+            }
         }
     }
 
@@ -418,8 +435,10 @@ impl Scheduler {
                 parent: g.parent(),
                 samples: &self.scratch_seqs,
                 identity,
-                prompt_tokens: g.prompt_tokens,
+                full_tokens: g.prompt_tokens,
                 reserve_tokens: self.reservation(g),
+                apply_watermark: true,
+                preempted_before: g.preemptions > 0,
             };
             if let Err(blocked) = kv.admit(&req, &computed, first) {
                 out.hol = Some(HolReason::Memory(blocked));

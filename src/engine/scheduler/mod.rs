@@ -1,0 +1,173 @@
+//! The scheduler: what runs in each step and which memory it takes. Two generations of vLLM's
+//! scheduler live here, chosen by `scheduler.engine`:
+//!
+//! - [`v1`]: vLLM's current scheduler (`vllm/v1/core/sched/scheduler.py`). Every sample is its own
+//!   request; running requests are served first, then waiting ones are admitted only when their
+//!   whole known sequence fits; preemption is recompute only.
+//! - [`v0`]: the 2023 scheduler the PagedAttention paper describes, also the one the contiguous
+//!   allocator runs under: sequence groups of `n` samples sharing blocks with copy-on-write,
+//!   a 1% watermark, swap to CPU, and prefill-first steps without chunked prefill.
+//!
+//! Both fill the same [`SchedulerOutput`], which the simulation applies.
+
+use super::alloc::{Blocked, KvCacheManager, RequestId};
+use super::config::{Reserve, SchedulerConfig};
+use super::request::SequenceGroup;
+
+pub mod v0;
+pub mod v1;
+
+pub use v0::V0Scheduler;
+pub use v1::{SampleRef, V1Scheduler};
+
+/// Which sequence of a group a piece of work is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// The shared prefill of a v0 group that has not forked yet.
+    Prefill,
+    /// Sample index within the group (its prefill chunks too, under v1).
+    Sample(u32),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScheduledWork {
+    pub request: RequestId,
+    pub target: Target,
+    pub num_new_tokens: u32,
+    /// Context length after this step (what attention reads).
+    pub context_tokens: u32,
+}
+
+/// Why the head of the queue waited this step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HolReason {
+    Memory(Blocked),
+    SeqLimit,
+    TokenBudget,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct SchedulerOutput {
+    pub work: Vec<ScheduledWork>,
+    pub preempted: u32,
+    pub swapped_blocks: u64,
+    pub hol: Option<HolReason>,
+    /// v0: groups aborted because CPU swap space was full (vLLM v0 raises an error then).
+    pub aborted: Vec<RequestId>,
+}
+
+/// One scheduler, of the generation the configuration asks for.
+#[derive(Clone, Debug)]
+pub enum Scheduler {
+    V0(V0Scheduler),
+    V1(V1Scheduler),
+}
+
+impl Scheduler {
+    /// A v1 scheduler when `v1` (paged allocator, `engine: v1`), else v0's.
+    pub fn new(cfg: SchedulerConfig, v1: bool, reserve: Option<Reserve>, swap_capacity_blocks: u64) -> Self {
+        if v1 {
+            Scheduler::V1(V1Scheduler::new(cfg))
+        } else {
+            Scheduler::V0(V0Scheduler::new(cfg, reserve, swap_capacity_blocks))
+        }
+    }
+
+    pub fn config(&self) -> &SchedulerConfig {
+        match self {
+            Scheduler::V0(s) => s.config(),
+            Scheduler::V1(s) => s.config(),
+        }
+    }
+
+    /// Queues an arrived request behind every waiting one (FCFS); v1 queues each sample.
+    pub fn add_request(&mut self, g: &SequenceGroup) {
+        match self {
+            Scheduler::V0(s) => s.add_waiting(g.request),
+            Scheduler::V1(s) => s.add_request(g),
+        }
+    }
+
+    /// Takes the request at the head of the waiting queue off it (the caller rejects it).
+    pub fn take_waiting_head(&mut self) -> Option<RequestId> {
+        match self {
+            Scheduler::V0(s) => s.take_waiting_head(),
+            Scheduler::V1(s) => s.take_waiting_head(),
+        }
+    }
+
+    /// Plans one step and makes its allocations.
+    pub fn schedule(&mut self, groups: &mut [SequenceGroup], kv: &mut KvCacheManager) -> SchedulerOutput {
+        match self {
+            Scheduler::V0(s) => s.schedule(groups, kv),
+            Scheduler::V1(s) => s.schedule(groups, kv),
+        }
+    }
+
+    /// Hands a step's work list back so the next step reuses its memory.
+    pub fn recycle(&mut self, work: Vec<ScheduledWork>) {
+        match self {
+            Scheduler::V0(s) => s.recycle(work),
+            Scheduler::V1(s) => s.recycle(work),
+        }
+    }
+
+    /// Sample `k` of request `r` finished (its KV is already freed).
+    pub fn finish_sample(&mut self, groups: &mut [SequenceGroup], r: RequestId, k: u32) {
+        match self {
+            Scheduler::V0(s) => {
+                if groups[r as usize].samples.iter().all(|s| s.finished) {
+                    s.finish(r);
+                }
+            }
+            Scheduler::V1(s) => s.finish_sample(groups, SampleRef { request: r, sample: k }),
+        }
+    }
+
+    /// Requests running now (v1 counts each sample, as `num_requests_running` does).
+    pub fn num_running(&self) -> usize {
+        match self {
+            Scheduler::V0(s) => s.running().len(),
+            Scheduler::V1(s) => s.running().len(),
+        }
+    }
+
+    /// Requests waiting now (v1 counts each sample, as `num_requests_waiting` does).
+    pub fn num_waiting(&self) -> usize {
+        match self {
+            Scheduler::V0(s) => s.waiting().len(),
+            Scheduler::V1(s) => s.waiting().len(),
+        }
+    }
+
+    /// Groups swapped out to CPU (v0 only).
+    pub fn num_swapped(&self) -> usize {
+        match self {
+            Scheduler::V0(s) => s.swapped().len(),
+            Scheduler::V1(_) => 0,
+        }
+    }
+
+    /// Preemptions so far (recompute and swap), and those by swap.
+    pub fn preemptions(&self) -> (u64, u64) {
+        match self {
+            Scheduler::V0(s) => s.preemptions(),
+            Scheduler::V1(s) => (s.preemptions(), 0),
+        }
+    }
+
+    pub fn is_idle(&self) -> bool {
+        match self {
+            Scheduler::V0(s) => s.is_idle(),
+            Scheduler::V1(s) => s.is_idle(),
+        }
+    }
+
+    /// The queues agree with the requests' states (see ARCHITECTURE.md, Invariants).
+    pub fn check_invariants(&self, groups: &[SequenceGroup]) -> Result<(), String> {
+        match self {
+            Scheduler::V0(s) => s.check_invariants(groups),
+            Scheduler::V1(s) => s.check_invariants(groups),
+        }
+    }
+}
