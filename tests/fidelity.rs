@@ -90,15 +90,22 @@ fn belgavi_paged_fits_about_159() {
     assert!((157..=161).contains(&paged), "{paged}");
 }
 
-/// One request at t = 0: four samples of a 1,100-token prompt, outputs long enough to decode.
-fn four_samples(allocator: &str) -> Simulation {
+/// One request at t = 0: four samples of a 1,100-token prompt, outputs long enough to decode,
+/// under vLLM's `engine` ("v0": the paper's copy-on-write groups; "v1": child requests).
+fn four_samples_under(allocator: &str, engine: &str) -> Simulation {
     let json = format!(
         r#"{{ "schema": "kvlab/preset@1", "id": "n4", "duration_s": 5, "allocator": {allocator},
+             "scheduler": {{ "engine": "{engine}" }},
              "workload": {{ "arrival": {{ "kind": "trace", "csv": "0,1100,50,4", "max_tokens": 2048 }} }} }}"#
     );
     Simulation::new(parse_preset(&json).expect("valid preset")).expect("valid config")
 }
 
+fn four_samples(allocator: &str) -> Simulation {
+    four_samples_under(allocator, "v0")
+}
+
+/// The paper (vLLM v0): the samples fork from one prefill and copy the shared partial block.
 #[test]
 fn four_samples_share_the_prompt_paged_about_1150_tokens() {
     let mut sim = four_samples(r#"{ "kind": "paged", "block_size": 16 }"#);
@@ -112,6 +119,22 @@ fn four_samples_share_the_prompt_paged_about_1150_tokens() {
     assert_eq!(sim.kv().cow_copies(), 3);
     let prompt_kv = sim.kv().live_tokens() - 4; // minus the 4 new decode tokens
     assert!((1100..=1160).contains(&prompt_kv), "{prompt_kv}");
+}
+
+/// vLLM v1: four child requests, admitted in one step; children 2–4 find the first child's 68
+/// full prompt blocks in the prefix cache (cached as soon as they are allocated) and each writes
+/// its own 12-token partial block. No copy-on-write.
+#[test]
+fn four_samples_under_v1_share_full_prompt_blocks_through_the_prefix_cache() {
+    let mut sim = four_samples_under(r#"{ "kind": "paged", "block_size": 16 }"#, "v1");
+    sim.step();
+    sim.check_invariants().unwrap();
+    assert_eq!(sim.kv().allocated_tokens(), (68 + 4) * 16);
+    assert_eq!(sim.kv().live_tokens(), 1100 + 3 * 12, "the prompt once, plus three private tails");
+    assert_eq!(sim.kv().cow_copies(), 0);
+    assert_eq!(sim.series().last().unwrap().running, 4, "num_requests_running counts the children");
+    let (first, _) = sim.kv().prefix_stats();
+    assert_eq!((first.queries, first.hits), (4 * 1100, 3 * 68 * 16));
 }
 
 #[test]

@@ -166,10 +166,17 @@ fn one_seed_draws_one_case_and_the_sweep_covers_every_knob() {
 
 #[test]
 fn swap_preemption_moves_groups_out_and_back() {
+    // Swap is vLLM v0's (v1 has none).
     let mut c = preset("long-report-2gb");
+    c.scheduler.engine = kvlab::engine::EngineVersion::V0;
     c.scheduler.preemption = PreemptionMode::Swap;
-    let (_, r) = run_checked(c);
+    let (sim, r) = run_checked(c);
     assert!(r.swap_preemptions > 0, "swap was used");
+    let swapped: Vec<u32> = sim.series().iter().map(|p| p.swapped).collect();
+    let came_back = swapped.windows(2).any(|w| w[1] < w[0]);
+    assert!(came_back, "a swapped group was swapped back in");
+    assert_eq!(r.requests.swapped_at_end + r.requests.running_at_end + r.requests.waiting_at_end
+        + r.requests.finished + r.requests.rejected, r.requests.arrived);
 }
 
 #[test]

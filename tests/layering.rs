@@ -255,7 +255,7 @@ fn the_reader_sees_groups_super_and_children() {
     assert_eq!(joined, ["a::b", "a::c::d", "a::c::e", "a::f"]);
     let refs = references(&sources());
     let has = |a: &str, b: &str| refs.iter().any(|(x, y, _)| x == a && y == b);
-    assert!(has("src/engine/sim.rs", "src/engine/scheduler.rs"), "super:: paths resolve");
+    assert!(has("src/engine/sim.rs", "src/engine/scheduler/mod.rs"), "super:: paths resolve");
     assert!(has("src/formats/preset.rs", "src/engine/config.rs"), "crate:: paths resolve");
     assert!(has("src/engine/alloc/mod.rs", "src/engine/alloc/paged.rs"), "child modules resolve");
 }

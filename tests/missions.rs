@@ -186,7 +186,7 @@ fn stories_match_the_engine() {
 
     let m = load("m3-preemption-storm.json");
     let r = run_checked(m.preset());
-    assert!((40..=100).contains(&r.preemptions), "m3: dozens of preemptions, got {}", r.preemptions);
+    assert!((20..=100).contains(&r.preemptions), "m3: dozens of preemptions, got {}", r.preemptions);
     // Lowering max_num_seqs trades preemptions for queueing: ★ but not ★★.
     let (_, capped, s) = m.run_patch(&json!({ "scheduler": { "max_num_seqs": 5 } })).expect("patch applies");
     assert!(capped.preemptions <= 5 && capped.latency_ms.ttft_p95 > 20_000.0, "{capped:?}");
@@ -197,7 +197,7 @@ fn stories_match_the_engine() {
 
     let m = load("m2-block-size.json");
     let stars = |bs: u32| m.run_patch(&json!({ "allocator": { "block_size": bs } })).expect("patch applies").2.stars;
-    assert_eq!([stars(256), stars(64), stars(32), stars(8), stars(4), stars(1)], [0, 0, 3, 2, 1, 1]);
+    assert_eq!([stars(256), stars(64), stars(32), stars(8), stars(4), stars(1)], [0, 0, 3, 1, 1, 1]);
 
     let m = load("m4-burst-budget.json");
     let r = run_checked(m.preset());
@@ -206,7 +206,7 @@ fn stories_match_the_engine() {
         let patch = json!({ "kv_memory_gib": gib, "scheduler": { "max_num_seqs": seqs } });
         m.run_patch(&patch).expect("patch applies").2.stars
     };
-    assert_eq!([stars(64, 40.0), stars(48, 10.0), stars(64, 9.0), stars(256, 10.0)], [2, 1, 1, 0]);
+    assert_eq!([stars(64, 40.0), stars(48, 10.0), stars(64, 9.0), stars(256, 10.0)], [2, 1, 0, 0]);
 
     let m = load("m6-fp8-kv.json");
     let (_, r, s) = m.run_patch(&json!({ "kv_memory_gib": 20 })).expect("patch applies");

@@ -1,12 +1,13 @@
-//! The scheduler on its own, without a `Simulation`: FCFS admission under `max_num_seqs`, the
+//! vLLM v0's scheduler (the one the contiguous allocator also runs under) on its own, without a
+//! `Simulation`: FCFS admission under `max_num_seqs`, the
 //! token budget and the KV pool; head-of-line blocking and its reason; recompute preemption of
 //! the newest running request; the queues it owns agreeing with the requests' states.
 #![cfg(not(target_arch = "wasm32"))]
 
 use kvlab::engine::alloc::{ContiguousAllocator, Fit, KvCacheManager, PagedAllocator};
-use kvlab::engine::config::{Reserve, SchedulerConfig};
+use kvlab::engine::config::{EngineVersion, Reserve, SchedulerConfig};
 use kvlab::engine::request::{GroupStatus, Sequence, SequenceGroup};
-use kvlab::engine::scheduler::{HolReason, Scheduler, Target};
+use kvlab::engine::scheduler::{HolReason, Target, V0Scheduler as Scheduler};
 
 /// Request `id` with one sample and a prompt of `prompt` tokens.
 fn group(id: u32, prompt: u32) -> SequenceGroup {
@@ -27,6 +28,7 @@ fn group(id: u32, prompt: u32) -> SequenceGroup {
             generated: 0,
             target: 32,
             finished: false,
+            preemptions: 0,
         }],
         first_token_us: None,
         finish_us: None,
@@ -37,7 +39,7 @@ fn group(id: u32, prompt: u32) -> SequenceGroup {
 }
 
 fn cfg(max_num_seqs: u32, max_num_batched_tokens: u32) -> SchedulerConfig {
-    SchedulerConfig { max_num_seqs, max_num_batched_tokens, watermark: 0.0, ..SchedulerConfig::default() }
+    SchedulerConfig { max_num_seqs, max_num_batched_tokens, engine: EngineVersion::V0, watermark: Some(0.0), ..SchedulerConfig::default() }
 }
 
 fn queued(s: &mut Scheduler, groups: &[SequenceGroup]) {
@@ -49,7 +51,7 @@ fn queued(s: &mut Scheduler, groups: &[SequenceGroup]) {
 #[test]
 fn admits_in_arrival_order_up_to_max_num_seqs() {
     let mut groups: Vec<_> = (0..3).map(|i| group(i, 100)).collect();
-    let mut kv = KvCacheManager::Paged(PagedAllocator::new(1000, 16, false, 0.0));
+    let mut kv = KvCacheManager::Paged(PagedAllocator::new(1000, 16, false, 0.0, EngineVersion::V0));
     let mut s = Scheduler::new(cfg(2, 8192), None, 0);
     queued(&mut s, &groups);
     let out = s.schedule(&mut groups, &mut kv);
@@ -65,7 +67,7 @@ fn admits_in_arrival_order_up_to_max_num_seqs() {
 #[test]
 fn the_token_budget_blocks_the_head_and_everything_behind_it() {
     let mut groups = vec![group(0, 600), group(1, 600), group(2, 10)];
-    let mut kv = KvCacheManager::Paged(PagedAllocator::new(1000, 16, false, 0.0));
+    let mut kv = KvCacheManager::Paged(PagedAllocator::new(1000, 16, false, 0.0, EngineVersion::V0));
     let mut s = Scheduler::new(cfg(256, 1000), None, 0);
     queued(&mut s, &groups);
     let out = s.schedule(&mut groups, &mut kv);
@@ -95,7 +97,7 @@ fn a_full_contiguous_pool_blocks_admission_and_says_whether_memory_was_free_in_t
 fn running_requests_go_first_and_the_newest_is_preempted_when_blocks_run_out() {
     // 4 blocks of 16 tokens: two 32-token prompts fill the pool exactly.
     let mut groups = vec![group(0, 32), group(1, 32)];
-    let mut kv = KvCacheManager::Paged(PagedAllocator::new(4, 16, false, 0.0));
+    let mut kv = KvCacheManager::Paged(PagedAllocator::new(4, 16, false, 0.0, EngineVersion::V0));
     let mut s = Scheduler::new(cfg(256, 8192), None, 0);
     queued(&mut s, &groups);
     let out = s.schedule(&mut groups, &mut kv);
@@ -121,7 +123,7 @@ fn running_requests_go_first_and_the_newest_is_preempted_when_blocks_run_out() {
 #[test]
 fn finishing_takes_a_request_off_the_running_queue() {
     let mut groups = vec![group(0, 16)];
-    let mut kv = KvCacheManager::Paged(PagedAllocator::new(10, 16, false, 0.0));
+    let mut kv = KvCacheManager::Paged(PagedAllocator::new(10, 16, false, 0.0, EngineVersion::V0));
     let mut s = Scheduler::new(cfg(256, 8192), None, 0);
     queued(&mut s, &groups);
     s.schedule(&mut groups, &mut kv);

@@ -5,6 +5,7 @@
 use std::fmt;
 
 use super::alloc::Fit;
+pub use super::version::EngineVersion;
 use super::model::{gpu_preset, model_preset, GpuSpec, KvDtype, ModelSpec, GIB};
 use super::timing::StepTimeCalibration;
 use super::workload::{Arrival, LengthDist, UserClass, WorkloadConfig};
@@ -23,42 +24,6 @@ pub enum Reserve {
 pub enum AllocatorConfig {
     Contiguous { reserve: Reserve, fit: Fit },
     Paged { block_size: u32, prefix_caching: bool },
-}
-
-/// Which vLLM scheduler the paged engine follows.
-///
-/// `V1` is the scheduler vLLM runs today (0.6+ default, the only one since 0.10): mixed prefill and
-/// decode steps, admission only when the whole known sequence fits, recompute-only preemption,
-/// parallel samples as independent child requests sharing prompt blocks through the prefix cache.
-/// `V0` is the 2023 scheduler the PagedAttention paper and the early articles describe: a 1%
-/// watermark, sequence groups whose samples share blocks with copy-on-write, and swap to CPU.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum EngineVersion {
-    #[default]
-    V1,
-    V0,
-}
-
-impl EngineVersion {
-    /// vLLM's default watermark for this scheduler: 0.0 in v1, 0.01 in v0.
-    pub fn default_watermark(self) -> f64 {
-        match self {
-            EngineVersion::V1 => 0.0,
-            EngineVersion::V0 => 0.01,
-        }
-    }
-
-    /// vLLM's default for automatic prefix caching: on in v1, off in v0.
-    pub fn default_prefix_caching(self) -> bool {
-        self == EngineVersion::V1
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            EngineVersion::V1 => "v1",
-            EngineVersion::V0 => "v0",
-        }
-    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -234,6 +199,22 @@ impl SimConfig {
         }
     }
 
+    /// The step-time model this configuration asks for (GPU, model, KV dtype, block size,
+    /// calibration).
+    pub fn step_time_model(&self) -> super::timing::StepTimeModel {
+        let block_size = match self.allocator {
+            AllocatorConfig::Paged { block_size, .. } => Some(block_size),
+            AllocatorConfig::Contiguous { .. } => None,
+        };
+        super::timing::StepTimeModel::new(
+            &self.model,
+            &self.gpu,
+            self.kv_bytes_per_token(),
+            block_size,
+            self.calibration.as_ref(),
+        )
+    }
+
     pub fn duration_us(&self) -> u64 {
         super::workload::secs_to_us(self.duration_s)
     }
@@ -254,6 +235,12 @@ impl SimConfig {
         check_f64("scheduler.swap_space_gib", s.swap_space_gib, 0.0, 4096.0)?;
         if let Some(w) = s.watermark {
             check_f64("scheduler.watermark", w, 0.0, 0.5)?;
+        }
+        if self.paged_v1() && s.preemption == PreemptionMode::Swap {
+            return Err(ConfigError::new(
+                "scheduler.preemption",
+                "vLLM v1 has no swap (it preempts by recompute); use \"recompute\", or set scheduler.engine to \"v0\"",
+            ));
         }
         if self.paged_v1() && !s.chunked_prefill && s.max_num_batched_tokens < s.max_model_len {
             // vLLM refuses this at startup (SchedulerConfig): a preempted request re-prefills its
@@ -328,8 +315,9 @@ impl SimConfig {
         );
         let min_step_us = timing.step_us(&super::timing::StepWork::default()).max(1);
         super::bounds::RunBounds {
-            kv_cells: match block_size {
-                Some(_) => capacity_tokens / cell,
+            // Paged: every block of the pool, v1's null block included.
+            kv_cells: match self.num_gpu_blocks() {
+                Some(blocks) => blocks,
                 None => capacity_tokens.div_ceil(cell),
             },
             capacity_tokens,

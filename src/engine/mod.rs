@@ -19,6 +19,7 @@ pub mod scheduler;
 pub mod sim;
 pub mod startup_checks;
 pub mod timing;
+pub mod version;
 pub mod workload;
 
 pub use config::{AllocatorConfig, ConfigError, EngineVersion, PreemptionMode, Reserve, SchedulerConfig, SimConfig};

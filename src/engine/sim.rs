@@ -49,7 +49,7 @@ impl Simulation {
     pub fn new(config: SimConfig) -> Result<Simulation, ConfigError> {
         config.validate()?;
         let requests = generate(&config.workload, config.duration_us(), config.seed, config.scheduler.max_model_len);
-        let timing = StepTimeModel::for_config(&config);
+        let timing = config.step_time_model();
         Ok(Simulation::with_requests(config, requests, timing))
     }
 

@@ -130,21 +130,6 @@ impl StepTimeModel {
         }
     }
 
-    /// The model a configuration asks for (its GPU, model, KV dtype, block size, calibration).
-    pub fn for_config(config: &super::config::SimConfig) -> Self {
-        let block_size = match config.allocator {
-            super::config::AllocatorConfig::Paged { block_size, .. } => Some(block_size),
-            super::config::AllocatorConfig::Contiguous { .. } => None,
-        };
-        StepTimeModel::new(
-            &config.model,
-            &config.gpu,
-            config.kv_bytes_per_token(),
-            block_size,
-            config.calibration.as_ref(),
-        )
-    }
-
     /// A clock that counts steps, not time: every step lasts one tick (1 µs), whatever it does.
     /// `kvlab replay` runs on it so that step `s` of the engine is step `s` of vLLM.
     pub fn one_tick_per_step() -> Self {

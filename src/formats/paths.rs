@@ -44,6 +44,7 @@ pub const PRESET_PATHS: &[(&str, PathKind)] = {
         ("allocator.block_size", Number),
         ("allocator.prefix_caching", Bool),
         ("scheduler", Object),
+        ("scheduler.engine", Text),
         ("scheduler.max_num_seqs", Number),
         ("scheduler.max_num_batched_tokens", Number),
         ("scheduler.preemption", Text),

@@ -372,7 +372,8 @@ mod tests {
             r#"{"schema": "kvlab/preset@1", "workload": {"arrival": {"kind": "poisson", "rate_per_s": 1,
                 "bursts": [{"start_s": 1, "end_s": 2, "rate_per_s": 3}]}, "classes": [{"prompt_tokens":
                 {"mean": 9, "p99": 9}, "output_tokens": {"mean": 9, "p99": 9}}]}}"#,
-            r#"{"schema": "kvlab/preset@1", "allocator": {"kind": "paged"}, "calibration": "host-xeon-2core",
+            r#"{"schema": "kvlab/preset@1", "allocator": {"kind": "paged", "prefix_caching": true},
+                "scheduler": {"watermark": 0.01}, "calibration": "host-xeon-2core",
                 "model": {"name": "m", "layers": 1, "kv_heads": 1, "head_dim": 1, "params_b": 1},
                 "workload": {"arrival": {"kind": "trace", "csv": ""}, "classes": []}}"#,
         ];

@@ -49,7 +49,7 @@ impl Run {
         let paged = matches!(preset.allocator, AllocatorDto::Paged { .. });
         Ok(Run {
             label: if paged { "paged" } else { "contiguous" },
-            title: allocator_title(&preset.allocator),
+            title: allocator_title(&preset.allocator, &config),
             class_names: preset.workload.classes.iter().map(|c| c.name.clone()).collect(),
             preset,
             config,
@@ -137,8 +137,9 @@ pub fn check_page_limits(config: &SimConfig) -> Result<(), String> {
     Ok(())
 }
 
-/// "Contiguous · first-fit · reserve prompt + max_tokens" / "Paged · 16-token blocks".
-pub fn allocator_title(a: &AllocatorDto) -> String {
+/// "Contiguous · first-fit · reserve prompt + max_tokens" / "Paged · 16-token blocks · vLLM v1".
+/// Defaults the preset leaves out (prefix caching) are read from the resolved configuration.
+pub fn allocator_title(a: &AllocatorDto, config: &SimConfig) -> String {
     match a {
         AllocatorDto::Contiguous { reserve, fit } => format!(
             "Contiguous · {} · reserve {}",
@@ -151,8 +152,13 @@ pub fn allocator_title(a: &AllocatorDto) -> String {
                 ReserveDto::MaxModelLen => "max_model_len",
             }
         ),
-        AllocatorDto::Paged { block_size, prefix_caching } => {
-            format!("Paged · {block_size}-token blocks{}", if *prefix_caching { " · prefix caching" } else { "" })
+        AllocatorDto::Paged { block_size, .. } => {
+            let caching = matches!(config.allocator, AllocatorConfig::Paged { prefix_caching: true, .. });
+            format!(
+                "Paged · {block_size}-token blocks{} · vLLM {}",
+                if caching { " · prefix caching" } else { "" },
+                config.scheduler.engine.name()
+            )
         }
     }
 }

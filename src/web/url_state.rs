@@ -88,7 +88,7 @@ impl LabState {
         }
         match &self.alt {
             Some(a) if is_paged(a) == paged => a.clone(),
-            _ if paged => AllocatorDto::Paged { block_size: 16, prefix_caching: false },
+            _ if paged => AllocatorDto::Paged { block_size: 16, prefix_caching: None },
             _ => AllocatorDto::default(),
         }
     }

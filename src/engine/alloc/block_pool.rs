@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 
 use super::ids::RequestId;
-use crate::engine::config::EngineVersion;
+use crate::engine::version::EngineVersion;
 
 const NIL: u32 = u32::MAX;
 

@@ -7,7 +7,7 @@
 
 use super::block_pool::BlockPool;
 use super::ids::{RequestId, SeqId, TokenIdentity};
-use crate::engine::config::EngineVersion;
+use crate::engine::version::EngineVersion;
 
 /// A sequence's logical → physical block mapping plus its written length.
 #[derive(Clone, Debug)]

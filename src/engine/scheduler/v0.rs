@@ -12,7 +12,7 @@
 
 use std::collections::VecDeque;
 
-use super::{HolReason, ScheduledWork, SchedulerOutput, Target};
+use super::output::{HolReason, ScheduledWork, SchedulerOutput, Target};
 use crate::engine::alloc::{AdmitRequest, Blocked, KvCacheManager, RequestId, SeqId};
 use crate::engine::config::{PreemptionMode, Reserve, SchedulerConfig};
 use crate::engine::request::{GroupStatus, SequenceGroup};
@@ -162,8 +162,9 @@ impl V0Scheduler {
         let mut out = SchedulerOutput { work: std::mem::take(&mut self.scratch_work), ..SchedulerOutput::default() };
         out.work.clear();
         let mut budget = self.cfg.max_num_batched_tokens;
-        if !self.cfg.chunked_prefill && self.swapped.is_empty() {
-            // v0 without chunked prefill: a step that admits prefills runs only those.
+        let prefill_first = self.reserve.is_none() && !self.cfg.chunked_prefill;
+        if prefill_first && self.swapped.is_empty() {
+            // Paged v0 without chunked prefill: a step that admits prefills runs only those.
             self.schedule_waiting(groups, kv, &mut out, &mut budget);
             if !out.work.is_empty() {
                 return out;
@@ -174,7 +175,7 @@ impl V0Scheduler {
         if out.preempted == 0 {
             self.schedule_swapped(groups, kv, &mut out, &mut budget);
         }
-        if out.preempted == 0 && self.swapped.is_empty() && self.cfg.chunked_prefill {
+        if out.preempted == 0 && self.swapped.is_empty() && !prefill_first {
             self.schedule_waiting(groups, kv, &mut out, &mut budget);
         } else if !self.waiting.is_empty() {
             out.hol = Some(HolReason::Memory(Blocked { enough_total_free: false }));

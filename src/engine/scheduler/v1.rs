@@ -16,7 +16,7 @@
 
 use std::collections::VecDeque;
 
-use super::{HolReason, ScheduledWork, SchedulerOutput, Target};
+use super::output::{HolReason, ScheduledWork, SchedulerOutput, Target};
 use crate::engine::alloc::{AdmitRequest, Blocked, KvCacheManager, RequestId};
 use crate::engine::config::SchedulerConfig;
 use crate::engine::request::{GroupStatus, SequenceGroup};

@@ -5,6 +5,7 @@ use serde::Serialize;
 
 use super::Simulation;
 use crate::engine::alloc::KvCacheManager;
+use crate::engine::request::GroupStatus;
 use crate::engine::config::AllocatorConfig;
 use crate::engine::metrics::{percentile, round_to, KvSummary, LatencyMs, Report, RequestCounts};
 use crate::engine::plan::startup_line;
@@ -30,9 +31,9 @@ impl Simulation {
             requests: RequestCounts {
                 arrived: self.groups.len() as u32,
                 finished: self.finished,
-                running_at_end: self.scheduler.num_running() as u32,
-                waiting_at_end: self.scheduler.num_waiting() as u32,
-                swapped_at_end: self.scheduler.num_swapped() as u32,
+                running_at_end: self.groups_in(GroupStatus::Running),
+                waiting_at_end: self.groups_in(GroupStatus::Waiting),
+                swapped_at_end: self.groups_in(GroupStatus::Swapped),
                 rejected: self.rejections.len() as u32,
             },
             kv: KvSummary {
@@ -91,6 +92,11 @@ pub struct SampleView {
 }
 
 impl Simulation {
+    /// Requests (groups of `n` samples) in a state: a v1 group runs while any sample runs.
+    fn groups_in(&self, status: GroupStatus) -> u32 {
+        self.groups.iter().filter(|g| g.status == status).count() as u32
+    }
+
     pub fn request_view(&self, request: u32) -> Option<RequestView> {
         let g = self.groups.get(request as usize)?;
         let samples = g
