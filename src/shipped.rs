@@ -14,6 +14,7 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("parallel-sampling", include_str!("../assets/presets/parallel-sampling.json")),
     ("prefix-caching", include_str!("../assets/presets/prefix-caching.json")),
     ("long-report-2gb", include_str!("../assets/presets/long-report-2gb.json")),
+    ("long-report-chunked-512", include_str!("../assets/presets/long-report-chunked-512.json")),
 ];
 
 /// The preset a bare page opens with.
