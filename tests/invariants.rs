@@ -175,8 +175,14 @@ fn swap_preemption_moves_groups_out_and_back() {
     let swapped: Vec<u32> = sim.series().iter().map(|p| p.swapped).collect();
     let came_back = swapped.windows(2).any(|w| w[1] < w[0]);
     assert!(came_back, "a swapped group was swapped back in");
-    assert_eq!(r.requests.swapped_at_end + r.requests.running_at_end + r.requests.waiting_at_end
-        + r.requests.finished + r.requests.rejected, r.requests.arrived);
+    assert_eq!(
+        r.requests.swapped_at_end
+            + r.requests.running_at_end
+            + r.requests.waiting_at_end
+            + r.requests.finished
+            + r.requests.rejected,
+        r.requests.arrived
+    );
 }
 
 #[test]

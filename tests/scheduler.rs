@@ -39,7 +39,13 @@ fn group(id: u32, prompt: u32) -> SequenceGroup {
 }
 
 fn cfg(max_num_seqs: u32, max_num_batched_tokens: u32) -> SchedulerConfig {
-    SchedulerConfig { max_num_seqs, max_num_batched_tokens, engine: EngineVersion::V0, watermark: Some(0.0), ..SchedulerConfig::default() }
+    SchedulerConfig {
+        max_num_seqs,
+        max_num_batched_tokens,
+        engine: EngineVersion::V0,
+        watermark: Some(0.0),
+        ..SchedulerConfig::default()
+    }
 }
 
 fn queued(s: &mut Scheduler, groups: &[SequenceGroup]) {

@@ -146,7 +146,12 @@ fn chunked_prefill_causes_no_preemption_storm_of_its_own() {
         let mut chunked = preset("long-report-chunked-512");
         chunked.scheduler.engine = engine;
         let (a, b) = (Simulation::new(whole).unwrap().run_to_end(), Simulation::new(chunked).unwrap().run_to_end());
-        assert!(b.preemptions <= a.preemptions.max(10) * 3 / 2, "{engine:?}: {} chunked vs {} whole", b.preemptions, a.preemptions);
+        assert!(
+            b.preemptions <= a.preemptions.max(10) * 3 / 2,
+            "{engine:?}: {} chunked vs {} whole",
+            b.preemptions,
+            a.preemptions
+        );
     }
 }
 

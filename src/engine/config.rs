@@ -5,9 +5,9 @@
 use std::fmt;
 
 use super::alloc::Fit;
-pub use super::version::EngineVersion;
 use super::model::{gpu_preset, model_preset, GpuSpec, KvDtype, ModelSpec, GIB};
 use super::timing::StepTimeCalibration;
+pub use super::version::EngineVersion;
 use super::workload::{Arrival, LengthDist, UserClass, WorkloadConfig};
 
 /// Tokens per block when a paged allocator does not say (vLLM's default).

@@ -100,7 +100,10 @@ impl ReplayParams {
                 watermark: self.watermark,
                 ..SchedulerConfig::default()
             },
-            workload: WorkloadConfig { arrival: Arrival::Trace { rows: Vec::new(), max_tokens: 1 }, classes: Vec::new() },
+            workload: WorkloadConfig {
+                arrival: Arrival::Trace { rows: Vec::new(), max_tokens: 1 },
+                classes: Vec::new(),
+            },
             ..SimConfig::default()
         };
         config.validate()?;
@@ -180,7 +183,8 @@ pub fn replay(rows: &[StepTraceRow], params: &ReplayParams) -> Result<Replay, Co
             steps.tokens_scheduled.push(if first { sim.scheduled_tokens() - scheduled } else { 0 });
             steps.finished.push(if first { sim.finished_seqs() - finished } else { 0 });
         }
-        (queries, hits, scheduled, finished) = (prefix.queries, prefix.hits, sim.scheduled_tokens(), sim.finished_seqs());
+        (queries, hits, scheduled, finished) =
+            (prefix.queries, prefix.hits, sim.scheduled_tokens(), sim.finished_seqs());
     }
     // vLLM's engine core keeps stepping while finished request ids are still to be handed to the
     // workers (`Scheduler.has_requests()` counts them), so the run ends with one empty step.
@@ -199,9 +203,13 @@ pub fn replay(rows: &[StepTraceRow], params: &ReplayParams) -> Result<Replay, Co
     let summary = ReplaySummary {
         steps: n as u64,
         total_preemptions: sim.scheduler().preemptions().0,
-        prefix_hit_rate: params
-            .prefix_caching
-            .then(|| if prefix.queries > 0 { prefix.hits as f64 / prefix.queries as f64 } else { 0.0 }),
+        prefix_hit_rate: params.prefix_caching.then(|| {
+            if prefix.queries > 0 {
+                prefix.hits as f64 / prefix.queries as f64
+            } else {
+                0.0
+            }
+        }),
         mean_kv_usage: if n > 0 { steps.kv_usage.iter().sum::<f64>() / n as f64 } else { 0.0 },
         peak_kv_usage: steps.kv_usage.iter().copied().fold(0.0, f64::max),
         max_num_running: steps.num_running.iter().copied().max().unwrap_or(0),

@@ -119,8 +119,7 @@ impl KvCacheManager {
                 };
                 // Enough in total when only the watermark refused (cached hits that would leave
                 // the free queue are part of the need).
-                p.admit(req.parent, &admit, computed)
-                    .map_err(|s| Blocked { enough_total_free: s.need <= s.free })
+                p.admit(req.parent, &admit, computed).map_err(|s| Blocked { enough_total_free: s.need <= s.free })
             }
         }
     }

@@ -38,4 +38,3 @@ pub struct SchedulerOutput {
     /// v0: groups aborted because CPU swap space was full (vLLM v0 raises an error then).
     pub aborted: Vec<RequestId>,
 }
-

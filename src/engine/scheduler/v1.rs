@@ -195,7 +195,13 @@ impl V1Scheduler {
 
     /// Recompute preemption: the KV is dropped and the request waits at the queue's front to
     /// prefill its prompt and generated tokens again in one pass.
-    fn preempt(&mut self, at: SampleRef, groups: &mut [SequenceGroup], kv: &mut KvCacheManager, out: &mut SchedulerOutput) {
+    fn preempt(
+        &mut self,
+        at: SampleRef,
+        groups: &mut [SequenceGroup],
+        kv: &mut KvCacheManager,
+        out: &mut SchedulerOutput,
+    ) {
         let g = &mut groups[at.request as usize];
         let s = &mut g.samples[at.sample as usize];
         kv.free(s.seq);
@@ -256,7 +262,8 @@ impl V1Scheduler {
             };
             if let Err(blocked) = kv.admit(&req, &computed, new) {
                 out.hol = Some(HolReason::Memory(blocked));
-                self.last_refusal = Some(Refusal { at, epoch, remaining, num_new_tokens: new, apply_watermark, blocked });
+                self.last_refusal =
+                    Some(Refusal { at, epoch, remaining, num_new_tokens: new, apply_watermark, blocked });
                 return;
             }
             let g = &mut groups[at.request as usize];
@@ -280,10 +287,7 @@ impl V1Scheduler {
         if matches!(g.status, GroupStatus::Finished | GroupStatus::Rejected) {
             return;
         }
-        g.status = if self.running.iter().any(|at| at.request == r) {
-            GroupStatus::Running
-        } else {
-            GroupStatus::Waiting
-        };
+        g.status =
+            if self.running.iter().any(|at| at.request == r) { GroupStatus::Running } else { GroupStatus::Waiting };
     }
 }

@@ -5,10 +5,10 @@ use serde::Serialize;
 
 use super::Simulation;
 use crate::engine::alloc::KvCacheManager;
-use crate::engine::request::GroupStatus;
 use crate::engine::config::AllocatorConfig;
 use crate::engine::metrics::{percentile, round_to, KvSummary, LatencyMs, Report, RequestCounts};
 use crate::engine::plan::startup_line;
+use crate::engine::request::GroupStatus;
 
 impl Simulation {
     pub fn report(&self) -> Report {
