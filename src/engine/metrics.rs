@@ -84,6 +84,8 @@ pub struct Rejection {
 pub struct Report {
     pub preset: String,
     pub allocator: String,
+    /// The vLLM scheduler the run followed: `v1` or `v0` (the contiguous allocator: `v0`).
+    pub engine: String,
     pub kv_bytes_per_token: u64,
     pub capacity_tokens: u64,
     pub capacity_line: String,

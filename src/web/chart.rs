@@ -151,8 +151,8 @@ pub fn draw_kv(
     let solo = runs.len() == 1;
     for run in runs {
         let s = downsample(run.series, (duration_s * 1e6) as u64, width.max(2));
-        let alloc = points(&s, |x| f64::from(x.allocated_tokens));
-        let live = points(&s, |x| f64::from(x.live_tokens));
+        let alloc = points(&s, |x| x.allocated_tokens as f64);
+        let live = points(&s, |x| x.live_tokens as f64);
         if solo {
             // Opaque fills: pink is memory allocated but empty, blue memory holding tokens.
             for (pts, fill) in [(&alloc, ALLOCATED_FILL), (&live, LIVE_FILL)] {

@@ -11,6 +11,7 @@ use wasm_bindgen::JsCast;
 use web_sys::{Element, HtmlElement, HtmlInputElement, HtmlSelectElement, HtmlTextAreaElement};
 
 use crate::engine::model::{gpu_preset, GPU_IDS, MODEL_IDS};
+use crate::engine::version::EngineVersion;
 use crate::formats::calibration::shipped_calibration;
 use crate::formats::json::from_json_with_path;
 use crate::formats::paths::{self, Seg};
@@ -136,7 +137,7 @@ pub fn value_for(state: &LabState, path: &str) -> Option<Value> {
         }
         let (kind, field) = rest.split_once('.')?;
         let alloc = serde_json::to_value(state.allocator_of(kind == "paged")).ok()?;
-        return get_in(&alloc, field).cloned();
+        return get_in(&alloc, field).cloned().or_else(|| engine_default(state, path));
     }
     if path == "calibration" {
         return Some(Value::from(state.preset.calibration.clone().unwrap_or_default()));
@@ -145,7 +146,17 @@ pub fn value_for(state: &LabState, path: &str) -> Option<Value> {
     if path == "model" && v.get("model").is_some_and(Value::is_object) {
         return Some(Value::from(CUSTOM_MODEL));
     }
-    get_in(&v, path).cloned()
+    get_in(&v, path).cloned().or_else(|| engine_default(state, path))
+}
+
+/// What a field the preset leaves out means: the default of the preset's vLLM scheduler.
+fn engine_default(state: &LabState, path: &str) -> Option<Value> {
+    let engine = EngineVersion::from(state.preset.scheduler.engine);
+    match path {
+        "scheduler.watermark" => Some(Value::from(engine.default_watermark())),
+        "@paged.prefix_caching" => Some(Value::from(engine.default_prefix_caching())),
+        _ => None,
+    }
 }
 
 fn text_of(v: &Value) -> String {

@@ -68,11 +68,11 @@ pub fn value(key: &str, m: &MetricsInput<'_>) -> (String, Option<String>) {
     let one = |s: String| (s, None);
     match key {
         "kv_cache_usage_perc" => {
-            (pct(f64::from(last.allocated_tokens) / cap), Some(format!("mean {}", pct(r.kv.allocated_fraction_mean))))
+            (pct((last.allocated_tokens as f64) / cap), Some(format!("mean {}", pct(r.kv.allocated_fraction_mean))))
         }
         "live_share" => {
             let now = if last.allocated_tokens > 0 {
-                f64::from(last.live_tokens) / f64::from(last.allocated_tokens)
+                (last.live_tokens as f64) / (last.allocated_tokens as f64)
             } else {
                 0.0
             };

@@ -23,6 +23,7 @@ impl Simulation {
         Report {
             preset: self.config.id.clone(),
             allocator: allocator.into(),
+            engine: if self.config.paged_v1() { "v1" } else { "v0" }.into(),
             kv_bytes_per_token: self.config.kv_bytes_per_token(),
             capacity_tokens: capacity,
             capacity_line: startup_line(capacity, self.config.scheduler.max_model_len),
