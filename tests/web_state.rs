@@ -93,7 +93,13 @@ fn controls_edit_preset_paths_and_name_bad_values() {
     assert!(!next.is_paged());
     assert_eq!(value_for(&next, "@paged.block_size"), Some(json!(32)));
     let paged = edit(&next, "@alloc.kind", json!("paged")).unwrap();
-    assert_eq!(paged.preset.allocator, AllocatorDto::Paged { block_size: 32, prefix_caching: false });
+    assert_eq!(paged.preset.allocator, AllocatorDto::Paged { block_size: 32, prefix_caching: None });
+    // Left out, prefix caching shows vLLM v1's default (on); under v0 its default (off).
+    assert_eq!(value_for(&paged, "@paged.prefix_caching"), Some(json!(true)));
+    assert_eq!(value_for(&paged, "scheduler.watermark"), Some(json!(0.0)));
+    let v0 = edit(&paged, "scheduler.engine", json!("v0")).unwrap();
+    assert_eq!(value_for(&v0, "@paged.prefix_caching"), Some(json!(false)));
+    assert_eq!(value_for(&v0, "scheduler.watermark"), Some(json!(0.01)));
     let back = edit(&paged, "@alloc.kind", json!("contiguous")).unwrap();
     assert_eq!(back.preset.allocator, s.preset.allocator);
     // Bad values name the field the way the engine does.
@@ -150,7 +156,7 @@ fn setups_too_big_for_a_tab_are_refused_with_a_reason() {
     let mut lab = Lab::new(LabState::new(preset("paged-default")), PageOptions::default()).unwrap();
     let mut huge = lab.state.clone();
     huge.preset.kv_memory_gib = 4096.0;
-    huge.preset.allocator = AllocatorDto::Paged { block_size: 1, prefix_caching: false };
+    huge.preset.allocator = AllocatorDto::Paged { block_size: 1, prefix_caching: Some(false) };
     let e = lab.apply(huge, true).unwrap_err();
     assert!(e.starts_with("kv_memory_gib:") && e.contains("1,048,576"), "{e}");
     let mut flood = lab.state.clone();

@@ -54,6 +54,14 @@ impl KvCacheManager {
         }
     }
 
+    /// Tokens per block (paged), 1 (contiguous).
+    pub fn block_tokens(&self) -> u64 {
+        match self {
+            KvCacheManager::Contiguous(_) => 1,
+            KvCacheManager::Paged(p) => u64::from(p.block_size()),
+        }
+    }
+
     /// Token slots reserved or held in referenced blocks.
     pub fn allocated_tokens(&self) -> u64 {
         match self {

@@ -26,7 +26,11 @@ impl Simulation {
             engine: if self.config.paged_v1() { "v1" } else { "v0" }.into(),
             kv_bytes_per_token: self.config.kv_bytes_per_token(),
             capacity_tokens: capacity,
-            capacity_line: startup_line(capacity, self.config.scheduler.max_model_len),
+            // vLLM logs its pool as num_gpu_blocks × block size, v1's null block included.
+            capacity_line: startup_line(
+                capacity + self.config.reserved_blocks() * self.kv.block_tokens(),
+                self.config.scheduler.max_model_len,
+            ),
             sim_time_s: round_to(self.now_us.min(self.duration_us) as f64 / 1e6, 6),
             steps: self.steps,
             requests: RequestCounts {
