@@ -202,3 +202,51 @@ fn a_preset_names_a_shipped_calibration_and_the_report_says_so() {
     let bad = write_tmp("cal-bad.json", r#"{"schema":"kvlab/preset@1","calibration":"nope"}"#);
     assert_fails_naming(&kvlab(&["run", &bad]), "calibration");
 }
+
+/// `kvlab replay` writes the reference harness's JSON: vLLM's own figures for the same trace and
+/// flags come back step for step (tests/vllm_parity.rs compares every field; this checks the
+/// command line end to end on one golden).
+#[test]
+fn replay_writes_the_harness_json_and_agrees_with_vllm() {
+    let trace = repo_path("tests/golden/vllm/traces/preemption_storm.csv");
+    let o = kvlab(&[
+        "replay",
+        trace.to_str().unwrap(),
+        "--num-blocks",
+        "384",
+        "--max-num-seqs",
+        "64",
+        "--max-num-batched-tokens",
+        "2048",
+        "--max-model-len",
+        "2048",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let ours: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+    let golden: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(repo_path("tests/golden/vllm/preemption_storm.json")).unwrap())
+            .unwrap();
+    for field in ["num_running", "num_waiting", "preemptions_cum", "tokens_scheduled", "finished"] {
+        assert_eq!(ours["per_step"][field], golden["per_step"][field], "per_step.{field}");
+    }
+    assert_eq!(ours["summary"]["total_preemptions"], 93);
+}
+
+#[test]
+fn replay_refuses_bad_flags_and_traces_naming_them() {
+    let trace = repo_path("tests/golden/vllm/traces/long_prompts.csv");
+    let o = kvlab(&["replay", trace.to_str().unwrap(), "--num-blocks", "1200", "--max-num-batched-tokens", "512"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("--max-num-batched-tokens") && stderr(&o).contains("--chunked-prefill"),
+        "{}",
+        stderr(&o)
+    );
+    let bad = write_tmp("bad-trace.csv", "arrival_step,prompt_tokens,output_tokens\n0,12,x\n");
+    let o = kvlab(&["replay", &bad, "--num-blocks", "100"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("line 2: output_tokens must be a whole number"), "{}", stderr(&o));
+    let o = kvlab(&["replay", &bad, "--num-blocks", "100", "--engine", "v2"]);
+    assert_eq!(o.status.code(), Some(2), "clap refuses an unknown engine");
+}
