@@ -1,14 +1,17 @@
 //! Determinism: one seed → one result, bit for bit. Each shipped preset's run digest is pinned in
-//! tests/golden/preset_digests.json (the browser tests check the same digests in wasm). Regenerate
-//! deliberately with `KVLAB_BLESS=1 cargo test --test determinism`.
+//! tests/golden/preset_digests.json, and 200 random accepted presets' (`fuzz_gen`) in
+//! tests/golden/random_digests.json; the browser tests check the same digests in wasm.
+//! Regenerate deliberately with `KVLAB_BLESS=1 cargo test --test determinism`.
 #![cfg(not(target_arch = "wasm32"))]
 
 mod common;
+mod fuzz_gen;
 
 use std::collections::BTreeMap;
 
 use common::{preset, repo_path, shipped_presets};
 use kvlab::engine::Simulation;
+use kvlab::formats::preset::parse_preset;
 use kvlab::formats::report::digest;
 
 #[test]
@@ -48,7 +51,6 @@ fn another_seed_gives_other_traffic() {
 
 #[test]
 fn shipped_preset_digests_are_pinned() {
-    let path = repo_path("tests/golden/preset_digests.json");
     let actual: BTreeMap<String, String> = shipped_presets()
         .into_iter()
         .map(|id| {
@@ -57,6 +59,26 @@ fn shipped_preset_digests_are_pinned() {
             (id, format!("{:016x}", digest(&sim)))
         })
         .collect();
+    check_pinned("tests/golden/preset_digests.json", actual, "a shipped preset's output changed");
+}
+
+/// Random accepted presets covering every knob (the fuzzer's generator): their digests are pinned
+/// so the wasm build can be held to the same bits (`tests/web_digests.rs`).
+#[test]
+fn random_preset_digests_are_pinned() {
+    let actual: BTreeMap<String, String> = (0..fuzz_gen::DIGEST_CASES)
+        .map(|i| {
+            let (key, text) = fuzz_gen::digest_case(i);
+            let mut sim = Simulation::new(parse_preset(&text).unwrap()).unwrap();
+            sim.run_to_end();
+            (key, format!("{:016x}", digest(&sim)))
+        })
+        .collect();
+    check_pinned("tests/golden/random_digests.json", actual, "a random preset's output changed");
+}
+
+fn check_pinned(file: &str, actual: BTreeMap<String, String>, what: &str) {
+    let path = repo_path(file);
     if std::env::var_os("KVLAB_BLESS").is_some() {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, serde_json::to_string_pretty(&actual).unwrap() + "\n").unwrap();
@@ -65,8 +87,5 @@ fn shipped_preset_digests_are_pinned() {
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|_| panic!("{} is missing; create it with KVLAB_BLESS=1", path.display()));
     let pinned: BTreeMap<String, String> = serde_json::from_str(&text).unwrap();
-    assert_eq!(
-        pinned, actual,
-        "a shipped preset's output changed; if intended, regenerate with KVLAB_BLESS=1 cargo test --test determinism"
-    );
+    assert_eq!(pinned, actual, "{what}; if intended, regenerate with KVLAB_BLESS=1 cargo test --test determinism");
 }

@@ -1,5 +1,5 @@
-//! Fuzzing at scale: random accepted presets covering every knob (both allocators, every
-//! preemption mode, chunked prefill, prefix caching, n > 1, bursts, CSV traces, custom models,
+//! Fuzzing at scale: random accepted presets (`fuzz_gen`) covering every knob (both allocators,
+//! both vLLM schedulers, every preemption mode, chunked prefill, prefix caching, n > 1, bursts, CSV traces, custom models,
 //! FP8, the shipped calibrations) run with the invariant checker after every step, and must
 //! never panic, never break an invariant and stay within the stated bounds
 //! (`kvlab::engine::bounds`): steps, series points, requests and memory-map cells.
@@ -12,12 +12,14 @@
 #![cfg(not(target_arch = "wasm32"))]
 
 mod common;
+mod fuzz_gen;
 
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
+use fuzz_gen::{accepted_case, Budget, CI_BUDGET, SOAK_BUDGET};
 use kvlab::engine::alloc::splitmix64;
 use kvlab::engine::bounds::{MAX_ARRIVALS, MAX_KV_CELLS, MAX_SERIES_POINTS, MAX_STEPS};
 use kvlab::engine::{AllocatorConfig, PreemptionMode, Simulation};
@@ -28,187 +30,6 @@ use serde_json::{json, Value};
 const CI_CASES: u64 = 2_000;
 /// The base seed of the CI run (fixed, so CI is repeatable; the soak takes its own).
 const CI_SEED: u64 = 0x6b76_6c61_6200_0012;
-
-/// How large a case may be: a drawn preset above any of these is drawn again (it is accepted,
-/// just too slow for this run). CI keeps cases small; the soak allows larger ones.
-#[derive(Clone, Copy, Debug)]
-struct Budget {
-    kv_cells: u64,
-    max_steps: u64,
-    requests: u64,
-}
-
-const CI_BUDGET: Budget = Budget { kv_cells: 20_000, max_steps: 10_000, requests: 400 };
-const SOAK_BUDGET: Budget = Budget { kv_cells: 40_000, max_steps: 30_000, requests: 1_500 };
-
-/// splitmix64 draws from one case seed.
-struct Draw(u64);
-
-impl Draw {
-    fn next(&mut self) -> u64 {
-        self.0 = splitmix64(self.0);
-        self.0
-    }
-    fn below(&mut self, k: u64) -> u64 {
-        self.next() % k.max(1)
-    }
-    fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
-        xs[self.below(xs.len() as u64) as usize]
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-    /// A number in [lo, hi) with two decimals.
-    fn real(&mut self, lo: f64, hi: f64) -> f64 {
-        let x = lo + (hi - lo) * (self.below(1 << 20) as f64 / f64::from(1u32 << 20));
-        (x * 100.0).round() / 100.0
-    }
-}
-
-const MODELS: [&str; 5] = ["llama-3-8b", "llama-3-70b", "mistral-7b", "opt-13b", "llama-2-7b"];
-const GPUS: [&str; 4] = ["a100-80gb", "h100-sxm", "h200", "l4"];
-const CALIBRATIONS: [Option<&str>; 4] = [None, None, Some("host-xeon-2core"), Some("cuda-nvidia-h200")];
-
-/// KV bytes per token of a model spec (JSON) at a dtype, as the engine counts them.
-fn bytes_per_token(model: &Value, fp8: bool) -> u64 {
-    let (layers, heads, dim) = match model {
-        Value::String(id) => match id.as_str() {
-            "llama-3-70b" => (80, 8, 128),
-            "opt-13b" => (40, 40, 128),
-            "llama-2-7b" => (32, 32, 128),
-            _ => (32, 8, 128),
-        },
-        m => (
-            m["layers"].as_u64().unwrap_or(1),
-            m["kv_heads"].as_u64().unwrap_or(1),
-            m["head_dim"].as_u64().unwrap_or(1),
-        ),
-    };
-    2 * layers * heads * dim * if fp8 { 1 } else { 2 }
-}
-
-/// One random preset (not necessarily accepted) drawn from `seed`.
-fn draw_preset(seed: u64) -> Value {
-    let mut d = Draw(seed);
-    let duration_s = d.pick(&[1.0, 1.5, 2.0, 3.0, 5.0, 8.0]);
-    let model = if d.chance(35) {
-        json!({
-            "name": "fuzz",
-            "layers": d.pick(&[1, 2, 4, 16, 32, 80]),
-            "kv_heads": d.pick(&[1, 2, 8, 32]),
-            "head_dim": d.pick(&[2, 16, 64, 128, 256]),
-            "params_b": d.pick(&[0.01, 0.1, 1.0, 7.0, 70.0]),
-        })
-    } else {
-        json!(d.pick(&MODELS))
-    };
-    let fp8 = d.chance(40);
-    let bpt = bytes_per_token(&model, fp8);
-    let paged = d.chance(60);
-    let block_size: u64 = d.pick(&[1, 2, 4, 8, 16, 16, 32, 64, 128, 256]);
-    let allocator = if paged {
-        json!({ "kind": "paged", "block_size": block_size, "prefix_caching": d.chance(40) })
-    } else {
-        json!({
-            "kind": "contiguous",
-            "reserve": d.pick(&["prompt_plus_max_tokens", "max_model_len"]),
-            "fit": d.pick(&["first_fit", "best_fit"]),
-        })
-    };
-    // The pool as a number of tokens, turned into GiB of this model's tokens.
-    let tokens: u64 = d.pick(&[256, 1_000, 3_000, 8_000, 20_000, 60_000]);
-    let kv_memory_gib = ((tokens * bpt) as f64 / f64::from(1u32 << 30) * 1e4).ceil().max(100.0) / 1e4;
-    let max_model_len: u64 = d.pick(&[64, 256, 1_024, 2_048, 4_096, 8_192]);
-    let chunked = d.chance(40);
-    let max_num_seqs: u64 = d.pick(&[1, 2, 4, 8, 32, 128, 256]);
-    let scheduler = json!({
-        "max_num_seqs": max_num_seqs,
-        "max_num_batched_tokens": d.pick(&[16, 256, 1_024, 2_048, 8_192]),
-        "preemption": d.pick(&["recompute", "swap"]),
-        "swap_space_gib": d.pick(&[0.0, 0.001, 0.01, 0.1, 4.0]),
-        "max_model_len": max_model_len,
-        "chunked_prefill": chunked,
-        "watermark": d.pick(&[0.0, 0.01, 0.05, 0.2]),
-    });
-    let workload = if d.chance(8) {
-        let rows = d.below(40);
-        let mut csv = String::from("arrival_s,prompt_tokens,output_tokens,n\n");
-        for _ in 0..rows {
-            let arrival = d.real(0.0, duration_s + 1.0);
-            let prompt_max = d.pick(&[16, 500, 3_000]);
-            let prompt = 1 + d.below(prompt_max);
-            let output_max = d.pick(&[4, 200, 2_000]);
-            let output = 1 + d.below(output_max);
-            let n = d.pick(&[1, 1, 2, 4]);
-            csv.push_str(&format!("{arrival},{prompt},{output},{n}\n"));
-        }
-        json!({ "arrival": { "kind": "trace", "csv": csv, "max_tokens": d.pick(&[1, 16, 256, 2_048]).min(max_model_len) } })
-    } else {
-        let rate = d.pick(&[0.0, 0.5, 2.0, 8.0, 30.0, 100.0]);
-        let bursts: Vec<Value> = (0..d.pick(&[0, 0, 1, 2, 3]))
-            .map(|_| {
-                let start = d.real(0.0, duration_s);
-                let end = d.real(start, duration_s);
-                json!({ "start_s": start, "end_s": end.max(start), "rate_per_s": d.pick(&[0.0, 5.0, 50.0, 200.0]) })
-            })
-            .collect();
-        let classes: Vec<Value> = (0..1 + d.below(3))
-            .map(|i| {
-                let prompt = d.pick(&[1.0, 8.0, 64.0, 300.0, 1_000.0, 3_000.0]);
-                let output = d.pick(&[1.0, 16.0, 128.0, 500.0]);
-                json!({
-                    "name": format!("class{i}"),
-                    "weight": d.pick(&[0.1, 1.0, 3.0, 10.0]),
-                    "prompt_tokens": { "mean": prompt, "p99": prompt * d.pick(&[1.0, 1.5, 3.0, 10.0]) },
-                    "output_tokens": { "mean": output, "p99": output * d.pick(&[1.0, 2.0, 5.0]) },
-                    "max_tokens": d.pick(&[1, 16, 256, 2_048]),
-                    "n": d.pick(&[1, 1, 1, 2, 4, 16]),
-                    "shared_prefix_tokens": d.pick(&[0, 0, 16, 100, 1_000]),
-                })
-            })
-            .collect();
-        json!({ "arrival": { "kind": "poisson", "rate_per_s": rate, "bursts": bursts }, "classes": classes })
-    };
-    let mut preset = json!({
-        "schema": "kvlab/preset@1",
-        "id": format!("fuzz-{seed:016x}"),
-        "seed": d.next(),
-        "duration_s": duration_s,
-        "model": model,
-        "kv_dtype": if fp8 { "fp8" } else { "fp16" },
-        "gpu": d.pick(&GPUS),
-        "kv_memory_gib": kv_memory_gib,
-        "allocator": allocator,
-        "scheduler": scheduler,
-        "workload": workload,
-    });
-    if let Some(c) = d.pick(&CALIBRATIONS) {
-        preset["calibration"] = json!(c);
-    }
-    preset
-}
-
-/// The first accepted preset within `budget` drawn from `seed`'s stream, as JSON text, and how
-/// many drawn presets were refused on the way.
-fn accepted_case(seed: u64, budget: Budget) -> (String, u64) {
-    let mut refused = 0;
-    for attempt in 0u64.. {
-        let text = draw_preset(splitmix64(seed ^ attempt.wrapping_mul(0x9e37_79b9_7f4a_7c15))).to_string();
-        match parse_preset(&text) {
-            Ok(c) => {
-                let b = c.run_bounds();
-                if b.kv_cells <= budget.kv_cells
-                    && b.max_steps <= budget.max_steps
-                    && b.expected_requests <= budget.requests
-                {
-                    return (text, refused);
-                }
-            }
-            Err(_) => refused += 1,
-        }
-    }
-    unreachable!("the draw loop only ends by returning")
-}
 
 /// Runs one preset with the invariant checker after every step and the bounds checked; Err says
 /// what broke.
@@ -311,6 +132,7 @@ fn knobs(text: &str) -> Vec<&'static str> {
     match c.allocator {
         AllocatorConfig::Paged { prefix_caching, .. } => {
             k.push("paged");
+            k.push(if c.paged_v1() { "engine:v1" } else { "engine:v0" });
             if prefix_caching {
                 k.push("prefix_caching");
             }
@@ -417,6 +239,8 @@ fn random_accepted_presets_never_panic_keep_invariants_and_stay_in_bounds() {
     let cov = t.coverage.lock().map(|c| c.clone()).unwrap_or_default();
     for knob in [
         "paged",
+        "engine:v1",
+        "engine:v0",
         "contiguous",
         "prefix_caching",
         "recompute",

@@ -9,7 +9,7 @@ mod common;
 use common::{preset, run_checked, shipped_presets};
 use kvlab::engine::alloc::{splitmix64, Fit};
 use kvlab::engine::workload::{Arrival, Burst, LengthDist, UserClass};
-use kvlab::engine::{AllocatorConfig, PreemptionMode, Reserve, SimConfig};
+use kvlab::engine::{AllocatorConfig, EngineVersion, PreemptionMode, Reserve, SimConfig};
 use proptest::prelude::*;
 
 #[test]
@@ -37,6 +37,8 @@ struct Sweep {
     n: u32,
     shared_prefix: u32,
     rate: f64,
+    /// vLLM v0's scheduler (always with swap: v1 has none).
+    v0: bool,
 }
 
 impl Sweep {
@@ -63,6 +65,7 @@ impl Sweep {
             n: 1 + draw(4) as u32,
             shared_prefix: [0, 100, 500][draw(3)],
             rate: [2.0, 6.0, 12.0][draw(3)],
+            v0: swap || draw(2) == 1,
         }
     }
 
@@ -77,6 +80,7 @@ impl Sweep {
                 fit: if self.best_fit { Fit::BestFit } else { Fit::FirstFit },
             }
         };
+        c.scheduler.engine = if self.v0 { EngineVersion::V0 } else { EngineVersion::V1 };
         c.scheduler.preemption = if self.swap { PreemptionMode::Swap } else { PreemptionMode::Recompute };
         c.scheduler.swap_space_gib = self.swap_space_gib;
         c.scheduler.chunked_prefill = self.chunked;

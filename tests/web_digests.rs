@@ -1,7 +1,10 @@
-//! Determinism in wasm: every shipped preset (assets/presets/, as the page embeds them) run to
-//! the end in the browser gives the same run digest as the native engine, pinned in
-//! tests/golden/preset_digests.json (tests/determinism.rs checks the same file natively).
+//! Determinism in wasm: every shipped preset (assets/presets/, as the page embeds them) and 200
+//! random accepted presets (the fuzzer's generator, `fuzz_gen`) run to the end in the browser
+//! give the same run digests as the native engine, pinned in tests/golden/preset_digests.json
+//! and tests/golden/random_digests.json (tests/determinism.rs checks the same files natively).
 #![cfg(target_arch = "wasm32")]
+
+mod fuzz_gen;
 
 use std::collections::BTreeMap;
 
@@ -14,6 +17,7 @@ use wasm_bindgen_test::*;
 wasm_bindgen_test_configure!(run_in_browser);
 
 const PINNED: &str = include_str!("golden/preset_digests.json");
+const PINNED_RANDOM: &str = include_str!("golden/random_digests.json");
 
 #[wasm_bindgen_test]
 fn shipped_presets_give_the_pinned_digests_in_wasm() {
@@ -32,4 +36,21 @@ fn shipped_presets_give_the_pinned_digests_in_wasm() {
         let digest = format!("{:016x}", digest(&sim));
         assert_eq!(&digest, &pinned[*id], "{id}: the wasm run diverged from the native one");
     }
+}
+
+#[wasm_bindgen_test]
+fn random_presets_give_the_native_digests_in_wasm() {
+    let pinned: BTreeMap<String, String> = serde_json::from_str(PINNED_RANDOM).expect("the golden file is JSON");
+    assert_eq!(pinned.len() as u64, fuzz_gen::DIGEST_CASES);
+    let mut diverged = Vec::new();
+    for i in 0..fuzz_gen::DIGEST_CASES {
+        let (key, text) = fuzz_gen::digest_case(i);
+        let mut sim = Simulation::new(parse_preset(&text).unwrap()).unwrap();
+        sim.run_to_end();
+        let digest = format!("{:016x}", digest(&sim));
+        if digest != pinned[&key] {
+            diverged.push(format!("case {key}: wasm {digest}, native {}\n  preset: {text}", pinned[&key]));
+        }
+    }
+    assert!(diverged.is_empty(), "wasm and native runs diverged:\n{}", diverged.join("\n"));
 }

@@ -1,0 +1,130 @@
+//! Fuzzing what a browser hands the page: damaged `#lab=` links (bytes changed in the encoded
+//! text and in the JSON inside it), random query strings, and random values in the real
+//! `window.localStorage` under the stars keys. None may panic; a damaged link is refused with a
+//! message or read as a valid state that the lab accepts or refuses (never a crash); damaged
+//! stars are reported and the keeper keeps working.
+#![cfg(target_arch = "wasm32")]
+
+use kvlab::engine::alloc::splitmix64;
+use kvlab::web::lab::Lab;
+use kvlab::web::presets;
+use kvlab::web::storage::{notices, open_keeper, STARS_BACKUP_KEY, STARS_KEY};
+use kvlab::web::url_state::{base64url_decode, base64url_encode, LabState, PageOptions};
+use wasm_bindgen_test::*;
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+/// Cases per test.
+const CASES: u64 = 2_000;
+
+struct Draw(u64);
+
+impl Draw {
+    fn next(&mut self) -> u64 {
+        self.0 = splitmix64(self.0);
+        self.0
+    }
+    fn below(&mut self, k: u64) -> u64 {
+        self.next() % k.max(1)
+    }
+}
+
+/// `text` with 1–4 random edits: a byte replaced, inserted or removed (kept valid UTF-8 by
+/// editing ASCII positions with ASCII bytes, or, sometimes, by inserting any character).
+fn mutate(d: &mut Draw, text: &str) -> String {
+    let mut s: Vec<char> = text.chars().collect();
+    for _ in 0..1 + d.below(4) {
+        let at = d.below(s.len() as u64 + 1) as usize;
+        let c = match d.below(6) {
+            0 => char::from_u32(d.below(0x11_0000) as u32).unwrap_or('\u{fffd}'),
+            1 => ['"', '{', '}', '[', ']', ',', ':', '-', '.', 'e', '0', '9'][d.below(12) as usize],
+            _ => (b' ' + d.below(95) as u8) as char,
+        };
+        match d.below(3) {
+            0 if at < s.len() => s[at] = c,
+            1 if at < s.len() => {
+                s.remove(at);
+            }
+            _ => s.insert(at, c),
+        }
+    }
+    s.into_iter().collect()
+}
+
+#[wasm_bindgen_test]
+fn damaged_links_are_refused_or_read_never_a_panic() {
+    let ids = presets::ids();
+    let mut d = Draw(0x6b76_6c61_6200_0301);
+    let (mut refused, mut read, mut applied) = (0, 0, 0);
+    for i in 0..CASES {
+        let state = LabState::new(presets::dto(ids[d.below(ids.len() as u64) as usize]).unwrap());
+        let fragment = state.to_fragment();
+        let (key, encoded) = fragment.split_at(fragment.find('=').unwrap() + 1);
+        let damaged = if i % 2 == 0 {
+            // Damage the JSON inside, then encode it again: reaches the preset parser.
+            let json = String::from_utf8(base64url_decode(encoded).unwrap()).unwrap();
+            format!("{key}{}", base64url_encode(mutate(&mut d, &json).as_bytes()))
+        } else {
+            format!("{key}{}", mutate(&mut d, encoded))
+        };
+        match LabState::from_fragment(&damaged) {
+            Err(e) => {
+                assert!(!e.is_empty(), "a refusal says why");
+                refused += 1;
+            }
+            Ok(None) => refused += 1,
+            Ok(Some(s)) => {
+                read += 1;
+                // Every tenth one goes all the way into a lab (which simulates it).
+                if read % 10 == 0 && Lab::new(s, PageOptions::default()).is_ok() {
+                    applied += 1;
+                }
+            }
+        }
+    }
+    assert!(refused > CASES / 4 && read > CASES / 20, "refused {refused}, read {read}, applied {applied}");
+}
+
+#[wasm_bindgen_test]
+fn random_query_strings_never_panic() {
+    let mut d = Draw(0x6b76_6c61_6200_0302);
+    let keys = ["embed", "preset", "mission", "preset_url", "mission_url", "hub", "bench", "autoplay", "x", ""];
+    for _ in 0..CASES {
+        let pairs: Vec<(String, String)> = (0..d.below(6))
+            .map(|_| {
+                let k = keys[d.below(keys.len() as u64) as usize].to_string();
+                (k, mutate(&mut d, "1"))
+            })
+            .collect();
+        let o = PageOptions::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        if let Some(id) = &o.preset {
+            let _ = presets::dto(id); // an unknown id is an error, not a panic
+        }
+    }
+}
+
+#[wasm_bindgen_test]
+fn random_local_storage_values_never_break_the_stars() {
+    let storage = web_sys::window().unwrap().local_storage().unwrap().unwrap();
+    let valid = r#"{"schema":"kvlab/stars@1","stars":{"m1-paging":3,"m2-block-size":1}}"#;
+    let mut d = Draw(0x6b76_6c61_6200_0303);
+    for i in 0..CASES / 4 {
+        storage.clear().unwrap();
+        let value = if i % 3 == 0 { mutate(&mut d, "{}") } else { mutate(&mut d, valid) };
+        storage.set_item(STARS_KEY, &value).unwrap();
+        if i % 5 == 0 {
+            storage.set_item(STARS_BACKUP_KEY, &mutate(&mut d, valid)).unwrap();
+        }
+        let mut k = open_keeper();
+        let _ = notices(&k);
+        let before = k.stars("m1-paging");
+        assert!(before <= 3);
+        k.earn("m6-fp8-kv", 2);
+        assert_eq!(k.stars("m6-fp8-kv"), 2, "the keeper works whatever was stored: {value:?}");
+        // What it wrote reads back whole.
+        let again = open_keeper();
+        assert_eq!(again.stars("m6-fp8-kv"), 2, "{value:?}");
+        assert!(again.stars("m1-paging") >= before);
+    }
+    storage.clear().unwrap();
+}
