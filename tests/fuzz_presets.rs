@@ -24,7 +24,7 @@ use kvlab::engine::alloc::splitmix64;
 use kvlab::engine::bounds::{MAX_ARRIVALS, MAX_KV_CELLS, MAX_SERIES_POINTS, MAX_STEPS};
 use kvlab::engine::{AllocatorConfig, PreemptionMode, Simulation};
 use kvlab::formats::preset::parse_preset;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 /// Cases `cargo test` runs.
 const CI_CASES: u64 = 2_000;

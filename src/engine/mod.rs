@@ -4,6 +4,9 @@
 //! (no web-sys, js-sys, wasm-bindgen, JSON text, files, wall clock, OS randomness or threads in
 //! this tree, and no import from a layer above).
 #![forbid(unsafe_code)]
+// No bare `unwrap`: where the engine relies on an invariant it says which one (`expect("…")`),
+// so a broken invariant reads as a sentence, not a line number.
+#![deny(clippy::unwrap_used)]
 
 pub mod alloc;
 pub mod bounds;

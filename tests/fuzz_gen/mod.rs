@@ -197,7 +197,6 @@ pub fn accepted_case(seed: u64, budget: Budget) -> (String, u64) {
     unreachable!("the draw loop only ends by returning")
 }
 
-
 /// The native-vs-wasm digest check: this many random accepted presets, from this seed, within
 /// this budget (small, so the wasm debug build in Chromium runs them in seconds).
 pub const DIGEST_CASES: u64 = 200;

@@ -235,17 +235,18 @@ impl PagedAllocator {
                 return Some(());
             }
         }
-        let request = table.request;
-        let table = self.tables[seq as usize].as_ref().expect("checked above");
         let total = cur + num_new_tokens;
-        let need = self.blocks_for(total).saturating_sub(table.blocks.len() as u32);
+        let need = total.div_ceil(bs).saturating_sub(table.blocks.len() as u32);
         let cow =
             cur % bs != 0 && num_new_tokens > 0 && table.blocks.last().is_some_and(|&b| self.pool.block(b).ref_cnt > 1);
         if self.pool.num_free_blocks() < need + u32::from(cow) {
             return None;
         }
-        if cow {
-            let old = *self.tables[seq as usize].as_ref().unwrap().blocks.last().unwrap();
+        // The table leaves `tables` while the pool changes under it, and goes back at the end.
+        let mut table = self.tables[seq as usize].take().expect("checked above");
+        let request = table.request;
+        if let (true, Some(last)) = (cow, table.blocks.last_mut()) {
+            let old = *last;
             let new = self.pool.get_new_block(request).expect("checked free count");
             let filled = self.pool.block(old).filled;
             self.pool.set_filled(new, filled);
@@ -253,39 +254,29 @@ impl PagedAllocator {
             self.pool.free_blocks([old]); // still referenced by the other samples
             self.live_tokens += u64::from(filled);
             self.cow_copies += 1;
-            *self.tables[seq as usize].as_mut().unwrap().blocks.last_mut().unwrap() = new;
+            *last = new;
         }
         for _ in 0..need {
-            let b = self.pool.get_new_block(request).expect("checked free count");
-            self.tables[seq as usize].as_mut().unwrap().blocks.push(b);
+            table.blocks.push(self.pool.get_new_block(request).expect("checked free count"));
         }
         // Write the tokens: fill blocks from `cur` to `total`; cache blocks that became full.
-        let table = self.tables[seq as usize].as_mut().unwrap();
         table.num_tokens = total;
-        let first = cur / bs;
-        let last = total.div_ceil(bs);
-        for lb in first..last {
-            let id = table.blocks[lb as usize];
-            let filled = (total - lb * bs).min(bs);
-            self.pool.set_filled(id, filled);
+        for lb in cur / bs..total.div_ceil(bs) {
+            self.pool.set_filled(table.blocks[lb as usize], (total - lb * bs).min(bs));
         }
         self.live_tokens += u64::from(num_new_tokens);
-        if self.prefix_caching {
-            let full_now = total / bs;
-            let full_before = cur / bs;
-            if full_now > full_before {
-                let identity = table.identity;
-                let ids: Vec<u32> = table.blocks[..full_now as usize].to_vec();
-                let mut parent = 0u64;
-                for (b, &id) in ids.iter().enumerate() {
-                    let h = identity.block_hash(parent, b as u32, bs);
-                    if b as u32 >= full_before {
-                        self.pool.cache_full_block(id, h);
-                    }
-                    parent = h;
+        let (full_before, full_now) = (cur / bs, total / bs);
+        if self.prefix_caching && full_now > full_before {
+            let mut parent = 0u64;
+            for (b, &id) in table.blocks[..full_now as usize].iter().enumerate() {
+                let h = table.identity.block_hash(parent, b as u32, bs);
+                if b as u32 >= full_before {
+                    self.pool.cache_full_block(id, h);
                 }
+                parent = h;
             }
         }
+        self.tables[seq as usize] = Some(table);
         Some(())
     }
 
