@@ -113,7 +113,7 @@ fn the_lab_keeps_locked_knobs_and_scores_the_learners_run() {
     lab.apply(sol, false).unwrap();
     assert!(lab.state.mission.as_ref().unwrap().solution);
     let mut changed = lab.state.clone();
-    changed.preset.kv_memory_gib = 12.0;
+    changed.preset.kv_memory_gib = Some(12.0);
     lab.apply(changed, true).unwrap();
     assert!(!lab.state.mission.as_ref().unwrap().solution, "a changed setup is the learner's own");
     // Hints are capped; an unknown mission is an error.

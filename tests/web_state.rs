@@ -151,11 +151,36 @@ fn compare_mode_runs_both_allocators_on_the_same_traffic() {
     assert_eq!(lab.runs[0].chart_series()[..10], lab.runs[0].sim.series()[..10]);
 }
 
+/// vLLM's startup checks hold on the page as in the CLI: a max_model_len the pool cannot hold is
+/// refused in vLLM's words, and the lab keeps what it had.
+#[wasm_bindgen_test]
+fn setups_vllm_would_not_start_are_refused_on_the_page() {
+    let mut lab = Lab::new(LabState::new(preset("paged-default")), PageOptions::default()).unwrap();
+    let mut long = lab.state.clone();
+    long.preset.kv_memory_gib = Some(1.0);
+    long.preset.scheduler.max_model_len = 32768;
+    long.preset.scheduler.max_num_batched_tokens = 32768;
+    let e = lab.apply(long, true).unwrap_err();
+    assert!(e.starts_with("scheduler.max_model_len: To serve at least one request"), "{e}");
+    assert!(e.contains("estimated maximum model length is 8176"), "{e}");
+    assert_eq!(lab.state.preset.kv_memory_gib, Some(10.0), "the lab keeps its setup");
+    // From the GPU up, with tensor parallelism: the run carries vLLM's startup lines.
+    let mut tp = lab.state.clone();
+    tp.preset.kv_memory_gib = None;
+    tp.preset.gpu_memory_utilization = Some(0.9);
+    tp.preset.tensor_parallel_size = 4;
+    tp.preset.model = serde_json::json!("llama-3-70b");
+    lab.apply(tp, true).unwrap();
+    let g = lab.runs[0].sim.report().gpu_memory.expect("derived from the GPU");
+    assert_eq!(g.tensor_parallel_size, 4);
+    assert!(lab.runs[0].title.contains("TP 4"), "{}", lab.runs[0].title);
+}
+
 #[wasm_bindgen_test]
 fn setups_too_big_for_a_tab_are_refused_with_a_reason() {
     let mut lab = Lab::new(LabState::new(preset("paged-default")), PageOptions::default()).unwrap();
     let mut huge = lab.state.clone();
-    huge.preset.kv_memory_gib = 4096.0;
+    huge.preset.kv_memory_gib = Some(4096.0);
     huge.preset.allocator = AllocatorDto::Paged { block_size: 1, prefix_caching: Some(false) };
     let e = lab.apply(huge, true).unwrap_err();
     assert!(e.starts_with("kv_memory_gib:") && e.contains("1,048,576"), "{e}");

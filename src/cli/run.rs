@@ -83,8 +83,31 @@ pub fn summary(r: &Report) -> String {
         "preset {} ({} allocator), {:.0} s simulated in {} steps\n",
         r.preset, r.allocator, r.sim_time_s, r.steps
     );
-    s += &format!("{}\n", r.capacity_line);
-    s += &format!("KV bytes per token: {}\n", r.kv_bytes_per_token);
+    match &r.gpu_memory {
+        Some(g) => {
+            // vLLM's own lines, then the split it does not print.
+            for line in &g.startup_lines {
+                s += &format!("{line}\n");
+            }
+            s += &format!(
+                "each of the replica's {} GPUs: weights {} + peak activation {} + CUDA graphs {} + non-torch {} + KV {} GiB of {} requested; {} KV heads; KV of the replica {} GiB\n",
+                g.tensor_parallel_size,
+                g.weights_gib_per_gpu,
+                g.peak_activation_gib_per_gpu,
+                g.cuda_graph_gib_per_gpu,
+                g.non_torch_gib_per_gpu,
+                g.kv_gib_per_gpu,
+                g.requested_gib_per_gpu,
+                g.kv_heads_per_gpu,
+                g.kv_gib_per_replica
+            );
+        }
+        None => s += &format!("{}\n", r.capacity_line),
+    }
+    s += &format!("KV bytes per token: {} (engine: vLLM {})\n", r.kv_bytes_per_token, r.engine);
+    if let Some(note) = &r.block_size_note {
+        s += &format!("note: {note}\n");
+    }
     s += &format!(
         "requests: {} arrived, {} finished, {} running, {} waiting, {} swapped, {} rejected at the end\n",
         r.requests.arrived,

@@ -5,7 +5,11 @@
 use std::fmt;
 
 use super::alloc::Fit;
+use super::memory_budget::{gpu_total_gib, ActivationShape, MemoryBudget, MemoryBudgetInput};
 use super::model::{gpu_preset, model_preset, GpuSpec, KvDtype, ModelSpec, GIB};
+use super::startup_checks::{
+    check_block_size, check_free_memory, check_kv_cache_memory, check_max_model_len_fits, AttentionBackend,
+};
 use super::timing::StepTimeCalibration;
 pub use super::version::EngineVersion;
 use super::workload::{Arrival, LengthDist, UserClass, WorkloadConfig};
@@ -68,6 +72,16 @@ impl Default for SchedulerConfig {
     }
 }
 
+/// The KV memory derived from the GPU, as vLLM's worker derives it: this instance's share of the
+/// GPU less weights, activations, CUDA graphs and non-torch memory (`memory_budget`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct GpuMemoryConfig {
+    /// vLLM's `--gpu-memory-utilization`: the share of each GPU this instance may use.
+    pub gpu_memory_utilization: f64,
+    /// GiB of each GPU already held by other processes (another vLLM instance) at startup.
+    pub gpu_memory_in_use_gib: f64,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct SimConfig {
     pub id: String,
@@ -77,7 +91,14 @@ pub struct SimConfig {
     pub model: ModelSpec,
     pub kv_dtype: KvDtype,
     pub gpu: GpuSpec,
+    /// KV memory of the replica (all its GPUs), given or derived from `gpu_memory`.
     pub kv_memory_gib: f64,
+    /// Set when the KV memory was derived from the GPU (`gpu_memory_utilization`).
+    pub gpu_memory: Option<GpuMemoryConfig>,
+    /// GPUs of one replica (vLLM's `--tensor-parallel-size`): weights and KV heads split.
+    pub tensor_parallel_size: u32,
+    /// `--attention-backend`; None is vLLM's default choice (FlashAttention on these GPUs).
+    pub attention_backend: Option<AttentionBackend>,
     pub allocator: AllocatorConfig,
     pub scheduler: SchedulerConfig,
     pub workload: WorkloadConfig,
@@ -97,6 +118,9 @@ impl Default for SimConfig {
             kv_dtype: KvDtype::Fp16,
             gpu: gpu_preset("h100-sxm").expect("preset"),
             kv_memory_gib: 10.0,
+            gpu_memory: None,
+            tensor_parallel_size: 1,
+            attention_backend: None,
             allocator: AllocatorConfig::Contiguous { reserve: Reserve::PromptPlusMaxTokens, fit: Fit::FirstFit },
             scheduler: SchedulerConfig::default(),
             workload: WorkloadConfig {
@@ -150,6 +174,34 @@ fn check_range<T: PartialOrd + fmt::Display + Copy>(field: &str, v: T, lo: T, hi
     }
 }
 
+/// Width of a model's residual stream: the published value for shipped models, else the dense
+/// decoder estimate `sqrt(params / (12 × layers))`.
+fn hidden_size(model: &ModelSpec) -> f64 {
+    ActivationShape::for_model(&model.id).map_or_else(
+        || libm::sqrt(model.params_b * 1e9 / (12.0 * f64::from(model.layers.max(1)))),
+        |s| f64::from(s.hidden_size),
+    )
+}
+
+/// `tensor_parallel_size` is 1, 2, 4 or 8, and splits the KV heads evenly (or replicates them),
+/// as vLLM requires.
+fn check_tensor_parallel(c: &SimConfig) -> Result<(), ConfigError> {
+    let tp = c.tensor_parallel_size;
+    if ![1, 2, 4, 8].contains(&tp) {
+        return Err(ConfigError::new("tensor_parallel_size", format!("{tp} is not supported; use 1, 2, 4 or 8")));
+    }
+    let heads = c.model.kv_heads;
+    if heads % tp != 0 && tp % heads != 0 {
+        return Err(ConfigError::new(
+            "tensor_parallel_size",
+            format!(
+                "{tp} GPUs cannot split {heads} KV heads evenly; use a size that divides them or a multiple of them"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 fn check_f64(field: &str, v: f64, lo: f64, hi: f64) -> Result<(), ConfigError> {
     if v.is_finite() && v >= lo && v <= hi {
         Ok(())
@@ -159,8 +211,76 @@ fn check_f64(field: &str, v: f64, lo: f64, hi: f64) -> Result<(), ConfigError> {
 }
 
 impl SimConfig {
+    /// KV bytes per token of the replica (KV heads replicated when TP exceeds them).
     pub fn kv_bytes_per_token(&self) -> u64 {
-        self.model.kv_bytes_per_token(self.kv_dtype)
+        self.model.kv_bytes_per_token_tp(self.kv_dtype, self.tensor_parallel_size)
+    }
+
+    /// The memory budget of one GPU as vLLM's worker computes it, when the KV memory comes from
+    /// the GPU (`gpu_memory_utilization`); None for a given `kv_memory_gib` or a custom model.
+    pub fn memory_budget(&self) -> Option<MemoryBudget> {
+        let g = self.gpu_memory.as_ref()?;
+        let shape = ActivationShape::for_model(&self.model.id)?;
+        let total_gib = gpu_total_gib(&self.gpu.id).unwrap_or(self.gpu.memory_gib);
+        let block_size = match self.allocator {
+            AllocatorConfig::Paged { block_size, .. } => block_size,
+            AllocatorConfig::Contiguous { .. } => DEFAULT_BLOCK_SIZE,
+        };
+        Some(MemoryBudget::compute(&MemoryBudgetInput {
+            model: self.model.clone(),
+            shape,
+            weight_bytes: 2.0,
+            kv_dtype: self.kv_dtype,
+            gpu_total_bytes: (total_gib * GIB as f64) as u64,
+            other_processes_bytes: (g.gpu_memory_in_use_gib * GIB as f64) as u64,
+            gpu_memory_utilization: g.gpu_memory_utilization,
+            tensor_parallel_size: self.tensor_parallel_size,
+            max_num_batched_tokens: self.scheduler.max_num_batched_tokens,
+            max_num_seqs: self.scheduler.max_num_seqs,
+            max_model_len: self.scheduler.max_model_len,
+            block_size,
+            cuda_graphs_in_budget: true,
+        }))
+    }
+
+    /// Sets `kv_memory_gib` to what vLLM would leave for the KV cache on this GPU (the whole
+    /// replica's), or says in vLLM's words why it would not start.
+    pub fn derive_kv_memory(&mut self) -> Result<(), ConfigError> {
+        if self.gpu_memory.is_none() {
+            return Ok(());
+        }
+        let field = "gpu_memory_utilization";
+        if let Some(g) = &self.gpu_memory {
+            check_f64(field, g.gpu_memory_utilization, 0.01, 1.0)?;
+            check_f64("gpu_memory_in_use_gib", g.gpu_memory_in_use_gib, 0.0, self.gpu.memory_gib)?;
+        }
+        check_tensor_parallel(self)?;
+        let budget = self.memory_budget().ok_or_else(|| {
+            ConfigError::new(
+                field,
+                format!(
+                    "needs a model whose shape kvlab knows ({}); give kv_memory_gib for a custom model",
+                    super::model::MODEL_IDS.join(", ")
+                ),
+            )
+        })?;
+        check_free_memory(&budget).map_err(|m| ConfigError::new(field, m))?;
+        check_kv_cache_memory(&budget).map_err(|m| ConfigError::new(field, m))?;
+        self.kv_memory_gib = budget.replica_kv_bytes() as f64 / GIB as f64;
+        Ok(())
+    }
+
+    /// What the lab labels about the block size: a size vLLM's default attention backend
+    /// (FlashAttention) does not run, which the lab still lets a learner try.
+    pub fn block_size_note(&self) -> Option<String> {
+        let AllocatorConfig::Paged { block_size, .. } = self.allocator else { return None };
+        if self.attention_backend.is_none() && !AttentionBackend::FlashAttention.supports_block_size(block_size) {
+            Some(format!(
+                "{block_size}-token blocks: not a size vLLM's default FlashAttention backend runs (multiples of 16)"
+            ))
+        } else {
+            None
+        }
     }
 
     pub fn kv_bytes(&self) -> u64 {
@@ -202,6 +322,15 @@ impl SimConfig {
     /// The step-time model this configuration asks for (GPU, model, KV dtype, block size,
     /// calibration).
     pub fn step_time_model(&self) -> super::timing::StepTimeModel {
+        self.single_gpu_step_time_model().with_tensor_parallel(
+            self.tensor_parallel_size,
+            self.model.layers,
+            hidden_size(&self.model),
+            self.gpu.interconnect_gb_s,
+        )
+    }
+
+    fn single_gpu_step_time_model(&self) -> super::timing::StepTimeModel {
         let block_size = match self.allocator {
             AllocatorConfig::Paged { block_size, .. } => Some(block_size),
             AllocatorConfig::Contiguous { .. } => None,
@@ -253,8 +382,21 @@ impl SimConfig {
                 ),
             ));
         }
+        check_tensor_parallel(self)?;
         if let AllocatorConfig::Paged { block_size, .. } = self.allocator {
             check_range("allocator.block_size", block_size, 1, 256)?;
+            if let Some(backend) = self.attention_backend {
+                check_block_size(backend, block_size).map_err(|m| {
+                    ConfigError::new(
+                        "allocator.block_size",
+                        format!(
+                            "{m} ({} runs {}; change the block size or attention_backend)",
+                            backend.id(),
+                            backend.block_sizes_text()
+                        ),
+                    )
+                })?;
+            }
         }
         let capacity = self.capacity_tokens();
         if capacity == 0 {
@@ -266,6 +408,12 @@ impl SimConfig {
                     self.kv_bytes_per_token()
                 ),
             ));
+        }
+        if let (AllocatorConfig::Paged { block_size, .. }, Some(blocks)) = (&self.allocator, self.num_gpu_blocks()) {
+            // vLLM refuses to start when one max_model_len request cannot fit in the pool.
+            let bytes_per_block = self.kv_bytes_per_token() * u64::from(*block_size);
+            check_max_model_len_fits((blocks * bytes_per_block) as i64, bytes_per_block, *block_size, s.max_model_len)
+                .map_err(|m| ConfigError::new("scheduler.max_model_len", m))?;
         }
         if let AllocatorConfig::Contiguous { reserve: Reserve::MaxModelLen, .. } = self.allocator {
             if u64::from(s.max_model_len) > capacity {
@@ -306,13 +454,7 @@ impl SimConfig {
                 (rows.iter().filter(|r| super::workload::secs_to_us(r.arrival_s) < duration_us).count() as u64, true)
             }
         };
-        let timing = super::timing::StepTimeModel::new(
-            &self.model,
-            &self.gpu,
-            self.kv_bytes_per_token(),
-            block_size,
-            self.calibration.as_ref(),
-        );
+        let timing = self.step_time_model();
         let min_step_us = timing.step_us(&super::timing::StepWork::default()).max(1);
         super::bounds::RunBounds {
             // Paged: every block of the pool, v1's null block included.

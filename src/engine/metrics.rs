@@ -106,6 +106,29 @@ pub struct Report {
     pub paged_overhead: f64,
     pub calibration: Option<String>,
     pub rejections: Vec<Rejection>,
+    /// Present when the block size is not one vLLM's default attention backend runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub block_size_note: Option<String>,
+    /// Present when the KV memory was derived from the GPU (`gpu_memory_utilization`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_memory: Option<GpuMemoryReport>,
+}
+
+/// The memory budget vLLM's worker computed on each GPU of the replica, and its startup lines.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct GpuMemoryReport {
+    pub gpu_memory_utilization: f64,
+    pub tensor_parallel_size: u32,
+    pub requested_gib_per_gpu: f64,
+    pub weights_gib_per_gpu: f64,
+    pub peak_activation_gib_per_gpu: f64,
+    pub cuda_graph_gib_per_gpu: f64,
+    pub non_torch_gib_per_gpu: f64,
+    pub kv_gib_per_gpu: f64,
+    pub kv_gib_per_replica: f64,
+    pub kv_heads_per_gpu: u32,
+    /// vLLM's startup lines, in vLLM's order.
+    pub startup_lines: Vec<String>,
 }
 
 /// Nearest-rank percentile of an unsorted list (0 when empty).

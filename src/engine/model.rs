@@ -43,6 +43,18 @@ impl ModelSpec {
         2 * u64::from(self.layers) * u64::from(self.kv_heads) * u64::from(self.head_dim) * dtype.bytes_per_element()
     }
 
+    /// KV bytes per token of a whole tensor-parallel replica: each of the `tp` GPUs holds
+    /// `max(1, kv_heads / tp)` heads (replicated once `tp` exceeds the KV heads, as vLLM does).
+    pub fn kv_bytes_per_token_tp(&self, dtype: KvDtype, tp: u32) -> u64 {
+        let tp = tp.max(1);
+        let heads = (self.kv_heads / tp).max(1);
+        2 * u64::from(self.layers)
+            * u64::from(heads)
+            * u64::from(self.head_dim)
+            * dtype.bytes_per_element()
+            * u64::from(tp)
+    }
+
     /// Weight bytes read per forward pass (16-bit weights).
     pub fn weight_bytes(&self) -> f64 {
         self.params_b * 1e9 * 2.0
@@ -79,16 +91,19 @@ pub struct GpuSpec {
     pub peak_tflops: f64,
     /// Host link used for swap (GB/s).
     pub pcie_gb_s: f64,
+    /// GPU-to-GPU bandwidth per direction for tensor-parallel all-reduces (NVLink; PCIe on L4), GB/s.
+    pub interconnect_gb_s: f64,
 }
 
 pub const GPU_IDS: &[&str] = &["a100-80gb", "h100-sxm", "h200", "l4"];
 
 pub fn gpu_preset(id: &str) -> Option<GpuSpec> {
-    let (name, memory_gib, bw, tflops, pcie) = match id {
-        "a100-80gb" => ("NVIDIA A100 80GB SXM", 80.0, 2039.0, 312.0, 25.0),
-        "h100-sxm" => ("NVIDIA H100 SXM", 80.0, 3350.0, 989.0, 50.0),
-        "h200" => ("NVIDIA H200", 141.0, 4800.0, 989.0, 50.0),
-        "l4" => ("NVIDIA L4", 24.0, 300.0, 121.0, 25.0),
+    // NVLink per direction: 600 GB/s (A100) and 900 GB/s (H100, H200) counted both ways.
+    let (name, memory_gib, bw, tflops, pcie, link) = match id {
+        "a100-80gb" => ("NVIDIA A100 80GB SXM", 80.0, 2039.0, 312.0, 25.0, 300.0),
+        "h100-sxm" => ("NVIDIA H100 SXM", 80.0, 3350.0, 989.0, 50.0, 450.0),
+        "h200" => ("NVIDIA H200", 141.0, 4800.0, 989.0, 50.0, 450.0),
+        "l4" => ("NVIDIA L4", 24.0, 300.0, 121.0, 25.0, 25.0),
         _ => return None,
     };
     Some(GpuSpec {
@@ -98,6 +113,7 @@ pub fn gpu_preset(id: &str) -> Option<GpuSpec> {
         mem_bandwidth_gb_s: bw,
         peak_tflops: tflops,
         pcie_gb_s: pcie,
+        interconnect_gb_s: link,
     })
 }
 

@@ -93,6 +93,19 @@ impl AttentionBackend {
 
     /// `supports_block_size`: with hybrid blocks the framework block only needs to be a multiple
     /// of one size the kernel runs, so an exact size counts as a base too.
+    /// The block sizes this backend runs, in words ("multiples of 16", "16, 32 or 64").
+    pub fn block_sizes_text(self) -> String {
+        let parts: Vec<String> = self
+            .supported_kernel_block_sizes()
+            .iter()
+            .map(|k| match k {
+                KernelBlockSize::MultipleOf(m) => format!("multiples of {m}"),
+                KernelBlockSize::Exactly(n) => n.to_string(),
+            })
+            .collect();
+        parts.join(", ")
+    }
+
     pub fn supports_block_size(self, block_size: u32) -> bool {
         self.supported_kernel_block_sizes().iter().any(|s| {
             let base = match *s {
@@ -148,14 +161,26 @@ pub fn check_kv_cache_memory(budget: &MemoryBudget) -> Result<(), String> {
                     for more details."
             .to_string());
     }
+    check_max_model_len_fits(budget.available_kv_bytes, budget.bytes_per_block, budget.block_size, budget.max_model_len)
+}
+
+/// The second half of `_check_enough_kv_cache_memory` on a pool of `available_bytes` (of one GPU,
+/// or of the whole replica with its bytes per block): one `max_model_len` request must fit beside
+/// the null block, else vLLM's refusal with the estimated maximum model length.
+pub fn check_max_model_len_fits(
+    available_bytes: i64,
+    bytes_per_block: u64,
+    block_size: u32,
+    max_model_len: u32,
+) -> Result<(), String> {
     // The null block BlockPool permanently holds back.
-    let usable = budget.available_kv_bytes - budget.bytes_per_block as i64;
-    let blocks_needed = u64::from(budget.max_model_len).div_ceil(u64::from(budget.block_size.max(1)));
-    let needed = blocks_needed * budget.bytes_per_block;
+    let usable = available_bytes - bytes_per_block as i64;
+    let blocks_needed = u64::from(max_model_len).div_ceil(u64::from(block_size.max(1)));
+    let needed = blocks_needed * bytes_per_block;
     if (needed as i64) <= usable {
         return Ok(());
     }
-    let estimate = estimated_max_model_len(usable, budget.bytes_per_block, budget.block_size, budget.max_model_len);
+    let estimate = estimated_max_model_len(usable, bytes_per_block, block_size, max_model_len);
     let estimated_msg = if estimate > 0 {
         format!("Based on the available memory, the estimated maximum model length is {estimate}. ")
     } else {
@@ -166,7 +191,7 @@ pub fn check_kv_cache_memory(budget: &MemoryBudget) -> Result<(), String> {
          larger than the available KV cache memory ({} GiB). {estimated_msg}Try increasing `gpu_memory_utilization` \
          (which also controls CPU memory on the CPU backend) or decreasing `max_model_len` when initializing the \
          engine. See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.",
-        budget.max_model_len,
+        max_model_len,
         format_gib(needed as i64),
         format_gib(usable),
     ))

@@ -97,7 +97,13 @@ pub struct StepTimeModel {
     /// Multiplier on KV reads (1 + overhead) for the configured allocator.
     kv_read_factor: f64,
     swap_block_bytes: f64,
+    /// Tensor parallelism: all-reduce latency per step (two per layer), and per scheduled token.
+    allreduce_fixed_us: f64,
+    allreduce_us_per_token: f64,
 }
+
+/// Latency of one small NCCL all-reduce between GPUs of a node, µs.
+pub const ALLREDUCE_LATENCY_US: f64 = 8.0;
 
 impl StepTimeModel {
     pub fn new(
@@ -127,7 +133,29 @@ impl StepTimeModel {
             kv_bytes_per_token: kv_bytes_per_token as f64,
             kv_read_factor: 1.0 + overhead,
             swap_block_bytes: kv_bytes_per_token as f64 * f64::from(paged_block_size.unwrap_or(1)),
+            allreduce_fixed_us: 0.0,
+            allreduce_us_per_token: 0.0,
         }
+    }
+
+    /// The same model on `tp` GPUs of one replica, timed per GPU: each streams `1/tp` of the
+    /// weights and of the KV (its heads) and does `1/tp` of the FLOPs, and every layer adds two
+    /// all-reduces of the step's activations (`tokens × hidden × 2` bytes, ring: `2 (tp − 1) / tp`
+    /// of it over each GPU's link) plus their latency. `tp = 1` changes nothing.
+    pub fn with_tensor_parallel(mut self, tp: u32, layers: u32, hidden_size: f64, interconnect_gb_s: f64) -> Self {
+        if tp <= 1 {
+            return self;
+        }
+        let n = f64::from(tp);
+        self.weight_bytes /= n;
+        self.flops_per_token /= n;
+        self.kv_bytes_per_token /= n;
+        self.swap_block_bytes /= n;
+        let allreduces = 2.0 * f64::from(layers);
+        self.allreduce_fixed_us = allreduces * ALLREDUCE_LATENCY_US;
+        let bytes_per_token = hidden_size * 2.0 * 2.0 * (n - 1.0) / n;
+        self.allreduce_us_per_token = allreduces * bytes_per_token / (interconnect_gb_s * 1e9) * 1e6;
+        self
     }
 
     /// A clock that counts steps, not time: every step lasts one tick (1 µs), whatever it does.
@@ -143,6 +171,8 @@ impl StepTimeModel {
             kv_bytes_per_token: 0.0,
             kv_read_factor: 1.0,
             swap_block_bytes: 0.0,
+            allreduce_fixed_us: 0.0,
+            allreduce_us_per_token: 0.0,
         }
     }
 
@@ -157,7 +187,10 @@ impl StepTimeModel {
         let mem_s = mem_bytes / self.bandwidth_bytes_per_s;
         let compute_s = (w.prefill_tokens + w.decode_tokens) as f64 * self.flops_per_token / self.flops_per_s;
         let swap_s = w.swap_blocks as f64 * self.swap_block_bytes / self.pcie_bytes_per_s;
-        let us = self.fixed_step_us + (mem_s.max(compute_s) + swap_s) * 1e6;
+        let tokens = (w.prefill_tokens + w.decode_tokens) as f64;
+        let allreduce_us =
+            if tokens > 0.0 { self.allreduce_fixed_us + tokens * self.allreduce_us_per_token } else { 0.0 };
+        let us = self.fixed_step_us + (mem_s.max(compute_s) + swap_s) * 1e6 + allreduce_us;
         (libm::round(us) as u64).max(1)
     }
 }

@@ -34,8 +34,23 @@ pub struct PresetDto {
     pub kv_dtype: KvDtypeDto,
     #[serde(default = "default_gpu")]
     pub gpu: String,
-    #[serde(default = "default_kv_memory")]
-    pub kv_memory_gib: f64,
+    /// KV memory of the replica, GiB; absent with `gpu_memory_utilization` (then derived), and
+    /// 10 when neither is given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_memory_gib: Option<f64>,
+    /// vLLM's `--gpu-memory-utilization`: derive the KV memory from the GPU instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_memory_utilization: Option<f64>,
+    /// GiB of each GPU other processes (another vLLM instance) already hold at startup.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub gpu_memory_in_use_gib: f64,
+    /// vLLM's `--tensor-parallel-size`: GPUs per replica.
+    #[serde(default = "default_tp", skip_serializing_if = "is_one")]
+    pub tensor_parallel_size: u32,
+    /// vLLM's `--attention-backend` (`flash-attn`, `flashinfer`, `triton`, `flex-attention`,
+    /// `rocm-aiter-fa`, `cpu`); absent = vLLM's own choice, FlashAttention on these GPUs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attention_backend: Option<String>,
     #[serde(default)]
     pub allocator: AllocatorDto,
     #[serde(default)]
@@ -61,8 +76,14 @@ fn default_model() -> serde_json::Value {
 fn default_gpu() -> String {
     SimConfig::default().gpu.id
 }
-fn default_kv_memory() -> f64 {
-    SimConfig::default().kv_memory_gib
+fn default_tp() -> u32 {
+    1
+}
+fn is_one(v: &u32) -> bool {
+    *v == 1
+}
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
 }
 
 /// One JSON spelling per engine enum: `enum_pair!(Dto <-> Engine { A, B })` declares the DTO's
@@ -373,6 +394,8 @@ mod tests {
                 "bursts": [{"start_s": 1, "end_s": 2, "rate_per_s": 3}]}, "classes": [{"prompt_tokens":
                 {"mean": 9, "p99": 9}, "output_tokens": {"mean": 9, "p99": 9}}]}}"#,
             r#"{"schema": "kvlab/preset@1", "allocator": {"kind": "paged", "prefix_caching": true},
+                "kv_memory_gib": 4, "gpu_memory_utilization": 0.9, "gpu_memory_in_use_gib": 1,
+                "tensor_parallel_size": 2, "attention_backend": "flash-attn",
                 "scheduler": {"watermark": 0.01}, "calibration": "host-xeon-2core",
                 "model": {"name": "m", "layers": 1, "kv_heads": 1, "head_dim": 1, "params_b": 1},
                 "workload": {"arrival": {"kind": "trace", "csv": ""}, "classes": []}}"#,

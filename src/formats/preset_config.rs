@@ -5,8 +5,9 @@
 use super::calibration::shipped_calibration;
 use super::json::from_value_with_path;
 use super::preset::{AllocatorDto, ArrivalDto, ClassDto, DistDto, ModelObjectDto, PresetDto, SchedulerDto};
-use crate::engine::config::{AllocatorConfig, ConfigError, EngineVersion, SchedulerConfig, SimConfig};
+use crate::engine::config::{AllocatorConfig, ConfigError, EngineVersion, GpuMemoryConfig, SchedulerConfig, SimConfig};
 use crate::engine::model::{gpu_preset, model_preset, ModelSpec, GPU_IDS, MODEL_IDS};
+use crate::engine::startup_checks::{AttentionBackend, ATTENTION_BACKENDS};
 use crate::engine::workload::{parse_trace_csv, Arrival, Burst, LengthDist, UserClass, WorkloadConfig};
 
 /// `mirror!(A <-> B { field, … })`: A and B hold the same fields (each converting with `Into`);
@@ -119,7 +120,42 @@ impl PresetDto {
         };
         let arrival = self.workload.arrival.to_arrival()?;
         let classes = self.workload.classes.iter().map(UserClass::from).collect();
-        let config = SimConfig {
+        let (kv_memory_gib, gpu_memory) = match (self.kv_memory_gib, self.gpu_memory_utilization) {
+            (Some(_), Some(_)) => {
+                return Err(ConfigError::new(
+                    "gpu_memory_utilization",
+                    "give kv_memory_gib or gpu_memory_utilization, not both: with the utilization, the KV memory is what vLLM leaves on the GPU",
+                ))
+            }
+            (Some(kv), None) => (kv, None),
+            (None, Some(u)) => (
+                0.0,
+                Some(GpuMemoryConfig { gpu_memory_utilization: u, gpu_memory_in_use_gib: self.gpu_memory_in_use_gib }),
+            ),
+            (None, None) => (SimConfig::default().kv_memory_gib, None),
+        };
+        if gpu_memory.is_none() && self.gpu_memory_in_use_gib != 0.0 {
+            return Err(ConfigError::new(
+                "gpu_memory_in_use_gib",
+                "only counts with gpu_memory_utilization (the KV memory derived from the GPU); remove it or give the utilization",
+            ));
+        }
+        let attention_backend = self
+            .attention_backend
+            .as_deref()
+            .map(|id| {
+                AttentionBackend::from_id(id).ok_or_else(|| {
+                    ConfigError::new(
+                        "attention_backend",
+                        format!(
+                            "unknown backend \"{id}\"; use one of {}",
+                            ATTENTION_BACKENDS.iter().map(|b| b.id()).collect::<Vec<_>>().join(", ")
+                        ),
+                    )
+                })
+            })
+            .transpose()?;
+        let mut config = SimConfig {
             id: if self.id.is_empty() { "custom".into() } else { self.id.clone() },
             title: self.title.clone(),
             seed: self.seed,
@@ -127,7 +163,10 @@ impl PresetDto {
             model: parse_model(&self.model)?,
             kv_dtype: self.kv_dtype.into(),
             gpu,
-            kv_memory_gib: self.kv_memory_gib,
+            kv_memory_gib,
+            gpu_memory,
+            tensor_parallel_size: self.tensor_parallel_size,
+            attention_backend,
             allocator,
             scheduler: SchedulerConfig::from(&self.scheduler),
             workload: WorkloadConfig { arrival, classes },
@@ -137,6 +176,7 @@ impl PresetDto {
                 .map(|n| shipped_calibration(n).map(|c| c.step_time()))
                 .transpose()?,
         };
+        config.derive_kv_memory()?;
         config.validate()?;
         Ok(config)
     }

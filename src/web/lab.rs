@@ -154,10 +154,14 @@ pub fn allocator_title(a: &AllocatorDto, config: &SimConfig) -> String {
         ),
         AllocatorDto::Paged { block_size, .. } => {
             let caching = matches!(config.allocator, AllocatorConfig::Paged { prefix_caching: true, .. });
+            let tp = config.tensor_parallel_size;
             format!(
-                "Paged · {block_size}-token blocks{} · vLLM {}",
+                "Paged · {block_size}-token blocks{}{} · vLLM {}{}",
+                // A size vLLM's default backend does not run is labelled, not refused.
+                if config.block_size_note().is_some() { " (not a FlashAttention size)" } else { "" },
                 if caching { " · prefix caching" } else { "" },
-                config.scheduler.engine.name()
+                config.scheduler.engine.name(),
+                if tp > 1 { format!(" · TP {tp}") } else { String::new() }
             )
         }
     }

@@ -21,7 +21,7 @@ use super::url_state::{LabState, MissionRef};
 
 /// A document an instructor loads.
 pub enum Document {
-    Preset(PresetDto),
+    Preset(Box<PresetDto>),
     Mission(Box<Mission>),
 }
 
@@ -35,7 +35,7 @@ pub fn parse_document(text: &str) -> Result<Document, String> {
     } else {
         let dto = parse_preset_dto(text).map_err(|e| e.to_string())?;
         dto.to_config().map_err(|e| e.to_string())?;
-        Ok(Document::Preset(dto))
+        Ok(Document::Preset(Box::new(dto)))
     }
 }
 
@@ -68,7 +68,7 @@ pub fn load_document(app: &App, text: &str, expect: Option<&str>) -> Result<(), 
     match parse_document(text) {
         Ok(Document::Mission(m)) => app.start_mission(&m),
         Ok(Document::Preset(dto)) => app.change("preset", false, |s| {
-            let mut next = LabState::new(dto);
+            let mut next = LabState::new(*dto);
             next.compare = s.compare;
             next.hidden = s.hidden.clone();
             Ok(next)

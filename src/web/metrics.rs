@@ -192,10 +192,15 @@ impl MetricsView {
         let lines: Vec<String> = runs
             .iter()
             .map(|m| {
+                // Derived from the GPU: vLLM's startup lines in its order; else its capacity line.
+                let text = match &m.report.gpu_memory {
+                    Some(g) => g.startup_lines.join("\n"),
+                    None => m.report.capacity_line.clone(),
+                };
                 if runs.len() > 1 {
-                    format!("[{}] {}", m.label, m.report.capacity_line)
+                    format!("[{}] {text}", m.label)
                 } else {
-                    m.report.capacity_line.clone()
+                    text
                 }
             })
             .collect();
