@@ -16,6 +16,16 @@ pub struct BlockTable {
     pub identity: TokenIdentity,
     pub blocks: Vec<u32>,
     pub num_tokens: u32,
+    /// Prefix caching: the chained hash of the last full block (0 before the first), so a block
+    /// that fills is hashed from its parent without rehashing the table.
+    pub chain_hash: u64,
+}
+
+impl BlockTable {
+    /// The chained hash of the first `full_blocks` blocks' tokens (0 for none).
+    fn chain_hash_of(identity: &TokenIdentity, full_blocks: u32, block_size: u32) -> u64 {
+        (0..full_blocks).fold(0, |parent, b| identity.block_hash(parent, b, block_size))
+    }
 }
 
 /// A preempted group's KV, moved to CPU swap space with its sharing structure kept.
@@ -185,6 +195,8 @@ impl PagedAllocator {
             identity: req.identity,
             blocks: computed.blocks.clone(),
             num_tokens: computed.num_tokens,
+            // A hit block carries its chained hash.
+            chain_hash: computed.blocks.last().and_then(|&b| self.pool.block(b).block_hash).unwrap_or(0),
         });
         let ok = self.allocate_slots(seq, req.num_new_tokens);
         debug_assert!(ok.is_some());
@@ -266,14 +278,11 @@ impl PagedAllocator {
         }
         self.live_tokens += u64::from(num_new_tokens);
         let (full_before, full_now) = (cur / bs, total / bs);
-        if self.prefix_caching && full_now > full_before {
-            let mut parent = 0u64;
-            for (b, &id) in table.blocks[..full_now as usize].iter().enumerate() {
-                let h = table.identity.block_hash(parent, b as u32, bs);
-                if b as u32 >= full_before {
-                    self.pool.cache_full_block(id, h);
-                }
-                parent = h;
+        if self.prefix_caching {
+            for b in full_before..full_now {
+                let h = table.identity.block_hash(table.chain_hash, b, bs);
+                self.pool.cache_full_block(table.blocks[b as usize], h);
+                table.chain_hash = h;
             }
         }
         self.tables[seq as usize] = Some(table);
@@ -367,8 +376,18 @@ impl PagedAllocator {
             if self.tables.len() <= idx {
                 self.tables.resize(idx + 1, None);
             }
-            self.tables[idx] =
-                Some(BlockTable { request: *request, identity: *identity, blocks, num_tokens: *num_tokens });
+            let chain_hash = if self.prefix_caching {
+                BlockTable::chain_hash_of(identity, *num_tokens / self.block_size, self.block_size)
+            } else {
+                0
+            };
+            self.tables[idx] = Some(BlockTable {
+                request: *request,
+                identity: *identity,
+                blocks,
+                num_tokens: *num_tokens,
+                chain_hash,
+            });
         }
         true
     }
