@@ -273,3 +273,67 @@ async fn a_host_page_on_another_origin_drives_the_lab_with_post_message() {
     assert_eq!(js(c, "return got.unlisted.length").await, Value::from(0), "an unlisted origin heard the lab");
     b.client.close().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compare_mode_stacks_when_narrow_and_the_inspector_moves_nothing() {
+    let base = serve(require_dist()).await;
+    let b = browser(800, 600).await;
+    let c = &b.client;
+    let panels = "(() => { const a = document.getElementById('map-panel-0').getBoundingClientRect(), \
+                  b = document.getElementById('map-panel-1').getBoundingClientRect(); \
+                  return { stacked: b.top >= a.bottom - 1, side_by_side: Math.abs(b.top - a.top) < 1 && b.left >= a.right - 1, \
+                  a_h: a.height, b_h: b.height }; })()";
+    for (w, h, stacked) in [(360, 640, true), (800, 500, false)] {
+        set_viewport(c, w, h).await;
+        open(c, &format!("{base}?embed=1&autoplay=0&compare=1&t=30")).await;
+        wait_for(c, &format!("innerWidth === {w} && innerHeight === {h}"), "the frame size").await;
+        assert_eq!(js(c, "return kvlab.now()").await.as_f64(), Some(30.0), "?t=30");
+        let m = measure(c).await;
+        let p = js(c, &format!("return {panels}")).await;
+        println!("compare {w}×{h}: {p} {m}");
+        assert!(f(&m, &["scroll_w"]) <= f(&m, &["client_w"]) && f(&m, &["scroll_h"]) <= f(&m, &["client_h"]), "{m}");
+        assert_eq!(p["stacked"].as_bool(), Some(stacked), "compare {w}×{h}: {p}");
+        assert_eq!(p["side_by_side"].as_bool(), Some(!stacked), "compare {w}×{h}: {p}");
+        let maps_h = if stacked { f(&p, &["a_h"]) + f(&p, &["b_h"]) } else { f(&p, &["a_h"]) };
+        assert!(maps_h >= 0.4 * f64::from(h), "compare {w}×{h}: the maps take {maps_h} px: {p}");
+        save_screenshot(c, &format!("e2e-embed-compare-{w}x{h}.png")).await;
+    }
+
+    // Hovering a cell opens the inspector over the chart: nothing below the map moves.
+    for url in [format!("{base}?embed=1&autoplay=0&t=30"), format!("{base}?autoplay=0&t=30")] {
+        set_viewport(c, 800, 500).await;
+        open(c, &url).await;
+        let before = js(c, "return document.getElementById('chart-kv').getBoundingClientRect().top").await;
+        js(
+            c,
+            "const m = document.getElementById('map-0'), r = m.getBoundingClientRect(); \
+             m.dispatchEvent(new MouseEvent('mousemove', { clientX: r.left + r.width / 2, clientY: r.top + r.height / 3, bubbles: true })); return null",
+        )
+        .await;
+        wait_for(c, "document.querySelector('#inspector .insp-main')", "the inspector to describe a cell").await;
+        let after = js(c, "return document.getElementById('chart-kv').getBoundingClientRect().top").await;
+        assert_eq!(before, after, "{url}: the chart moved when the inspector opened");
+        let shown = js(c, "return getComputedStyle(document.getElementById('inspector')).display !== 'none'").await;
+        assert_eq!(shown, Value::Bool(true), "{url}: the inspector is hidden");
+        save_screenshot(c, &format!("e2e-embed-inspector-{}.png", if url.contains("embed") { "embed" } else { "lab" }))
+            .await;
+    }
+    b.client.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn panels_leave_parts_out_and_the_map_takes_their_room() {
+    let base = serve(require_dist()).await;
+    let b = browser(800, 600).await;
+    let c = &b.client;
+    set_viewport(c, 600, 400).await;
+    open(c, &format!("{base}?embed=1&autoplay=0&t=30")).await;
+    let full = measure(c).await;
+    open(c, &format!("{base}?embed=1&autoplay=0&t=30&panels=transport")).await;
+    let shown = "return ['.transport', '.legend', '#chart-kv', '.metrics'].map(s => getComputedStyle(document.querySelector(s)).display !== 'none')";
+    assert_eq!(js(c, shown).await, serde_json::json!([true, false, false, false]));
+    let m = measure(c).await;
+    assert!(f(&m, &["scroll_h"]) <= f(&m, &["client_h"]), "{m}");
+    assert!(f(&m, &["map_panel", "h"]) > f(&full, &["map_panel", "h"]) + 100.0, "the map did not grow: {m} vs {full}");
+    b.client.close().await.unwrap();
+}
