@@ -1,26 +1,21 @@
 #!/usr/bin/env bash
 # Screenshots of the embedded lab (docs/EMBED.md): the default preset at 30 s in frames of
-# 360×640, 600×400 and 800×500, light and dark, with headless Chromium against dist/ (build it
-# first: scripts/test-web.sh or `trunk build --release --offline`). Writes
-# docs/screenshots/embed-<theme>-<w>x<h>.png, or into the folder given as $1.
+# 360×640, 600×400 and 800×500, light and dark. They come from the end-to-end test that checks
+# the embed fits those frames (tests/e2e_embed.rs, headless Chromium through chromedriver, the
+# viewport set exactly), copied to docs/screenshots/embed-<theme>-<w>x<h>.png or into the folder
+# given as $1. (`chromium --screenshot` is not used: it may resize the view just before the
+# capture without letting the page lay itself out again, which shows a map fitted to another
+# size.) Needs dist/ (scripts/test-web.sh builds it) and the tools of scripts/setup.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export PATH="$PWD/.tools/bin:$HOME/.cargo/bin:$PATH"
 out="${1:-docs/screenshots}"
-port="${PORT:-8731}"
 [ -f dist/index.html ] || { echo "dist/ is missing: run scripts/test-web.sh first" >&2; exit 1; }
+CHROMEDRIVER="$(command -v chromedriver)" cargo test --test e2e_embed the_embed_fits_every_frame_without_scrolling
 mkdir -p "$out"
-(cd dist && exec python3 -m http.server "$port" --bind 127.0.0.1 >/dev/null 2>&1) &
-server=$!
-trap 'kill "$server"' EXIT
-sleep 1
-profile="$(mktemp -d)"
 for theme in light dark; do
   for size in 360x640 600x400 800x500; do
-    chromium --headless --no-sandbox --disable-gpu --no-first-run --hide-scrollbars \
-      --user-data-dir="$profile/$theme-$size" --window-size="${size/x/,}" --virtual-time-budget=8000 \
-      --screenshot="$out/embed-$theme-$size.png" \
-      "http://127.0.0.1:$port/?embed=1&autoplay=0&t=30&theme=$theme" >/dev/null 2>&1
+    cp "target/screenshots/e2e-embed-$theme-$size.png" "$out/embed-$theme-$size.png"
     echo "$out/embed-$theme-$size.png"
   done
 done
-rm -rf "$profile"

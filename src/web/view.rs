@@ -45,6 +45,8 @@ pub struct View {
     pub dark: bool,
     /// Embedded: the height under the maps their whole-pixel cells leave, given to the chart.
     slack: f64,
+    /// Embedded: the maps' boxes at the last fit.
+    fitted_boxes: Vec<(i32, i32)>,
     last_inspected: Option<(CellRef, u64)>,
     last_chart: Option<(u64, usize, usize, Vec<String>, u32, u32)>,
 }
@@ -81,6 +83,7 @@ impl View {
             layout_dirty: true,
             dark: false,
             slack: 0.0,
+            fitted_boxes: Vec::new(),
             last_inspected: None,
             last_chart: None,
         })
@@ -111,6 +114,17 @@ impl View {
     fn max_map_height(&self) -> f64 {
         let vh = dom::window().inner_height().ok().and_then(|v| v.as_f64()).unwrap_or(800.0);
         (vh * 0.40).clamp(160.0, 460.0)
+    }
+
+    /// The maps' boxes (CSS pixels), to refit when one changed size since the last fit even if
+    /// no resize notification said so.
+    fn map_boxes(&self, shown: usize) -> Vec<(i32, i32)> {
+        self.maps
+            .iter()
+            .take(shown)
+            .filter_map(|m| m.canvas.parent_element())
+            .map(|w| (w.client_width(), w.client_height()))
+            .collect()
     }
 
     /// Embedded, the stylesheet sizes each map's box to what the frame leaves, and each map is
@@ -161,10 +175,16 @@ impl View {
             let _ = self.root.set_attribute("data-allocators", kinds);
         }
         let maps: Vec<MemoryMap> = lab.runs.iter().map(|r| r.sim.memory_map()).collect();
-        if self.layout_dirty || maps.iter().zip(&self.maps).any(|(m, v)| m.cells.len() != v.cell_count()) {
+        let boxes = if lab.options.embed { self.map_boxes(maps.len()) } else { Vec::new() };
+        if self.layout_dirty
+            || boxes != self.fitted_boxes
+            || maps.iter().zip(&self.maps).any(|(m, v)| m.cells.len() != v.cell_count())
+        {
             self.dark = super::theme::is_dark();
             if lab.options.embed {
                 self.fit_embedded(&maps);
+                // The boxes as this fit left them (the chart may have taken the maps' slack).
+                self.fitted_boxes = self.map_boxes(maps.len());
             } else {
                 let max_h = self.max_map_height();
                 for (i, m) in maps.iter().enumerate() {
