@@ -74,6 +74,18 @@ async fn the_embed_fits_every_frame_without_scrolling() {
             save_screenshot(c, &format!("e2e-embed-{theme}-{w}x{h}.png")).await;
         }
     }
+    // A mission in an embed: its panel scrolls inside (at most 30% of the frame), the page
+    // does not, and the map keeps a quarter of the frame.
+    for (w, h) in [(360, 640), (800, 500)] {
+        set_viewport(c, w, h).await;
+        open(c, &format!("{base}?embed=1&autoplay=0&mission=m1-paging")).await;
+        let m = measure(c).await;
+        let mission = js(c, "return document.getElementById('mission').getBoundingClientRect().height").await;
+        println!("mission {w}×{h}: {mission} {m}");
+        assert!(f(&m, &["scroll_w"]) <= f(&m, &["client_w"]) && f(&m, &["scroll_h"]) <= f(&m, &["client_h"]), "{m}");
+        assert!(mission.as_f64().unwrap() <= 0.30 * f64::from(h) + 1.0, "the mission panel is {mission} px");
+        assert!(f(&m, &["map_panel", "h"]) >= 0.25 * f64::from(h), "mission {w}×{h}: the map is squeezed: {m}");
+    }
     // Narrower than any documented size: still no sideways scrolling.
     set_viewport(c, 320, 560).await;
     open(c, &format!("{base}?embed=1&autoplay=0")).await;
