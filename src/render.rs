@@ -47,6 +47,46 @@ pub mod palette {
     }
 }
 
+/// The colours of the map that depend on the page's theme: what lies around the cells, free
+/// cells, "allocated but empty" and the keyboard cursor. Request colours and the markers are the
+/// same in both themes, so a colour means the same request and the legend stays true.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MapTheme {
+    pub background: Rgba,
+    pub free: Rgba,
+    pub empty: Rgba,
+    pub empty_hatch: Rgba,
+    pub cursor: Rgba,
+}
+
+impl MapTheme {
+    pub const LIGHT: MapTheme = MapTheme {
+        background: palette::BACKGROUND,
+        free: palette::FREE,
+        empty: palette::EMPTY,
+        empty_hatch: palette::EMPTY_HATCH,
+        cursor: palette::INK,
+    };
+    /// On a dark page: a dark background and free cells a step lighter, so free memory still
+    /// reads as cells; "allocated but empty" stays a dark red, lifted just enough to stand off
+    /// the background (and still darker than every request colour); a white cursor.
+    pub const DARK: MapTheme = MapTheme {
+        background: [0x17, 0x1C, 0x23, 0xFF],
+        free: [0x2E, 0x35, 0x40, 0xFF],
+        empty: [0x92, 0x1F, 0x33, 0xFF],
+        empty_hatch: [0xAE, 0x3A, 0x4D, 0xFF],
+        cursor: [0xFF, 0xFF, 0xFF, 0xFF],
+    };
+
+    pub fn of(dark: bool) -> MapTheme {
+        if dark {
+            MapTheme::DARK
+        } else {
+            MapTheme::LIGHT
+        }
+    }
+}
+
 /// The stable colour of a request: one of eight hues, in two tones (ids 8–15 are a shade
 /// darker than ids 0–7, and so on), so neighbours in memory rarely look alike.
 pub fn owner_colour(request: u32) -> Rgba {
@@ -158,24 +198,31 @@ pub struct RenderOptions {
     pub highlight_owner: Option<u32>,
     /// Outline this cell (keyboard cursor).
     pub cursor: Option<usize>,
+    /// Draw with [`MapTheme::DARK`] (a dark page) instead of [`MapTheme::LIGHT`].
+    pub dark: bool,
 }
 
 /// The colour a whole cell shows when it is too small for detail (pitch under 3 px), and the
 /// base colour of its filled part otherwise.
 pub fn cell_colour(c: &MapCell, cell_tokens: u32) -> Rgba {
+    cell_colour_in(c, cell_tokens, &MapTheme::LIGHT)
+}
+
+/// [`cell_colour`] in a theme.
+pub fn cell_colour_in(c: &MapCell, cell_tokens: u32, theme: &MapTheme) -> Rgba {
     match c.request() {
-        None if c.flags & MapCell::CACHED != 0 => mix_w(palette::FREE, palette::CACHED, 90),
-        None => palette::FREE,
+        None if c.flags & MapCell::CACHED != 0 => mix_w(theme.free, palette::CACHED, 90),
+        None => theme.free,
         Some(r) => {
             let ct = cell_tokens.max(1);
             let live = u32::from(c.live_tokens);
             if live == 0 {
-                palette::EMPTY
+                theme.empty
             } else if live >= ct {
                 owner_colour(r)
             } else {
                 // 35% of the owner's colour for a first token, up to 100% for a full cell.
-                mix_w(palette::EMPTY, owner_colour(r), 90 + 166 * live / ct)
+                mix_w(theme.empty, owner_colour(r), 90 + 166 * live / ct)
             }
         }
     }
@@ -204,10 +251,11 @@ pub fn render_map(cells: &[MapCell], cell_tokens: u32, layout: &MapLayout, opts:
     let (w, h) = (layout.width as usize, layout.height as usize);
     buf.clear();
     buf.resize(w * h * 4, 0);
+    let theme = MapTheme::of(opts.dark);
     for px in buf.chunks_exact_mut(4) {
-        px.copy_from_slice(&palette::BACKGROUND);
+        px.copy_from_slice(&theme.background);
     }
-    let mut canvas = Pixels { buf, stride: w, height: h };
+    let mut canvas = Pixels { buf, stride: w, height: h, theme };
     let n = cells.len().min(layout.cells);
     let cols = layout.cols as usize;
     for (row, chunk) in cells[..n].chunks(cols.max(1)).enumerate() {
@@ -224,7 +272,7 @@ pub fn render_map(cells: &[MapCell], cell_tokens: u32, layout: &MapLayout, opts:
     }
     if let Some(i) = opts.cursor.filter(|&i| i < n) {
         let (x, y) = layout.origin(i);
-        canvas.outline(x, y, layout.cell, palette::INK);
+        canvas.outline(x, y, layout.cell, theme.cursor);
     }
 }
 
@@ -232,6 +280,7 @@ struct Pixels<'a> {
     buf: &'a mut Vec<u8>,
     stride: usize,
     height: usize,
+    theme: MapTheme,
 }
 
 impl Pixels<'_> {
@@ -271,21 +320,23 @@ impl Pixels<'_> {
     }
 }
 
-fn fade(c: Rgba, faded: bool) -> Rgba {
+fn fade_to(c: Rgba, faded: bool, theme: &MapTheme) -> Rgba {
     if faded {
-        mix_w(c, palette::BACKGROUND, FADE_W)
+        mix_w(c, theme.background, FADE_W)
     } else {
         c
     }
 }
 
 fn draw_cell(px: &mut Pixels<'_>, x: u32, y: u32, s: u32, c: &MapCell, cell_tokens: u32, faded: bool) {
+    let theme = px.theme;
+    let fade = |c: Rgba, f: bool| fade_to(c, f, &theme);
     if s == 1 {
-        px.put(x, y, fade(cell_colour(c, cell_tokens), faded));
+        px.put(x, y, fade(cell_colour_in(c, cell_tokens, &theme), faded));
         return;
     }
     if s < 3 {
-        px.fill(x, y, s, s, fade(cell_colour(c, cell_tokens), faded));
+        px.fill(x, y, s, s, fade(cell_colour_in(c, cell_tokens, &theme), faded));
         return;
     }
     let dot = |px: &mut Pixels<'_>, colour: Rgba, size: u32| {
@@ -294,7 +345,7 @@ fn draw_cell(px: &mut Pixels<'_>, x: u32, y: u32, s: u32, c: &MapCell, cell_toke
         px.fill(x + o, y + o, d, d, fade(colour, faded));
     };
     let Some(request) = c.request() else {
-        px.fill(x, y, s, s, fade(palette::FREE, faded));
+        px.fill(x, y, s, s, fade(theme.free, faded));
         if c.flags & MapCell::CACHED != 0 {
             dot(px, palette::CACHED, (s / 3).max(1));
         }
@@ -303,9 +354,9 @@ fn draw_cell(px: &mut Pixels<'_>, x: u32, y: u32, s: u32, c: &MapCell, cell_toke
     let filled = filled_rows(c.live_tokens, cell_tokens, s);
     let empty_rows = s - filled;
     if empty_rows > 0 {
-        px.fill(x, y, s, empty_rows, fade(palette::EMPTY, faded));
+        px.fill(x, y, s, empty_rows, fade(theme.empty, faded));
         if s >= 6 {
-            let hatch = fade(palette::EMPTY_HATCH, faded);
+            let hatch = fade(theme.empty_hatch, faded);
             for dy in 0..empty_rows {
                 for dx in 0..s {
                     // Global coordinates keep the hatch continuous across cells.
@@ -455,7 +506,7 @@ mod tests {
         let cells = [cell(1, 16, 0), cell(2, 16, 0)];
         let l = MapLayout::with_pitch(2, 20, 10);
         let mut buf = Vec::new();
-        let opts = RenderOptions { highlight_owner: Some(2), cursor: Some(1) };
+        let opts = RenderOptions { highlight_owner: Some(2), cursor: Some(1), dark: false };
         render_map(&cells, 16, &l, &opts, &mut buf);
         assert_eq!(pixel(&buf, &l, 4, 4), mix_w(owner_colour(0), palette::BACKGROUND, FADE_W));
         assert_eq!(pixel(&buf, &l, 18, 4), palette::INK, "the highlighted cell is framed");
@@ -522,5 +573,31 @@ mod tests {
             csv,
             "allocator,t_s,allocated_tokens,live_tokens,running,waiting,swapped,preemptions\npaged,1.500000,3,2,0,0,0,0\n"
         );
+    }
+
+    #[test]
+    fn the_dark_theme_keeps_the_meanings() {
+        let cells = [
+            MapCell { owner: 1, live_tokens: 0, flags: MapCell::SLAB },
+            MapCell::default(),
+            MapCell { owner: 2, live_tokens: 16, flags: 0 },
+        ];
+        let l = MapLayout::with_pitch(3, 30, 10);
+        let mut buf = Vec::new();
+        render_map(&cells, 16, &l, &RenderOptions { dark: true, ..RenderOptions::default() }, &mut buf);
+        let dark = MapTheme::DARK;
+        assert_eq!(pixel(&buf, &l, 9, 9), dark.background, "the gap is the dark background");
+        assert_eq!(pixel(&buf, &l, 14, 4), dark.free);
+        assert_eq!(pixel(&buf, &l, 2, 1), dark.empty);
+        assert_eq!(pixel(&buf, &l, 24, 4), owner_colour(1), "request colours do not change");
+        let luma = |c: Rgba| 0.2126 * f64::from(c[0]) + 0.7152 * f64::from(c[1]) + 0.0722 * f64::from(c[2]);
+        // Empty stays red (red channel dominant), stands off the background and free cells, and is
+        // darker than every request colour.
+        assert!(dark.empty[0] > 2 * dark.empty[1] && dark.empty[0] > 2 * dark.empty[2]);
+        assert!(luma(dark.empty) > luma(dark.background) + 15.0);
+        for r in 0..16 {
+            assert!(luma(owner_colour(r)) > luma(dark.empty) + 25.0, "request {r}");
+            assert!(luma(owner_colour(r)) > luma(dark.free) + 25.0, "request {r}");
+        }
     }
 }

@@ -76,6 +76,10 @@ async fn mission_one_goes_from_zero_to_three_stars_and_the_hub_keeps_them() {
     assert!(text(c, "#lock-note").await.contains("Mission 1 lets you change"));
     save_screenshot(c, "mission-m1-start.png").await;
 
+    // No explanation is open before its star is earned.
+    let open_whys = "return [...document.querySelectorAll('#mission-goals .goal-why')].map(d => d.open)";
+    assert_eq!(js(c, open_whys).await, json!([false, false, false]), "explanations open before any star");
+
     // The broken setup, run to the end: 0 stars, shown on the page, recorded as played.
     run_to_end_by_key(c).await;
     let s = score(c).await;
@@ -83,6 +87,10 @@ async fn mission_one_goes_from_zero_to_three_stars_and_the_hub_keeps_them() {
     assert_eq!(attr(c, "#mission-stars", "data-stars").await.as_deref(), Some("0"));
     assert_eq!(attr(c, "#mission-goals .goal:first-child", "class").await.as_deref(), Some("goal missed"));
     assert!(text(c, "#mission-status").await.contains("Final score of this setup: 0 of 3"));
+    assert_eq!(js(c, open_whys).await, json!([false, false, false]), "no star earned, no explanation opened");
+    // The learner may open one on purpose.
+    c.find(Locator::Css("#mission-goals .goal:nth-child(2) .goal-why summary")).await.unwrap().click().await.unwrap();
+    assert_eq!(js(c, open_whys).await, json!([false, true, false]));
     assert_eq!(js_json(c, "return kvlab.stars()").await, json!({ "m1-paging": 0 }));
 
     // A locked change through the API is refused with the path and the knobs.
@@ -96,12 +104,19 @@ async fn mission_one_goes_from_zero_to_three_stars_and_the_hub_keeps_them() {
     let state = js_json(c, "return kvlab.state()").await;
     assert_eq!(state["preset"]["allocator"], json!({ "kind": "paged", "block_size": 16 }));
     assert_eq!(state["mission"]["id"], "m1-paging");
+    // Mid-run the goal cards and the stars are neutral: the run is scored at its end.
+    js(c, "kvlab.runTo(30); return null").await;
+    let classes = "return [...document.querySelectorAll('#mission-goals .goal')].map(g => g.className)";
+    assert_eq!(js(c, classes).await, json!(["goal pending", "goal pending", "goal pending"]));
+    assert_eq!(attr(c, "#mission-stars", "data-stars").await.as_deref(), Some("0"));
+    assert!(text(c, "#mission-goals").await.contains("scored at the end"));
     run_to_end_by_key(c).await;
     let s = score(c).await;
     assert_eq!(s["stars"], 3, "{s}");
     assert_eq!(attr(c, "#mission-stars", "data-stars").await.as_deref(), Some("3"));
     assert!(text(c, "#mission-best").await.contains("★★★"));
     assert_eq!(attr(c, "#mission-goals .goal:first-child", "class").await.as_deref(), Some("goal met"));
+    assert_eq!(js(c, open_whys).await, json!([true, true, true]), "three stars earned: every explanation opens");
     js(c, "document.activeElement.blur(); window.scrollTo(0, 0); document.querySelector('.side').scrollTop = 0; return null").await;
     save_screenshot(c, "mission-m1-three-stars.png").await;
     let raw = stored(c, KEY).await;

@@ -104,7 +104,21 @@ fn damaged_links_are_refused_or_read_never_a_panic() {
 #[wasm_bindgen_test]
 fn random_query_strings_never_panic() {
     let mut d = Draw(0x6b76_6c61_6200_0302);
-    let keys = ["embed", "preset", "mission", "preset_url", "mission_url", "hub", "bench", "autoplay", "x", ""];
+    let keys = [
+        "embed",
+        "preset",
+        "mission",
+        "preset_url",
+        "mission_url",
+        "hub",
+        "bench",
+        "autoplay",
+        "compare",
+        "t",
+        "origins",
+        "x",
+        "",
+    ];
     for _ in 0..CASES {
         let pairs: Vec<(String, String)> = (0..d.below(6))
             .map(|_| {

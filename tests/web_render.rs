@@ -6,7 +6,7 @@
 use kvlab::engine::{MapCell, MemoryMap, Simulation};
 use kvlab::formats::preset::parse_preset;
 use kvlab::render::{owner_colour, palette, MapLayout, RenderOptions, Rgba};
-use kvlab::web::chart::{draw_kv, draw_queues, ChartRun};
+use kvlab::web::chart::{draw_kv, draw_queues, ChartRun, LIGHT};
 use kvlab::web::map::{describe_cell, paint_map};
 use kvlab::web::presets;
 use wasm_bindgen::JsCast;
@@ -74,7 +74,7 @@ fn highlight_and_cursor_show_on_the_canvas() {
     let layout = MapLayout::with_pitch(2, 20, 10);
     let c = canvas(20, 10);
     let mut buf = Vec::new();
-    let opts = RenderOptions { highlight_owner: Some(2), cursor: Some(0) };
+    let opts = RenderOptions { highlight_owner: Some(2), cursor: Some(0), dark: false };
     paint_map(&c, &cells, 16, &layout, &opts, &mut buf).unwrap();
     assert_eq!(pixel(&c, 14, 4), owner_colour(1), "highlighted owner at full strength");
     assert_eq!(pixel(&c, 18, 4), palette::INK, "highlighted owner framed");
@@ -119,13 +119,13 @@ fn charts_draw_series_and_return_their_plot_box() {
     sim.run_until(10_000_000);
     let runs = [ChartRun { series: sim.series(), capacity_tokens: sim.kv().capacity_tokens(), dashed: false }];
     let kv = canvas(600, 200);
-    let b = draw_kv(&kv, &runs, 60.0, 10.0).unwrap();
+    let b = draw_kv(&kv, &runs, 60.0, 10.0, &LIGHT).unwrap();
     assert!(b.x0 > 0.0 && b.x1 > b.x0 && b.x1 <= 600.0, "plot box {b:?}");
     let t = b.time_at((b.x0 + b.x1) / 2.0).unwrap();
     assert!((t - 30.0).abs() < 0.01, "the middle of the plot is 30 s, got {t}");
     assert!(non_background_pixels(&kv, [255, 255, 255, 255]) > 2_000, "the KV chart is blank");
     let q = canvas(600, 120);
-    draw_queues(&q, &runs, 60.0, 10.0, &["swapped".to_string()]).unwrap();
+    draw_queues(&q, &runs, 60.0, 10.0, &["swapped".to_string()], &LIGHT).unwrap();
     assert!(non_background_pixels(&q, [255, 255, 255, 255]) > 500, "the queue chart is blank");
 }
 

@@ -33,7 +33,13 @@ pub struct App {
     pub ready_ms: Cell<f64>,
     /// The mission setup whose final score was last kept (so it is kept once).
     recorded: RefCell<Option<String>>,
+    /// Called after every change, once the address bar follows it (the host page's `state`
+    /// events: `super::host`).
+    pub on_change: RefCell<Option<ChangeHook>>,
 }
+
+/// See [`App::on_change`].
+pub type ChangeHook = Box<dyn Fn(&App)>;
 
 /// How long one frame may spend simulating at "max" speed.
 const MAX_SPEED_BUDGET_MS: f64 = 12.0;
@@ -47,6 +53,7 @@ impl App {
             frame_pending: Cell::new(false),
             ready_ms: Cell::new(0.0),
             recorded: RefCell::new(None),
+            on_change: RefCell::new(None),
         });
         let weak = Rc::downgrade(&app);
         *app.frame.borrow_mut() = Some(Closure::new(move |ts: f64| {
@@ -199,6 +206,9 @@ impl App {
         }
         if let Some(a) = dom::by_id::<web_sys::HtmlAnchorElement>("open-full") {
             a.set_href(&format!("{}#{fragment}", loc.pathname().unwrap_or_default()));
+        }
+        if let Some(hook) = self.on_change.borrow().as_ref() {
+            hook(self);
         }
     }
 

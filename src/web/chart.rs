@@ -42,18 +42,68 @@ impl PlotBox {
     }
 }
 
-pub const ALLOCATED: RGBColor = RGBColor(0x8C, 0x1C, 0x2E);
-pub const LIVE: RGBColor = RGBColor(0x33, 0x6B, 0xB0);
-const ALLOCATED_FILL: RGBColor = RGBColor(0xF3, 0xDE, 0xE1);
-const LIVE_FILL: RGBColor = RGBColor(0xCF, 0xDF, 0xF1);
-pub const RUNNING: RGBColor = RGBColor(0x33, 0x6B, 0xB0);
-pub const WAITING: RGBColor = RGBColor(0xDD, 0x77, 0x22);
-pub const SWAPPED: RGBColor = RGBColor(0xAA, 0x33, 0x77);
-pub const PREEMPTIONS: RGBColor = RGBColor(0x22, 0x22, 0x22);
-const INK: RGBColor = RGBColor(0x1E, 0x23, 0x2E);
-const MUTED: RGBColor = RGBColor(0x5B, 0x64, 0x73);
-const GRID: RGBColor = RGBColor(0xEC, 0xEE, 0xF2);
-const AXIS: RGBColor = RGBColor(0xB4, 0xBA, 0xC4);
+/// The charts' colours in one theme (the page's light or dark one; see `super::theme`). The
+/// series keep their hues in both, so the keys above the charts stay true.
+#[derive(Clone, Copy, Debug)]
+pub struct ChartTheme {
+    pub background: RGBColor,
+    pub allocated: RGBColor,
+    pub live: RGBColor,
+    allocated_fill: RGBColor,
+    live_fill: RGBColor,
+    pub running: RGBColor,
+    pub waiting: RGBColor,
+    pub swapped: RGBColor,
+    pub preemptions: RGBColor,
+    ink: RGBColor,
+    muted: RGBColor,
+    grid: RGBColor,
+    axis: RGBColor,
+}
+
+pub const LIGHT: ChartTheme = ChartTheme {
+    background: RGBColor(0xFF, 0xFF, 0xFF),
+    allocated: RGBColor(0x8C, 0x1C, 0x2E),
+    live: RGBColor(0x33, 0x6B, 0xB0),
+    allocated_fill: RGBColor(0xF3, 0xDE, 0xE1),
+    live_fill: RGBColor(0xCF, 0xDF, 0xF1),
+    running: RGBColor(0x33, 0x6B, 0xB0),
+    waiting: RGBColor(0xDD, 0x77, 0x22),
+    swapped: RGBColor(0xAA, 0x33, 0x77),
+    preemptions: RGBColor(0x22, 0x22, 0x22),
+    ink: RGBColor(0x1E, 0x23, 0x2E),
+    muted: RGBColor(0x5B, 0x64, 0x73),
+    grid: RGBColor(0xEC, 0xEE, 0xF2),
+    axis: RGBColor(0xB4, 0xBA, 0xC4),
+};
+
+/// Dark: the same hues lifted for a dark background (the page's panel colour); "allocated but
+/// empty" is still a dark red area under a lighter red line.
+pub const DARK: ChartTheme = ChartTheme {
+    background: RGBColor(0x17, 0x1C, 0x23),
+    allocated: RGBColor(0xE0, 0x60, 0x6F),
+    live: RGBColor(0x6F, 0xA0, 0xE0),
+    allocated_fill: RGBColor(0x4A, 0x1C, 0x25),
+    live_fill: RGBColor(0x1F, 0x33, 0x4D),
+    running: RGBColor(0x6F, 0xA0, 0xE0),
+    waiting: RGBColor(0xEE, 0x99, 0x44),
+    swapped: RGBColor(0xCC, 0x66, 0xAA),
+    preemptions: RGBColor(0xE3, 0xE8, 0xEF),
+    ink: RGBColor(0xE3, 0xE8, 0xEF),
+    muted: RGBColor(0x9A, 0xA4, 0xB2),
+    grid: RGBColor(0x25, 0x2C, 0x35),
+    axis: RGBColor(0x4A, 0x53, 0x60),
+};
+
+impl ChartTheme {
+    pub fn of(dark: bool) -> &'static ChartTheme {
+        if dark {
+            &DARK
+        } else {
+            &LIGHT
+        }
+    }
+}
 
 type Area = DrawingArea<CanvasBackend, Shift>;
 /// (key, colour, value of a sample) of one queue series.
@@ -73,11 +123,17 @@ fn size_canvas(canvas: &HtmlCanvasElement) -> f64 {
     dpr
 }
 
-fn area(canvas: &HtmlCanvasElement) -> Result<Area, String> {
+fn area(canvas: &HtmlCanvasElement, theme: &ChartTheme) -> Result<Area, String> {
     let backend = CanvasBackend::with_canvas_object(canvas.clone()).ok_or("the chart canvas has no 2d context")?;
     let root = backend.into_drawing_area();
-    root.fill(&WHITE).map_err(|e| format!("{e:?}"))?;
+    root.fill(&theme.background).map_err(|e| format!("{e:?}"))?;
     Ok(root)
+}
+
+/// As many y labels as the chart's height holds (one per 18 CSS pixels), at most `max`.
+fn y_labels(canvas: &HtmlCanvasElement, max: usize) -> usize {
+    let rows = (f64::from(canvas.client_height()) - 36.0) / 18.0;
+    (rows.floor().max(1.0) as usize + 1).min(max)
 }
 
 fn px(v: f64, dpr: f64) -> u32 {
@@ -99,6 +155,7 @@ struct Axes {
     duration_s: f64,
     y_max: f64,
     y_labels: usize,
+    theme: &'static ChartTheme,
 }
 
 type TimeChart<'a> = ChartContext<'a, CanvasBackend, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
@@ -113,12 +170,13 @@ fn time_axes<'a>(root: &'a Area, dpr: f64, a: Axes, y_fmt: &dyn Fn(&f64) -> Stri
         .y_label_area_size(px(48.0, dpr))
         .build_cartesian_2d(0f64..a.duration_s, 0f64..a.y_max)
         .map_err(err)?;
-    let font = ("system-ui, sans-serif", 11.5 * dpr).into_font().color(&MUTED);
+    let t = a.theme;
+    let font = ("system-ui, sans-serif", 11.5 * dpr).into_font().color(&t.muted);
     chart
         .configure_mesh()
         .light_line_style(TRANSPARENT)
-        .bold_line_style(GRID)
-        .axis_style(AXIS)
+        .bold_line_style(t.grid)
+        .axis_style(t.axis)
         .x_labels(7)
         .y_labels(a.y_labels)
         .x_label_formatter(&|v| format!("{v:.0} s"))
@@ -135,15 +193,16 @@ pub fn draw_kv(
     runs: &[ChartRun<'_>],
     duration_s: f64,
     cursor_s: f64,
+    theme: &'static ChartTheme,
 ) -> Result<PlotBox, String> {
     let dpr = size_canvas(canvas);
-    let root = area(canvas)?;
+    let root = area(canvas, theme)?;
     let capacity = runs.iter().map(|r| r.capacity_tokens).max().unwrap_or(1).max(1) as f64;
     let y_fmt = |v: &f64| if *v >= 1000.0 { format!("{:.0}k", v / 1000.0) } else { format!("{v:.0}") };
     let mut chart = time_axes(
         &root,
         dpr,
-        Axes { top: 12.0, x_area: 24.0, duration_s, y_max: capacity * 1.04, y_labels: 5 },
+        Axes { top: 12.0, x_area: 24.0, duration_s, y_max: capacity * 1.04, y_labels: y_labels(canvas, 5), theme },
         &y_fmt,
     )?;
     let err = |e: DrawingAreaErrorKind<_>| format!("{e:?}");
@@ -155,7 +214,7 @@ pub fn draw_kv(
         let live = points(&s, |x| x.live_tokens as f64);
         if solo {
             // Opaque fills: pink is memory allocated but empty, blue memory holding tokens.
-            for (pts, fill) in [(&alloc, ALLOCATED_FILL), (&live, LIVE_FILL)] {
+            for (pts, fill) in [(&alloc, theme.allocated_fill), (&live, theme.live_fill)] {
                 let mut poly = pts.clone();
                 if let Some(&(t, _)) = pts.last() {
                     poly.push((t, 0.0));
@@ -164,13 +223,13 @@ pub fn draw_kv(
                 chart.draw_series(std::iter::once(Polygon::new(poly, fill.filled()))).map_err(err)?;
             }
         }
-        for (pts, colour) in [(alloc, ALLOCATED), (live, LIVE)] {
+        for (pts, colour) in [(alloc, theme.allocated), (live, theme.live)] {
             let style = colour.stroke_width(px(if run.dashed { 1.6 } else { 2.0 }, dpr).max(1));
             draw_line(&mut chart, pts, style, run.dashed, dpr)?;
         }
     }
     // Capacity and the time cursor.
-    let cap_style = AXIS.stroke_width(px(1.0, dpr).max(1));
+    let cap_style = theme.axis.stroke_width(px(1.0, dpr).max(1));
     chart
         .draw_series(std::iter::once(DashedPathElement::new(
             vec![(0.0, capacity), (duration_s, capacity)],
@@ -179,7 +238,7 @@ pub fn draw_kv(
             cap_style,
         )))
         .map_err(err)?;
-    let label = ("system-ui, sans-serif", 11.0 * dpr).into_font().color(&MUTED);
+    let label = ("system-ui, sans-serif", 11.0 * dpr).into_font().color(&theme.muted);
     chart
         .draw_series(std::iter::once(Text::new(
             format!("capacity {}", crate::engine::plan::group_thousands(capacity as u64)),
@@ -187,7 +246,7 @@ pub fn draw_kv(
             label,
         )))
         .map_err(err)?;
-    draw_cursor(&mut chart, cursor_s, capacity * 1.04, dpr)?;
+    draw_cursor(&mut chart, cursor_s, capacity * 1.04, dpr, theme)?;
     Ok(plot_box(&chart, dpr, duration_s))
 }
 
@@ -198,15 +257,16 @@ pub fn draw_queues(
     duration_s: f64,
     cursor_s: f64,
     hidden: &[String],
+    theme: &'static ChartTheme,
 ) -> Result<PlotBox, String> {
     let dpr = size_canvas(canvas);
-    let root = area(canvas)?;
+    let root = area(canvas, theme)?;
     let shown = |k: &str| !hidden.iter().any(|h| h == k);
     let series: [QueueSeries; 4] = [
-        ("running", RUNNING, |s| s.running),
-        ("waiting", WAITING, |s| s.waiting),
-        ("swapped", SWAPPED, |s| s.swapped),
-        ("preemptions", PREEMPTIONS, |s| s.preemptions),
+        ("running", theme.running, |s| s.running),
+        ("waiting", theme.waiting, |s| s.waiting),
+        ("swapped", theme.swapped, |s| s.swapped),
+        ("preemptions", theme.preemptions, |s| s.preemptions),
     ];
     let y_max = runs
         .iter()
@@ -217,7 +277,12 @@ pub fn draw_queues(
         .max(4) as f64
         * 1.1;
     let y_fmt = |v: &f64| format!("{v:.0}");
-    let mut chart = time_axes(&root, dpr, Axes { top: 8.0, x_area: 22.0, duration_s, y_max, y_labels: 4 }, &y_fmt)?;
+    let mut chart = time_axes(
+        &root,
+        dpr,
+        Axes { top: 8.0, x_area: 22.0, duration_s, y_max, y_labels: y_labels(canvas, 4), theme },
+        &y_fmt,
+    )?;
     let width = canvas.width() as usize;
     for run in runs {
         let s = downsample(run.series, (duration_s * 1e6) as u64, width.max(2));
@@ -230,7 +295,7 @@ pub fn draw_queues(
             draw_line(&mut chart, pts, style, run.dashed, dpr)?;
         }
     }
-    draw_cursor(&mut chart, cursor_s, y_max, dpr)?;
+    draw_cursor(&mut chart, cursor_s, y_max, dpr, theme)?;
     Ok(plot_box(&chart, dpr, duration_s))
 }
 
@@ -262,11 +327,12 @@ fn draw_cursor(
     cursor_s: f64,
     y_max: f64,
     dpr: f64,
+    theme: &ChartTheme,
 ) -> Result<(), String> {
     chart
         .draw_series(std::iter::once(PathElement::new(
             vec![(cursor_s, 0.0), (cursor_s, y_max)],
-            INK.mix(0.75).stroke_width(px(1.5, dpr).max(1)),
+            theme.ink.mix(0.75).stroke_width(px(1.5, dpr).max(1)),
         )))
         .map_err(|e| format!("{e:?}"))?;
     Ok(())

@@ -1,7 +1,7 @@
 //! Wires the page's controls to the app: transport (play, step, reset, speed, scrubber),
 //! header (preset picker, compare, share, export), the settings form (one delegated listener),
 //! the maps (hover, tap to pin, keyboard cursor), the charts (click to move the time cursor),
-//! page-wide keyboard shortcuts, and resizing.
+//! page-wide keyboard shortcuts, resizing, and a new `#lab=` fragment (hash navigation).
 
 use std::rc::Rc;
 
@@ -40,6 +40,8 @@ pub fn wire(app: &Rc<App>) {
     wire_keys(app);
     wire_resize(app);
     wire_mission(app);
+    wire_theme(app);
+    wire_hash(app);
     keep_forms_on_the_page();
 }
 
@@ -394,4 +396,35 @@ fn wire_resize(app: &Rc<App>) {
         std::mem::forget(observer);
     }
     cb.forget();
+}
+
+/// Following a link to the same page with another `#lab=` fragment (or editing it in the address
+/// bar) fires `hashchange` without reloading: the lab takes the new state. The address bar's own
+/// updates use `replaceState`, which fires nothing.
+fn wire_hash(app: &Rc<App>) {
+    let a = app.clone();
+    dom::listen::<Event>(&dom::window(), "hashchange", move |_| {
+        let hash = dom::window().location().hash().unwrap_or_default();
+        match LabState::from_fragment(&hash) {
+            Ok(Some(state)) => {
+                if state != a.lab.borrow().snapshot() {
+                    let _ = a.change("link", false, |_| Ok(state));
+                }
+            }
+            Ok(None) => {}
+            Err(e) => errors::show_error("link", &format!("Link not applied: {e}. The lab keeps its previous setup.")),
+        }
+    });
+}
+
+/// Redraws the canvases (and the legend's swatches) when the system switches between light and
+/// dark: `?theme=auto`, the default, follows it (`super::theme`).
+fn wire_theme(app: &Rc<App>) {
+    let Ok(Some(query)) = dom::window().match_media("(prefers-color-scheme: dark)") else { return };
+    let a = app.clone();
+    dom::listen::<Event>(query.unchecked_ref::<EventTarget>(), "change", move |_| {
+        super::map::paint_swatches();
+        a.view.borrow_mut().invalidate();
+        a.request_frame();
+    });
 }

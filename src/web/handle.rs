@@ -354,6 +354,14 @@ fn initial_state(options: &PageOptions) -> (LabState, Vec<(String, String)>, boo
         Ok(None) => {}
         Err(e) => problems.push(("link".to_string(), format!("{e}. Showing {} instead.", state.preset.id))),
     }
+    if !from_fragment {
+        if let Some(on) = options.compare {
+            state.compare = on;
+        }
+        if options.t_s.is_some() {
+            state.t_s = options.t_s;
+        }
+    }
     (state, problems, from_fragment)
 }
 
@@ -411,5 +419,6 @@ pub fn boot() -> Result<(), String> {
     if let Ok(ev) = web_sys::Event::new("kvlab-ready") {
         let _ = dom::window().dispatch_event(&ev);
     }
+    super::host::wire(&app, &options.origins);
     Ok(())
 }

@@ -85,13 +85,20 @@ impl MapView {
         self.layout.cell_at(x * self.dpr, y * self.dpr)
     }
 
+    /// Device pixels per CSS pixel of the last fit.
+    pub fn dpr(&self) -> f64 {
+        self.dpr
+    }
+
     pub fn cell_count(&self) -> usize {
         self.layout.cells
     }
 }
 
-/// Paints the legend's sample cells (`<canvas data-swatch=…>`) with the map's own renderer.
+/// Paints the legend's sample cells (`<canvas data-swatch=…>`) with the map's own renderer, in
+/// the page's theme.
 pub fn paint_swatches() {
+    let opts = RenderOptions { dark: super::theme::is_dark(), ..RenderOptions::default() };
     let Ok(list) = dom::document().query_selector_all("canvas[data-swatch]") else { return };
     let mut buf = Vec::new();
     for i in 0..list.length() {
@@ -108,7 +115,7 @@ pub fn paint_swatches() {
             _ => MapCell::default(),
         };
         let layout = MapLayout::with_pitch(1, 15, 15);
-        let _ = paint_map(&canvas, &[cell], 16, &layout, &RenderOptions::default(), &mut buf);
+        let _ = paint_map(&canvas, &[cell], 16, &layout, &opts, &mut buf);
     }
 }
 

@@ -1,7 +1,8 @@
 //! The mission panel of the lab (mission mode): the story, the task, which knobs may change,
-//! the goals with their thresholds, live values and explanations, the stars of the run so far
-//! (final at the end of the run) and the best kept in this browser, hints revealed on demand,
-//! and the documented solution. Every mission string is set as text, never as HTML.
+//! the goals with their thresholds, live values and explanations (closed until their star is
+//! earned, or opened by the learner), the goals' verdicts and the stars once the run reaches its
+//! end (neutral before), the best kept in this browser, hints revealed on demand, and the
+//! documented solution. Every mission string is set as text, never as HTML.
 
 use web_sys::{Element, HtmlButtonElement, HtmlElement};
 
@@ -29,6 +30,11 @@ struct GoalItem {
     value: Element,
     mark: Element,
     why: Element,
+    /// The goal's star tier.
+    stars: u8,
+    /// "Why this goal" was opened by the panel once (its star was earned); from then on only
+    /// the learner opens and closes it.
+    opened: bool,
 }
 
 /// A metric's value as the learner reads it: shares in %, latencies in ms, memory in GiB.
@@ -176,7 +182,7 @@ impl MissionView {
             dom::append(&why, dom::el("summary", "", Some("Why this goal")));
             dom::append(&why, dom::el("p", "goal-explain", Some(&g.explain)));
             let _ = li.set_attribute("data-metric", &g.metric);
-            self.goals.push(GoalItem { li, value, mark, why });
+            self.goals.push(GoalItem { li, value, mark, why, stars: g.stars, opened: false });
         }
         if let Some(h) = dom::by_id::<Element>("mission-hints") {
             dom::clear(&h);
@@ -208,18 +214,21 @@ impl MissionView {
 
     fn render_score(&mut self, lab: &Lab, m: &Mission, status: &MissionStatus, solution: bool) {
         let started = lab.t_us > 0;
-        let open_why = status.at_end && !self.was_final;
         self.was_final = status.at_end;
+        // A goal's explanation opens by itself once its star is earned: by this run at its end,
+        // or earlier in this browser. Until then it stays closed unless the learner opens it.
+        let best = storage::with_keeper(|k| k.stars(m.id()));
+        let earned = if status.at_end { status.score.stars.max(best) } else { best };
         let mut ordered: Vec<&GoalResult> = status.score.goals.iter().collect();
         ordered.sort_by_key(|g| g.stars);
-        for (item, g) in self.goals.iter().zip(ordered) {
-            // Mid-run a goal is only on track or not; it is met or missed when the run ends.
+        for (item, g) in self.goals.iter_mut().zip(ordered) {
+            // Neutral while the run goes on (the learner judges the value, the page does not
+            // tell); met or missed when the run ends.
             let (state, mark) = match (started, status.at_end, g.met) {
                 (false, ..) => ("pending", "not run yet"),
                 (_, true, true) => ("met", "✓ met"),
                 (_, true, false) => ("missed", "✗ missed"),
-                (_, false, true) => ("ontrack", "✓ so far"),
-                (_, false, false) => ("pending", "not yet"),
+                (_, false, _) => ("pending", "scored at the end"),
             };
             let class = format!("goal {state}");
             if item.li.class_name() != class {
@@ -232,12 +241,13 @@ impl MissionView {
             };
             dom::set_text(&item.value, &now);
             dom::set_text(&item.mark, mark);
-            if open_why {
+            if !item.opened && earned >= item.stars {
+                item.opened = true;
                 let _ = item.why.set_attribute("open", "");
             }
         }
         if let Some(stars) = dom::by_id::<Element>("mission-stars") {
-            dom::fill_stars(&stars, if started { status.score.stars } else { 0 }, MAX_STARS);
+            dom::fill_stars(&stars, if status.at_end { status.score.stars } else { 0 }, MAX_STARS);
             dom::toggle_class(&stars, "final", status.at_end);
         }
         let t = lab.t_us as f64 / 1e6;
@@ -249,7 +259,7 @@ impl MissionView {
         } else if status.at_end {
             format!("Final score of this setup: {} of {MAX_STARS} stars.", status.score.stars)
         } else {
-            format!("So far, at {t:.1} s of {d:.0} s. The score is final when the run reaches its end.")
+            format!("Running: {t:.1} s of {d:.0} s. The goals and the stars are scored when the run reaches its end.")
         };
         if let Some(s) = dom::by_id::<Element>("mission-status") {
             dom::set_text(&s, &line);

@@ -12,7 +12,9 @@
 //! - [`missions`], [`mission_view`]: mission mode (the shipped missions, knobs, the panel);
 //!   [`hub`]: the missions page; [`storage`]: stars in localStorage (the engine's `StarStore`)
 //! - [`loader`]: presets and missions from a file, pasted JSON or the link
+//! - [`host`]: `postMessage` events and commands between an embedded lab and its host page
 //! - [`errors`]: messages for bad input and the panic report; [`export`], [`bench`]
+//! - [`theme`]: light or dark, as the stylesheet decided, for the canvases
 
 pub mod app;
 pub mod bench;
@@ -23,6 +25,7 @@ pub mod errors;
 pub mod events;
 pub mod export;
 pub mod handle;
+pub mod host;
 pub mod hub;
 pub mod lab;
 pub mod loader;
@@ -32,6 +35,7 @@ pub mod mission_view;
 pub mod missions;
 pub mod presets;
 pub mod storage;
+pub mod theme;
 pub mod url_state;
 pub mod view;
 

@@ -4,8 +4,10 @@
 //!
 //! Format: `#lab=<base64url(JSON)>` in the fragment. The query keeps page options:
 //! `?embed=1` (compact, no page chrome), `?preset=<id>` and `?mission=<id>` (shipped ones),
-//! `?preset_url=` / `?mission_url=` (a same-origin path or a `data:` URL) and `?hub=1` (the
-//! missions hub). The fragment, when present, wins over the query's starting points.
+//! `?preset_url=` / `?mission_url=` (a same-origin path or a `data:` URL), `?compare=1`, `?t=30`,
+//! `?origins=` (host pages allowed to drive an embed) and `?hub=1` (the missions hub). The
+//! fragment, when present, wins over the query's starting points. (`?theme=` and `?panels=` are
+//! the stylesheet's, read by www/early.js.)
 
 use serde::{Deserialize, Serialize};
 
@@ -190,11 +192,18 @@ pub struct PageOptions {
     pub bench: bool,
     /// `autoplay=0` keeps the lab paused at load.
     pub autoplay: Option<bool>,
+    /// `compare=1`: start in compare mode (when the link has no fragment).
+    pub compare: Option<bool>,
+    /// `t=<seconds>`: start at that simulated time, paused (when the link has no fragment).
+    pub t_s: Option<f64>,
+    /// `origins=https://a.example,https://b.example` (or `*`): the pages that may drive an
+    /// embedded lab with `postMessage` besides its own origin (see `super::host`).
+    pub origins: Vec<String>,
 }
 
 /// The query parameters the page reads.
 pub const QUERY_KEYS: &[&str] =
-    &["embed", "preset", "mission", "preset_url", "mission_url", "hub", "bench", "autoplay"];
+    &["embed", "preset", "mission", "preset_url", "mission_url", "hub", "bench", "autoplay", "compare", "t", "origins"];
 
 impl PageOptions {
     /// Parses `?embed=1&preset=<id>&mission=<id>&hub=1&bench=1&autoplay=0&preset_url=…`
@@ -213,6 +222,15 @@ impl PageOptions {
                 "hub" => o.hub = truthy(v),
                 "bench" => o.bench = truthy(v),
                 "autoplay" => o.autoplay = Some(truthy(v)),
+                "compare" => o.compare = Some(truthy(v)),
+                "t" => o.t_s = v.trim().parse::<f64>().ok().filter(|t| t.is_finite() && *t >= 0.0),
+                "origins" => {
+                    o.origins = v
+                        .split(',')
+                        .map(|x| x.trim().trim_end_matches('/').to_string())
+                        .filter(|x| !x.is_empty())
+                        .collect()
+                }
                 _ => {}
             }
         }

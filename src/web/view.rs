@@ -41,6 +41,12 @@ pub struct View {
     pub cursor: Option<CellRef>,
     /// Set when sizes must be recomputed (resize, new runs).
     pub layout_dirty: bool,
+    /// The page is dark (read from the stylesheet at each layout; see `super::theme`).
+    pub dark: bool,
+    /// Embedded: the height under the maps their whole-pixel cells leave, given to the chart.
+    slack: f64,
+    /// Embedded: the maps' boxes at the last fit.
+    fitted_boxes: Vec<(i32, i32)>,
     last_inspected: Option<(CellRef, u64)>,
     last_chart: Option<(u64, usize, usize, Vec<String>, u32, u32)>,
 }
@@ -75,6 +81,9 @@ impl View {
             pinned: None,
             cursor: None,
             layout_dirty: true,
+            dark: false,
+            slack: 0.0,
+            fitted_boxes: Vec::new(),
             last_inspected: None,
             last_chart: None,
         })
@@ -101,24 +110,48 @@ impl View {
         self.last_chart = None;
     }
 
-    fn max_map_height(&self, lab: &Lab) -> f64 {
+    /// The largest map height the full lab gives a map (the embed's maps fill their box).
+    fn max_map_height(&self) -> f64 {
         let vh = dom::window().inner_height().ok().and_then(|v| v.as_f64()).unwrap_or(800.0);
-        if lab.options.embed {
-            // Whatever the iframe has left once everything else is laid out: the page's height
-            // less the map canvases' own (legend rows, chart and metric tiles vary with the width).
-            let shown = lab.runs.len().min(self.maps.len());
-            let heights: Vec<f64> = self.maps[..shown].iter().map(|m| f64::from(m.canvas.offset_height())).collect();
-            // Side by side, the taller map counts; stacked (narrow iframes), both do.
-            let stacked = shown > 1 && self.map_panels[1].offset_top() > self.map_panels[0].offset_top();
-            let (maps_h, share) = if stacked {
-                (heights.iter().sum::<f64>(), shown as f64)
-            } else {
-                (heights.iter().copied().fold(0.0, f64::max), 1.0)
-            };
-            let others = f64::from(self.root.offset_height()) - maps_h;
-            ((vh - others - 6.0) / share).max(60.0)
-        } else {
-            (vh * 0.40).clamp(160.0, 460.0)
+        (vh * 0.40).clamp(160.0, 460.0)
+    }
+
+    /// The maps' boxes (CSS pixels), to refit when one changed size since the last fit even if
+    /// no resize notification said so.
+    fn map_boxes(&self, shown: usize) -> Vec<(i32, i32)> {
+        self.maps
+            .iter()
+            .take(shown)
+            .filter_map(|m| m.canvas.parent_element())
+            .map(|w| (w.client_width(), w.client_height()))
+            .collect()
+    }
+
+    /// Embedded, the stylesheet sizes each map's box to what the frame leaves, and each map is
+    /// drawn at the largest cell size that fits its box. Cells come in whole pixels, so a map
+    /// may leave a strip of its box empty: that height goes to the chart (`--map-slack`), as
+    /// long as the map panels keep 40% of the frame.
+    fn fit_embedded(&mut self, maps: &[MemoryMap]) {
+        let vh = dom::window().inner_height().ok().and_then(|v| v.as_f64()).unwrap_or(500.0);
+        let shown = maps.len().min(self.maps.len());
+        let stacked = shown > 1 && self.map_panels[1].offset_top() > self.map_panels[0].offset_top();
+        let share = if stacked { shown as f64 } else { 1.0 };
+        let mut unused = f64::INFINITY;
+        let mut panels = 0.0f64;
+        for (i, m) in maps.iter().enumerate().take(shown) {
+            let Some(wrap) = self.maps[i].canvas.parent_element() else { continue };
+            // The box as it would be without the strip given to the chart.
+            let avail = f64::from(wrap.client_height()) + self.slack / share;
+            self.maps[i].fit(m.cells.len(), f64::from(wrap.client_width().max(60)), avail.max(40.0));
+            let drawn = f64::from(self.maps[i].layout.height) / self.maps[i].dpr();
+            unused = unused.min(avail - drawn);
+            let panel = f64::from(self.map_panels[i].offset_height()) + self.slack / share;
+            panels = if stacked { panels + panel } else { panels.max(panel) };
+        }
+        let slack = (unused * share).min(panels - 0.4 * vh).max(0.0).floor();
+        if slack.is_finite() && slack != self.slack {
+            self.slack = slack;
+            let _ = self.root.style().set_property("--map-slack", &format!("{slack}px"));
         }
     }
 
@@ -142,12 +175,22 @@ impl View {
             let _ = self.root.set_attribute("data-allocators", kinds);
         }
         let maps: Vec<MemoryMap> = lab.runs.iter().map(|r| r.sim.memory_map()).collect();
-        if self.layout_dirty || maps.iter().zip(&self.maps).any(|(m, v)| m.cells.len() != v.cell_count()) {
-            let max_h = self.max_map_height(lab);
-            for (i, m) in maps.iter().enumerate() {
-                let wrap = self.maps[i].canvas.parent_element();
-                let width = wrap.map_or(600, |w| w.client_width()).max(60);
-                self.maps[i].fit(m.cells.len(), f64::from(width), max_h);
+        let boxes = if lab.options.embed { self.map_boxes(maps.len()) } else { Vec::new() };
+        if self.layout_dirty
+            || boxes != self.fitted_boxes
+            || maps.iter().zip(&self.maps).any(|(m, v)| m.cells.len() != v.cell_count())
+        {
+            self.dark = super::theme::is_dark();
+            if lab.options.embed {
+                self.fit_embedded(&maps);
+                // The boxes as this fit left them (the chart may have taken the maps' slack).
+                self.fitted_boxes = self.map_boxes(maps.len());
+            } else {
+                let max_h = self.max_map_height();
+                for (i, m) in maps.iter().enumerate() {
+                    let width = self.maps[i].canvas.parent_element().map_or(600, |w| w.client_width()).max(60);
+                    self.maps[i].fit(m.cells.len(), f64::from(width), max_h);
+                }
             }
             self.layout_dirty = false;
             self.last_chart = None;
@@ -185,8 +228,11 @@ impl View {
                 m.cell_tokens
             );
             dom::set_text(&self.map_subs[i], &sub);
-            let opts =
-                RenderOptions { highlight_owner: highlight, cursor: self.cursor.filter(|c| c.0 == i).map(|c| c.1) };
+            let opts = RenderOptions {
+                highlight_owner: highlight,
+                cursor: self.cursor.filter(|c| c.0 == i).map(|c| c.1),
+                dark: self.dark,
+            };
             if let Err(e) = self.maps[i].paint(m, &opts) {
                 web_sys::console::error_2(&"map paint failed".into(), &e);
             }
@@ -246,11 +292,12 @@ impl View {
             })
             .collect();
         let cursor = lab.t_us as f64 / 1e6;
-        match chart::draw_kv(&self.kv_chart, &runs, duration_s, cursor) {
+        let theme = chart::ChartTheme::of(self.dark);
+        match chart::draw_kv(&self.kv_chart, &runs, duration_s, cursor, theme) {
             Ok(b) => self.kv_box = b,
             Err(e) => web_sys::console::error_1(&format!("chart: {e}").into()),
         }
-        match chart::draw_queues(&self.queue_chart, &runs, duration_s, cursor, &lab.state.hidden) {
+        match chart::draw_queues(&self.queue_chart, &runs, duration_s, cursor, &lab.state.hidden, theme) {
             Ok(b) => self.queue_box = b,
             Err(e) => web_sys::console::error_1(&format!("chart: {e}").into()),
         }

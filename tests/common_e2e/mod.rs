@@ -88,6 +88,11 @@ pub struct Browser {
 }
 
 pub async fn browser(width: u32, height: u32) -> Browser {
+    browser_with(width, height, &[]).await
+}
+
+/// A session whose Chromium gets `extra` command-line switches too (`--force-dark-mode`, …).
+pub async fn browser_with(width: u32, height: u32, extra: &[&str]) -> Browser {
     let driver_bin = std::env::var("CHROMEDRIVER").unwrap_or_else(|_| "chromedriver".into());
     let port = free_port();
     let driver = Command::new(&driver_bin)
@@ -112,6 +117,7 @@ pub async fn browser(width: u32, height: u32) -> Browser {
         format!("--user-data-dir={}", profile.display()),
     ];
     args.push("--hide-scrollbars".into());
+    args.extend(extra.iter().map(|a| a.to_string()));
     let mut chrome = json!({ "args": args });
     if Path::new("/usr/bin/chromium").exists() {
         chrome["binary"] = json!("/usr/bin/chromium");

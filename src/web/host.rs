@@ -1,0 +1,249 @@
+//! The lab inside another page: `postMessage` between an embedded lab and its host (the page
+//! whose iframe holds it). Every message is a plain object `{ "kvlab": 1, "type": …, … }`.
+//!
+//! Events (lab → host): `ready`, `resize` (`height`, `width`: the content's size in CSS pixels),
+//! `state` (after every change: `state` is `kvlab.state()`'s object, plus `t_s`, `playing`),
+//! `finished` (the run reached its end: `t_s`, `report`), `error` (`command`, `message`).
+//! Commands (host → lab): `play`, `pause`, `seek` (`t_s`), `set` (`path`, `value`: a preset path
+//! such as `allocator.block_size`), `load` (`preset`: a shipped id or a preset document),
+//! `compare` (`on`), `get` (answers with `state`).
+//!
+//! Who may talk to the lab: the lab's own origin always; other origins only when the link lists
+//! them (`?origins=https://a.example,https://b.example`, or `*` for any page). Commands from
+//! anywhere else, or from any window but the parent, are ignored; events are posted only to
+//! allowed origins (the parent's own, when the browser tells it). See docs/EMBED.md.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use serde_json::{json, Value};
+use wasm_bindgen::{JsCast, JsValue};
+use web_sys::MessageEvent;
+
+use super::app::App;
+use super::controls;
+use super::dom;
+use super::lab::secs_to_us;
+use super::presets;
+use super::url_state::LabState;
+
+/// What the host side remembers: who may talk, and what was last sent (events only on change).
+#[derive(Default)]
+struct Host {
+    /// Allowed origins besides the lab's own; `*` allows any.
+    origins: Vec<String>,
+    last_state: Option<String>,
+    last_height: Option<i32>,
+    finished_sent: bool,
+}
+
+thread_local! {
+    static HOST: RefCell<Option<Host>> = const { RefCell::new(None) };
+}
+
+fn own_origin() -> String {
+    dom::window().location().origin().unwrap_or_default()
+}
+
+/// Whether a message from `origin` may command the lab.
+pub fn origin_allowed(origin: &str, own: &str, allowed: &[String]) -> bool {
+    origin == own || allowed.iter().any(|a| a == "*" || a == origin)
+}
+
+/// The parent window, when the lab is inside a frame.
+fn parent() -> Option<web_sys::Window> {
+    let w = dom::window();
+    let p = w.parent().ok().flatten()?;
+    (!js_sys::Object::is(&p, &w)).then_some(p)
+}
+
+/// The target origins events go to: the parent's origin when the browser tells it (and it is
+/// allowed), else every allowed origin (the browser delivers only to the one that matches).
+fn targets(allowed: &[String]) -> Vec<String> {
+    let own = own_origin();
+    if allowed.iter().any(|a| a == "*") {
+        return vec!["*".into()];
+    }
+    // `location.ancestorOrigins` (Chromium, WebKit), else the referrer's origin.
+    let ancestors = js_sys::Reflect::get(&dom::window().location(), &"ancestorOrigins".into()).ok();
+    let first = ancestors.and_then(|a| js_sys::Reflect::get(&a, &0.into()).ok()).and_then(|v| v.as_string());
+    let parent_origin = first.or_else(|| {
+        let referrer = dom::document().referrer();
+        web_sys::Url::new(&referrer).ok().map(|u| u.origin())
+    });
+    match parent_origin {
+        Some(p) if origin_allowed(&p, &own, allowed) => vec![p],
+        Some(_) => Vec::new(),
+        None => std::iter::once(own).chain(allowed.iter().cloned()).collect(),
+    }
+}
+
+/// Posts `{kvlab: 1, type, …fields}` to the parent (nothing when the lab is not framed).
+fn post(kind: &str, fields: Value) {
+    let Some(parent) = parent() else { return };
+    let mut msg = json!({ "kvlab": 1, "type": kind });
+    if let (Some(m), Value::Object(f)) = (msg.as_object_mut(), fields) {
+        m.extend(f);
+    }
+    let Ok(data) = js_sys::JSON::parse(&msg.to_string()) else { return };
+    let allowed = HOST.with(|h| h.borrow().as_ref().map(|h| h.origins.clone()).unwrap_or_default());
+    for target in targets(&allowed) {
+        let _ = parent.post_message(&data, &target);
+    }
+}
+
+fn state_fields(app: &App) -> Value {
+    let lab = app.lab.borrow();
+    let state = serde_json::to_value(lab.snapshot()).unwrap_or(Value::Null);
+    json!({ "state": state, "t_s": lab.t_us as f64 / 1e6, "playing": lab.playing })
+}
+
+/// After a change (the address bar just followed it): `state` when the state differs from what
+/// was last sent, and `finished` once when the run has reached its end.
+pub fn changed(app: &App) {
+    if HOST.with(|h| h.borrow().is_none()) || parent().is_none() {
+        return;
+    }
+    let fields = state_fields(app);
+    let key = fields.to_string();
+    let at_end = app.lab.borrow().is_at_end();
+    let (send_state, send_finished) = HOST.with(|h| {
+        let mut h = h.borrow_mut();
+        let Some(h) = h.as_mut() else { return (false, false) };
+        let new = h.last_state.as_deref() != Some(key.as_str());
+        h.last_state = Some(key);
+        let finished = at_end && !h.finished_sent;
+        h.finished_sent = at_end;
+        (new, finished)
+    });
+    if send_state {
+        post("state", fields);
+    }
+    if send_finished {
+        let lab = app.lab.borrow();
+        let report = lab.runs.first().map(|r| serde_json::to_value(r.report()).unwrap_or(Value::Null));
+        post("finished", json!({ "t_s": lab.t_us as f64 / 1e6, "report": report }));
+    }
+}
+
+/// Starts listening to the host and tells it the lab is ready (with its first `state` and size).
+pub fn wire(app: &Rc<App>, origins: &[String]) {
+    HOST.with(|h| *h.borrow_mut() = Some(Host { origins: origins.to_vec(), ..Host::default() }));
+    if parent().is_none() {
+        return;
+    }
+    *app.on_change.borrow_mut() = Some(Box::new(changed));
+    let a = app.clone();
+    dom::listen::<MessageEvent>(&dom::window(), "message", move |e: MessageEvent| on_message(&a, &e));
+    wire_resize();
+    post("ready", state_fields(app));
+    changed(app);
+}
+
+fn wire_resize() {
+    let send = || {
+        let Some(root) = dom::document().document_element() else { return };
+        let height = root.scroll_height();
+        let fresh = HOST.with(|h| {
+            let mut h = h.borrow_mut();
+            let Some(h) = h.as_mut() else { return false };
+            let fresh = h.last_height != Some(height);
+            h.last_height = Some(height);
+            fresh
+        });
+        if fresh {
+            post("resize", json!({ "height": height, "width": root.client_width() }));
+        }
+    };
+    send();
+    let cb = wasm_bindgen::closure::Closure::<dyn FnMut(JsValue)>::new(move |_| send());
+    if let (Ok(observer), Some(body)) =
+        (web_sys::ResizeObserver::new(cb.as_ref().unchecked_ref()), dom::document().body())
+    {
+        observer.observe(&body);
+        std::mem::forget(observer);
+    }
+    cb.forget();
+}
+
+fn on_message(app: &Rc<App>, e: &MessageEvent) {
+    let allowed = HOST.with(|h| h.borrow().as_ref().map(|h| h.origins.clone()).unwrap_or_default());
+    if !origin_allowed(&e.origin(), &own_origin(), &allowed) {
+        return;
+    }
+    // Only the parent commands the lab (not another frame or an opener).
+    let from_parent = match (e.source(), parent()) {
+        (Some(src), Some(p)) => js_sys::Object::is(&src, &p),
+        _ => false,
+    };
+    if !from_parent {
+        return;
+    }
+    let Some(msg) = js_sys::JSON::stringify(&e.data()).ok().and_then(|s| s.as_string()) else { return };
+    let Ok(msg) = serde_json::from_str::<Value>(&msg) else { return };
+    if msg.get("kvlab") != Some(&json!(1)) {
+        return; // someone else's message
+    }
+    let kind = msg.get("type").and_then(Value::as_str).unwrap_or("").to_string();
+    match command(app, &kind, &msg) {
+        Ok(()) => {
+            if kind == "get" {
+                post("state", state_fields(app));
+            }
+        }
+        Err(message) => post("error", json!({ "command": kind, "message": message })),
+    }
+}
+
+/// A preset path as the host writes it → the control path `controls::edit` takes. The
+/// allocator's fields go to the settings of their kind (`allocator.block_size` sets the paged
+/// allocator's, used now or remembered for when it is chosen); `allocator.kind` switches.
+pub fn control_path(path: &str) -> String {
+    match path {
+        "allocator.kind" => "@alloc.kind".into(),
+        "allocator.block_size" | "allocator.prefix_caching" => format!("@paged.{}", &path[10..]),
+        "allocator.reserve" | "allocator.fit" => format!("@contiguous.{}", &path[10..]),
+        _ => path.replace('[', ".").replace(']', ""),
+    }
+}
+
+fn command(app: &Rc<App>, kind: &str, msg: &Value) -> Result<(), String> {
+    match kind {
+        "play" => app.with_lab(|lab| lab.play()),
+        "pause" => {
+            app.with_lab(|lab| lab.pause());
+            app.update_url();
+        }
+        "seek" => {
+            let t = msg.get("t_s").and_then(Value::as_f64).filter(|t| t.is_finite() && *t >= 0.0);
+            let t = t.ok_or("seek: t_s must be a number of seconds from 0")?;
+            app.set_time(secs_to_us(t));
+        }
+        "set" => {
+            let path = msg.get("path").and_then(Value::as_str).ok_or("set: path must be a preset path")?;
+            let value = msg.get("value").cloned().ok_or("set: value is missing")?;
+            let path = control_path(path);
+            app.change("control", true, |s| controls::edit(s, &path, value))?;
+        }
+        "load" => match msg.get("preset") {
+            Some(Value::String(id)) => {
+                let id = id.clone();
+                app.change("preset", false, |s| {
+                    let mut next = LabState::new(presets::dto(&id)?);
+                    next.compare = s.compare;
+                    next.hidden = s.hidden.clone();
+                    Ok(next)
+                })?;
+            }
+            Some(doc @ Value::Object(_)) => super::loader::load_preset_text(app, &doc.to_string())?,
+            _ => return Err("load: preset must be a shipped preset id or a kvlab/preset@1 document".into()),
+        },
+        "compare" => {
+            let on = msg.get("on").and_then(Value::as_bool).ok_or("compare: on must be true or false")?;
+            app.change("control", true, |s| Ok(LabState { compare: on, ..s.clone() }))?;
+        }
+        "get" => {}
+        other => return Err(format!("unknown command \"{other}\"; use play, pause, seek, set, load, compare or get")),
+    }
+    Ok(())
+}
