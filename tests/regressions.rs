@@ -70,3 +70,16 @@ fn the_host_pools_contiguous_copy_starts_on_a_cache_line() {
         assert_eq!(pool.gather_contiguous().checksum, pool.gather(&tables, &tokens).checksum);
     }
 }
+
+/// Broke (found by `scripts/soak.sh`, case 0x710240423c993043): a v0 sample group swapped out in
+/// the middle of its chunked prefill came back and was given decode work for samples that had no
+/// block table yet ("blocks_needed on unknown seq").
+#[test]
+fn a_group_swapped_out_mid_prefill_comes_back_without_decoding_unforked_samples() {
+    let text = r#"{"allocator":{"block_size":128,"kind":"paged","prefix_caching":false},"duration_s":8.0,"gpu":"h200","id":"fuzz-927b388762273d6a","kv_dtype":"fp8","kv_memory_gib":0.1832,"model":"llama-3-8b","scheduler":{"chunked_prefill":true,"engine":"v0","max_model_len":2048,"max_num_batched_tokens":256,"max_num_seqs":32,"preemption":"swap","swap_space_gib":0.01,"watermark":0.01},"schema":"kvlab/preset@1","seed":460706117188913911,"workload":{"arrival":{"bursts":[],"kind":"poisson","rate_per_s":30.0},"classes":[{"max_tokens":16,"n":2,"name":"class0","output_tokens":{"mean":128.0,"p99":128.0},"prompt_tokens":{"mean":64.0,"p99":96.0},"shared_prefix_tokens":100,"weight":1.0},{"max_tokens":256,"n":1,"name":"class1","output_tokens":{"mean":500.0,"p99":2500.0},"prompt_tokens":{"mean":300.0,"p99":900.0},"shared_prefix_tokens":1000,"weight":0.1},{"max_tokens":2048,"n":1,"name":"class2","output_tokens":{"mean":1.0,"p99":5.0},"prompt_tokens":{"mean":1.0,"p99":1.5},"shared_prefix_tokens":16,"weight":1.0}]}}"#;
+    let mut sim = Simulation::new(parse_preset(text).unwrap()).unwrap();
+    while sim.step() {
+        sim.check_invariants().unwrap();
+    }
+    assert!(sim.report().swap_preemptions > 0, "the case swaps");
+}

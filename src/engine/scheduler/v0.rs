@@ -362,6 +362,9 @@ impl V0Scheduler {
             g.status = GroupStatus::Running;
             self.swapped.pop_front();
             self.running.push(r);
+            if !g.forked {
+                continue; // back in mid-prefill: the running pass schedules its next chunk
+            }
             let pairs: Vec<(SeqId, u32)> = g
                 .samples
                 .iter()
