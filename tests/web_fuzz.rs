@@ -5,7 +5,6 @@
 //! stars are reported and the keeper keeps working.
 #![cfg(target_arch = "wasm32")]
 
-use kvlab::engine::alloc::splitmix64;
 use kvlab::web::lab::Lab;
 use kvlab::web::presets;
 use kvlab::web::storage::{notices, open_keeper, STARS_BACKUP_KEY, STARS_KEY};
@@ -14,20 +13,12 @@ use wasm_bindgen_test::*;
 
 wasm_bindgen_test_configure!(run_in_browser);
 
+mod fuzz_gen;
+
+use fuzz_gen::Draw;
+
 /// Cases per test.
 const CASES: u64 = 2_000;
-
-struct Draw(u64);
-
-impl Draw {
-    fn next(&mut self) -> u64 {
-        self.0 = splitmix64(self.0);
-        self.0
-    }
-    fn below(&mut self, k: u64) -> u64 {
-        self.next() % k.max(1)
-    }
-}
 
 /// `text` with 1–4 random edits: a byte replaced, inserted or removed (kept valid UTF-8 by
 /// editing ASCII positions with ASCII bytes, or, sometimes, by inserting any character).

@@ -21,24 +21,24 @@ pub const CI_BUDGET: Budget = Budget { kv_cells: 20_000, max_steps: 10_000, requ
 pub const SOAK_BUDGET: Budget = Budget { kv_cells: 40_000, max_steps: 30_000, requests: 1_500 };
 
 /// splitmix64 draws from one case seed.
-struct Draw(u64);
+pub struct Draw(pub u64);
 
 impl Draw {
-    fn next(&mut self) -> u64 {
+    pub fn next(&mut self) -> u64 {
         self.0 = splitmix64(self.0);
         self.0
     }
-    fn below(&mut self, k: u64) -> u64 {
+    pub fn below(&mut self, k: u64) -> u64 {
         self.next() % k.max(1)
     }
-    fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
+    pub fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
         xs[self.below(xs.len() as u64) as usize]
     }
-    fn chance(&mut self, percent: u64) -> bool {
+    pub fn chance(&mut self, percent: u64) -> bool {
         self.below(100) < percent
     }
     /// A number in [lo, hi) with two decimals.
-    fn real(&mut self, lo: f64, hi: f64) -> f64 {
+    pub fn real(&mut self, lo: f64, hi: f64) -> f64 {
         let x = lo + (hi - lo) * (self.below(1 << 20) as f64 / f64::from(1u32 << 20));
         (x * 100.0).round() / 100.0
     }
