@@ -100,6 +100,7 @@ fn controls_edit_preset_paths_and_name_bad_values() {
     let v0 = edit(&paged, "scheduler.engine", json!("v0")).unwrap();
     assert_eq!(value_for(&v0, "@paged.prefix_caching"), Some(json!(false)));
     assert_eq!(value_for(&v0, "scheduler.watermark"), Some(json!(0.01)));
+    assert_eq!(value_for(&v0, "tensor_parallel_size"), Some(json!(1)));
     let back = edit(&paged, "@alloc.kind", json!("contiguous")).unwrap();
     assert_eq!(back.preset.allocator, s.preset.allocator);
     // Bad values name the field the way the engine does.
@@ -174,6 +175,16 @@ fn setups_vllm_would_not_start_are_refused_on_the_page() {
     let g = lab.runs[0].sim.report().gpu_memory.expect("derived from the GPU");
     assert_eq!(g.tensor_parallel_size, 4);
     assert!(lab.runs[0].title.contains("TP 4"), "{}", lab.runs[0].title);
+    // The settings' "KV memory" switch goes back to given GiB and to the GPU's share again.
+    assert_eq!(value_for(&lab.state, "@kvmem.kind"), Some(json!("gpu")));
+    assert_eq!(value_for(&lab.state, "gpu_memory_in_use_gib"), Some(json!(0)));
+    let gib = edit(&lab.state, "@kvmem.kind", json!("gib")).unwrap();
+    assert_eq!((gib.preset.kv_memory_gib, gib.preset.gpu_memory_utilization), (Some(10.0), None));
+    let gpu = edit(&gib, "@kvmem.kind", json!("gpu")).unwrap();
+    assert_eq!((gpu.preset.kv_memory_gib, gpu.preset.gpu_memory_utilization), (None, Some(0.9)));
+    let second = edit(&gpu, "gpu_memory_in_use_gib", json!(60.0)).unwrap();
+    let e = lab.apply(second, true).unwrap_err();
+    assert!(e.starts_with("gpu_memory_utilization: Free memory on device"), "{e}");
 }
 
 #[wasm_bindgen_test]

@@ -43,6 +43,8 @@ fn preset_segments(control: &str) -> Vec<Seg> {
     let allocator = Seg::Key("allocator".into());
     match control.strip_prefix('@') {
         Some("alloc.kind") => vec![allocator],
+        // Switching between given GiB and the GPU's share is a change of the KV memory.
+        Some("kvmem.kind") => vec![Seg::Key("kv_memory_gib".into())],
         Some(rest) => {
             let field = rest.split_once('.').map_or(rest, |(_, f)| f);
             [vec![allocator], control_path_segments(field)].concat()
@@ -110,6 +112,17 @@ pub fn edit(state: &LabState, path: &str, value: Value) -> Result<LabState, Stri
             next.switch_allocator(value.as_str() == Some("paged"));
             return Ok(next);
         }
+        if rest == "kvmem.kind" {
+            let from_gpu = value.as_str() == Some("gpu");
+            if from_gpu != next.preset.gpu_memory_utilization.is_some() {
+                let p = &mut next.preset;
+                // vLLM's default share, or the lab's default KV memory.
+                (p.kv_memory_gib, p.gpu_memory_utilization) =
+                    if from_gpu { (None, Some(0.9)) } else { (Some(10.0), None) };
+                p.gpu_memory_in_use_gib = 0.0;
+            }
+            return Ok(next);
+        }
         let (kind, field) = rest.split_once('.').ok_or_else(|| format!("{path}: unknown control"))?;
         let paged = kind == "paged";
         let mut alloc = serde_json::to_value(next.allocator_of(paged)).map_err(|e| e.to_string())?;
@@ -135,6 +148,9 @@ pub fn value_for(state: &LabState, path: &str) -> Option<Value> {
         if rest == "alloc.kind" {
             return Some(Value::from(if state.is_paged() { "paged" } else { "contiguous" }));
         }
+        if rest == "kvmem.kind" {
+            return Some(Value::from(if state.preset.gpu_memory_utilization.is_some() { "gpu" } else { "gib" }));
+        }
         let (kind, field) = rest.split_once('.')?;
         let alloc = serde_json::to_value(state.allocator_of(kind == "paged")).ok()?;
         return get_in(&alloc, field).cloned().or_else(|| engine_default(state, path));
@@ -149,12 +165,15 @@ pub fn value_for(state: &LabState, path: &str) -> Option<Value> {
     get_in(&v, path).cloned().or_else(|| engine_default(state, path))
 }
 
-/// What a field the preset leaves out means: the default of the preset's vLLM scheduler.
+/// What a field the preset leaves out means: the default of the preset's vLLM scheduler, or the
+/// field's own default (one GPU, nothing else on it).
 fn engine_default(state: &LabState, path: &str) -> Option<Value> {
     let engine = EngineVersion::from(state.preset.scheduler.engine);
     match path {
         "scheduler.watermark" => Some(Value::from(engine.default_watermark())),
         "@paged.prefix_caching" => Some(Value::from(engine.default_prefix_caching())),
+        "tensor_parallel_size" => Some(Value::from(1)),
+        "gpu_memory_in_use_gib" => Some(Value::from(0)),
         _ => None,
     }
 }
@@ -342,6 +361,13 @@ pub fn sync(state: &LabState) {
     }
     if let Some(el) = dom::by_id::<HtmlElement>("arrival-trace") {
         dom::set_hidden(&el, poisson);
+    }
+    let from_gpu = state.preset.gpu_memory_utilization.is_some();
+    if let Some(el) = dom::by_id::<HtmlElement>("kvmem-gib") {
+        dom::set_hidden(&el, from_gpu);
+    }
+    if let Some(el) = dom::by_id::<HtmlElement>("kvmem-gpu") {
+        dom::set_hidden(&el, !from_gpu);
     }
     let paged = state.is_paged();
     if let Some(el) = dom::by_id::<HtmlElement>("alloc-contiguous") {
