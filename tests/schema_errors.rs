@@ -253,7 +253,7 @@ fn learner_patches_are_checked_with_preset_paths() {
     let m = parse_mission(&repo_text("assets/missions/m2-block-size.json")).expect("valid");
     let field = |patch: Value| m.apply_patch(&patch).unwrap_err().field;
     assert_eq!(field(json!({ "allocator": { "block_size": 0 } })), "allocator.block_size");
-    assert_eq!(field(json!({ "allocator": { "block_size": "16" } })), "allocator");
+    assert_eq!(field(json!({ "allocator": { "block_size": "16" } })), "allocator.block_size");
     assert_eq!(field(json!({ "scheduler": { "max_num_seqs": 0 } })), "scheduler.max_num_seqs");
     assert_eq!(field(json!({ "kv_memory_gib": 20 })), "kv_memory_gib");
     assert_eq!(field(json!({ "workload": { "classes": [] } })), "workload.classes");
@@ -341,4 +341,38 @@ fn report_metrics_exist_in_the_report() {
         let v = metric.split('.').try_fold(&report, |v, k| v.get(k));
         assert!(v.is_some_and(Value::is_number), "report has no number at {metric}");
     }
+}
+
+/// Every number field given text, a negative or a huge number is refused with its own path and in
+/// plain words: no Rust type names (`f64`, `u32`), no "invalid type", no 309-digit numbers.
+#[test]
+fn wrong_numbers_are_refused_in_plain_words_at_their_path() {
+    let base: Value = serde_json::from_str(&repo_text("assets/presets/bursty.json")).unwrap();
+    let mut checked = 0;
+    for (path, kind) in PRESET_PATHS {
+        if format!("{kind:?}") != "Number" {
+            continue;
+        }
+        let pointer = format!("/{}", path.replace("[]", ".0").replace('.', "/"));
+        for bad in [json!("lots"), json!(-16), json!(1e308), json!(true)] {
+            let mut v = base.clone();
+            if v.pointer(&pointer).is_none() {
+                continue; // a field of the other allocator, or one the preset leaves out
+            }
+            set(&mut v, &pointer, bad.clone());
+            // A few fields take a negative or huge number only to refuse it later; all refuse these.
+            let Err(e) = parse_preset(&v.to_string()) else { continue };
+            let shown = path.replace("[]", "[0]");
+            // At the field itself, or at its object with the field named in the message.
+            let last = shown.rsplit('.').next().unwrap_or(&shown);
+            let named = e.field.starts_with(&shown) || (shown.starts_with(&e.field) && e.message.contains(last));
+            assert!(named, "{path} = {bad}: error at `{}`: {e}", e.field);
+            for rust in ["invalid type", "invalid value", "f64", "u32", "u64", "u16"] {
+                assert!(!e.message.contains(rust), "{path} = {bad}: `{rust}` in {e}");
+            }
+            assert!(e.message.len() < 300, "{path} = {bad}: {e}");
+            checked += 1;
+        }
+    }
+    assert!(checked > 60, "{checked} cases");
 }

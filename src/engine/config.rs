@@ -7,6 +7,7 @@ use std::fmt;
 use super::alloc::Fit;
 use super::memory_budget::{gpu_total_gib, ActivationShape, MemoryBudget, MemoryBudgetInput};
 use super::model::{gpu_preset, model_preset, GpuSpec, KvDtype, ModelSpec, GIB};
+use super::numbers::show_number;
 use super::startup_checks::{
     check_block_size, check_free_memory, check_kv_cache_memory, check_max_model_len_fits, AttentionBackend,
 };
@@ -206,7 +207,7 @@ fn check_f64(field: &str, v: f64, lo: f64, hi: f64) -> Result<(), ConfigError> {
     if v.is_finite() && v >= lo && v <= hi {
         Ok(())
     } else {
-        Err(ConfigError::new(field, format!("{v} is out of range; use a number from {lo} to {hi}")))
+        Err(ConfigError::new(field, format!("{} is out of range; use a number from {lo} to {hi}", show_number(v))))
     }
 }
 

@@ -15,6 +15,7 @@ pub mod memory_budget;
 pub mod memory_map;
 pub mod metrics;
 pub mod model;
+pub mod numbers;
 pub mod plan;
 pub mod replay;
 pub mod request;

@@ -24,7 +24,11 @@ impl LengthDist {
             return Err("mean must be at least 1 token".into());
         }
         if !self.p99.is_finite() || self.p99 < self.mean {
-            return Err(format!("p99 ({}) must be at least the mean ({})", self.p99, self.mean));
+            return Err(format!(
+                "p99 ({}) must be at least the mean ({})",
+                super::numbers::show_number(self.p99),
+                super::numbers::show_number(self.mean)
+            ));
         }
         if self.p99 == self.mean {
             return Ok((libm::log(self.mean), 0.0));
