@@ -38,7 +38,7 @@ fn deepen_path(root: &serde_json::Value, path: String, message: &str) -> String 
     };
     let literal = found.split('`').nth(1);
     let holds = |v: &serde_json::Value| match (found.strip_prefix("string "), literal) {
-        (Some(text), _) => v.is_string() && v.to_string() == text,
+        (Some(text), _) => v.as_str().is_some_and(|s| format!("{s:?}") == text),
         (None, Some(lit)) if found.starts_with("boolean") => v.as_bool().is_some_and(|b| b.to_string() == lit),
         (None, Some(lit)) => v.as_f64().is_some() && v.as_f64() == lit.parse::<f64>().ok(),
         (None, None) => false,
