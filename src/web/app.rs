@@ -34,7 +34,7 @@ pub struct App {
     /// The mission setup whose final score was last kept (so it is kept once).
     recorded: RefCell<Option<String>>,
     /// Called after every change, once the address bar follows it (the host page's `state`
-    /// events: `super::host`).
+    /// events: `host.rs`).
     pub on_change: RefCell<Option<ChangeHook>>,
 }
 

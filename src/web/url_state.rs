@@ -197,7 +197,7 @@ pub struct PageOptions {
     /// `t=<seconds>`: start at that simulated time, paused (when the link has no fragment).
     pub t_s: Option<f64>,
     /// `origins=https://a.example,https://b.example` (or `*`): the pages that may drive an
-    /// embedded lab with `postMessage` besides its own origin (see `super::host`).
+    /// embedded lab with `postMessage` besides its own origin (see `host.rs`).
     pub origins: Vec<String>,
 }
 
