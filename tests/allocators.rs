@@ -14,14 +14,12 @@ fn admit(
     identity: TokenIdentity,
     computed: &ComputedBlocks,
     num_new_tokens: u32,
-    query_tokens: u32,
 ) -> bool {
     let req = PagedAdmit {
         request,
         identity,
         num_new_tokens,
         full_tokens: computed.num_tokens + num_new_tokens,
-        query_tokens,
         apply_watermark: true,
         preempted_before: false,
     };
@@ -94,7 +92,7 @@ fn a_group_of_slabs_is_reserved_all_or_nothing() {
 #[test]
 fn blocks_are_taken_one_at_a_time_as_tokens_arrive() {
     let mut p = PagedAllocator::new(10, 16, false, 0.0, EngineVersion::V0);
-    assert!(admit(&mut p, 0, 0, identity(0, 0, 20, 0), &ComputedBlocks::default(), 20, 20));
+    assert!(admit(&mut p, 0, 0, identity(0, 0, 20, 0), &ComputedBlocks::default(), 20));
     assert_eq!(p.table(0).unwrap().blocks.len(), 2);
     for _ in 0..12 {
         p.allocate_slots(0, 1).unwrap();
@@ -109,7 +107,7 @@ fn blocks_are_taken_one_at_a_time_as_tokens_arrive() {
 #[test]
 fn allocate_slots_returns_none_and_changes_nothing_when_the_pool_is_short() {
     let mut p = PagedAllocator::new(2, 16, false, 0.0, EngineVersion::V0);
-    assert!(admit(&mut p, 0, 0, identity(0, 0, 32, 0), &ComputedBlocks::default(), 32, 32));
+    assert!(admit(&mut p, 0, 0, identity(0, 0, 32, 0), &ComputedBlocks::default(), 32));
     assert_eq!(p.allocate_slots(0, 1), None);
     assert_eq!(p.table(0).unwrap().num_tokens, 32);
     p.check_invariants().unwrap();
@@ -118,8 +116,8 @@ fn allocate_slots_returns_none_and_changes_nothing_when_the_pool_is_short() {
 #[test]
 fn watermark_holds_back_admission_but_not_growth() {
     let mut p = PagedAllocator::new(100, 16, false, 0.1, EngineVersion::V0); // 10 blocks of watermark
-    assert!(!admit(&mut p, 0, 0, identity(0, 0, 16 * 91, 0), &ComputedBlocks::default(), 16 * 91, 0));
-    assert!(admit(&mut p, 0, 0, identity(0, 0, 16 * 90, 0), &ComputedBlocks::default(), 16 * 90, 0));
+    assert!(!admit(&mut p, 0, 0, identity(0, 0, 16 * 91, 0), &ComputedBlocks::default(), 16 * 91));
+    assert!(admit(&mut p, 0, 0, identity(0, 0, 16 * 90, 0), &ComputedBlocks::default(), 16 * 90));
     for _ in 0..16 * 10 {
         p.allocate_slots(0, 1).unwrap();
     }
@@ -130,7 +128,7 @@ fn watermark_holds_back_admission_but_not_growth() {
 #[test]
 fn samples_share_full_blocks_and_copy_the_partial_one_on_first_write() {
     let mut p = PagedAllocator::new(100, 16, false, 0.0, EngineVersion::V0);
-    assert!(admit(&mut p, 0, 0, identity(0, 0, 40, 0), &ComputedBlocks::default(), 40, 40)); // 2 full + 8
+    assert!(admit(&mut p, 0, 0, identity(0, 0, 40, 0), &ComputedBlocks::default(), 40)); // 2 full + 8
     p.fork(0, 1, identity(0, 1, 40, 0));
     p.fork(0, 2, identity(0, 2, 40, 0));
     assert_eq!(p.pool().block(p.table(0).unwrap().blocks[0]).ref_cnt, 3);
@@ -156,12 +154,12 @@ fn samples_share_full_blocks_and_copy_the_partial_one_on_first_write() {
 fn prefix_cache_finds_a_shared_system_prompt_after_its_owner_left() {
     let mut p = PagedAllocator::new(64, 16, true, 0.0, EngineVersion::V0);
     let first = identity(0, 0, 100, 64);
-    assert!(admit(&mut p, 0, 0, first, &ComputedBlocks::default(), 100, 100));
+    assert!(admit(&mut p, 0, 0, first, &ComputedBlocks::default(), 100));
     p.free(0);
     let second = identity(1, 1, 120, 64);
     let hit = p.get_computed_blocks(&second, 120);
     assert_eq!(hit.num_tokens, 64, "the four shared-prefix blocks, not the request's own");
-    assert!(admit(&mut p, 1, 1, second, &hit, 120 - 64, 120));
+    assert!(admit(&mut p, 1, 1, second, &hit, 120 - 64));
     assert_eq!(p.table(1).unwrap().blocks.len(), 8);
     assert!((p.prefix.hits as f64 / p.prefix.queries as f64 - 64.0 / 220.0).abs() < 1e-9);
     p.check_invariants().unwrap();
@@ -170,11 +168,11 @@ fn prefix_cache_finds_a_shared_system_prompt_after_its_owner_left() {
 #[test]
 fn cached_free_blocks_are_evicted_least_recently_freed_first() {
     let mut p = PagedAllocator::new(4, 16, true, 0.0, EngineVersion::V0);
-    assert!(admit(&mut p, 0, 0, identity(0, 0, 33, 32), &ComputedBlocks::default(), 33, 33)); // 2 cached
+    assert!(admit(&mut p, 0, 0, identity(0, 0, 33, 32), &ComputedBlocks::default(), 33)); // 2 cached
     p.free(0); // freed last block first: the free queue is [unused, partial, block 1, block 0]
     let again = identity(1, 1, 33, 32);
     assert_eq!(p.get_computed_blocks(&again, 33).num_tokens, 32);
-    assert!(admit(&mut p, 2, 2, identity(2, 2, 48, 0), &ComputedBlocks::default(), 48, 48)); // takes 3
+    assert!(admit(&mut p, 2, 2, identity(2, 2, 48, 0), &ComputedBlocks::default(), 48)); // takes 3
     assert_eq!(
         p.get_computed_blocks(&again, 33).num_tokens,
         16,
@@ -186,7 +184,7 @@ fn cached_free_blocks_are_evicted_least_recently_freed_first() {
 #[test]
 fn swap_out_and_in_keeps_sharing() {
     let mut p = PagedAllocator::new(20, 16, false, 0.0, EngineVersion::V0);
-    assert!(admit(&mut p, 0, 0, identity(0, 0, 40, 0), &ComputedBlocks::default(), 40, 40));
+    assert!(admit(&mut p, 0, 0, identity(0, 0, 40, 0), &ComputedBlocks::default(), 40));
     p.fork(0, 1, identity(0, 1, 40, 0));
     p.allocate_slots(1, 1).unwrap();
     assert_eq!(p.unique_blocks(&[0, 1]), 4);

@@ -83,7 +83,6 @@ fn v1_admission_requires_the_whole_prompt_to_fit() {
         identity: identity(0, 0, 100),
         num_new_tokens: 32,
         full_tokens: 100,
-        query_tokens: 100,
         apply_watermark: false,
         preempted_before: false,
     };
@@ -107,7 +106,6 @@ fn the_last_holder_of_a_shared_partial_block_writes_in_place() {
         identity: identity(0, 0, 20),
         num_new_tokens: 20,
         full_tokens: 20,
-        query_tokens: 20,
         apply_watermark: true,
         preempted_before: false,
     };

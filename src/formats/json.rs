@@ -28,7 +28,6 @@ pub fn from_value_with_path<T: serde::de::DeserializeOwned>(value: &serde_json::
 fn deepen_path(root: &serde_json::Value, path: String, message: &str) -> String {
     let at = path.split('.').filter(|k| !k.is_empty()).try_fold(root, |v, k| v.get(k));
     let Some(serde_json::Value::Object(members)) = at else { return path };
-    let members = members.clone();
     let Some((found, _)) = message
         .strip_prefix("invalid type: ")
         .or_else(|| message.strip_prefix("invalid value: "))
@@ -44,7 +43,7 @@ fn deepen_path(root: &serde_json::Value, path: String, message: &str) -> String 
         (None, None) => false,
     };
     let mut leaves = Vec::new();
-    collect_leaves(&members, &path, &mut leaves);
+    collect_leaves(members, &path, &mut leaves);
     let mut hits = leaves.into_iter().filter(|(_, v)| holds(v));
     match (hits.next(), hits.next()) {
         (Some((leaf, _)), None) => leaf,

@@ -121,7 +121,6 @@ impl KvCacheManager {
                     identity: req.identity,
                     num_new_tokens: first_chunk,
                     full_tokens: req.full_tokens,
-                    query_tokens: req.full_tokens,
                     apply_watermark: req.apply_watermark,
                     preempted_before: req.preempted_before,
                 };

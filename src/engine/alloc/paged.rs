@@ -81,8 +81,6 @@ pub struct PagedAdmit {
     pub num_new_tokens: u32,
     /// The whole known sequence, which must fit before admission.
     pub full_tokens: u32,
-    /// Tokens the prefix-cache lookup covered (vLLM counts `num_tokens` as the query).
-    pub query_tokens: u32,
     pub apply_watermark: bool,
     /// The request was preempted before (its lookup counts apart).
     pub preempted_before: bool,
@@ -183,7 +181,8 @@ impl PagedAllocator {
         }
         if self.prefix_caching {
             let stats = if req.preempted_before { &mut self.preempted_prefix } else { &mut self.prefix };
-            stats.queries += u64::from(req.query_tokens);
+            // vLLM counts the request's `num_tokens` as the query: the whole known sequence.
+            stats.queries += u64::from(req.full_tokens);
             stats.hits += u64::from(computed.num_tokens);
         }
         let idx = seq as usize;
