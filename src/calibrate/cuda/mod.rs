@@ -14,6 +14,10 @@
 mod device;
 mod info;
 pub mod nvrtc;
+#[cfg(feature = "gpu")]
+mod pool;
+#[cfg(feature = "gpu")]
+mod timer;
 
 pub use info::{DeviceBandwidths, DeviceInfo};
 
