@@ -114,11 +114,65 @@ fn slug(s: &str) -> String {
     out.trim_end_matches('-').to_string()
 }
 
+/// What the device contributes to the file: its description, the nominal bandwidth's source, the
+/// default calibration name, the lab's GPU preset, and the reference figures measured on it.
+struct DeviceSetup {
+    device: String,
+    nominal: Nominal,
+    default_name: String,
+    gpu: Option<String>,
+    device_report: Option<serde_json::Value>,
+    copy_gb_s: Option<f64>,
+}
+
 pub fn calibrate(args: &CalibrateArgs) -> Result<(), String> {
     let config = match &args.preset {
         Some(p) => load_config(p, None)?,
         None => host_default_config(),
     };
+    let date = checked_date(args)?;
+    let host = args.device == Device::Host;
+    // The CUDA device is opened first: without a driver (or without the feature) nothing runs.
+    let mut cuda = if host { None } else { Some(CudaDevice::open(args.gpu)?) };
+    let setup = match cuda.as_mut() {
+        None => DeviceSetup {
+            device: host_device_name(),
+            nominal: Nominal::MeasuredPoolRead,
+            default_name: "host".to_string(),
+            gpu: None,
+            device_report: None,
+            copy_gb_s: None,
+        },
+        Some(d) => cuda_setup(d)?,
+    };
+    let name = args.name.clone().unwrap_or(setup.default_name);
+    if name.trim().is_empty() || name.contains(['/', '\\']) {
+        return Err(format!("--name {name:?}: use a non-empty name without slashes"));
+    }
+    let opts = CalibrateOptions {
+        duration_s: args.duration_s.or(if host && args.preset.is_some() { Some(8.0) } else { None }),
+        block_sizes: args.block_sizes.clone(),
+        samples: args.samples.unwrap_or(if host { 16 } else { 32 }),
+        reps: args.reps.unwrap_or(7),
+        name: name.clone(),
+        date,
+        device: setup.device,
+        gpu: setup.gpu,
+        nominal: setup.nominal,
+        device_report: setup.device_report,
+        copy_gb_s: setup.copy_gb_s,
+        config,
+    };
+    let out = match (&args.out, &args.out_dir) {
+        (Some(f), _) => f.clone(),
+        (None, Some(dir)) => dir.join(format!("{name}.json")),
+        (None, None) => PathBuf::from(format!("assets/calibration/{name}.json")),
+    };
+    run_and_write(args, &opts, cuda.as_ref(), &out)
+}
+
+/// The date to record (`--date` or today), after checking every numeric flag.
+fn checked_date(args: &CalibrateArgs) -> Result<String, String> {
     let date = args.date.clone().unwrap_or_else(today_utc);
     if !valid_date(&date) {
         return Err(format!("--date {date}: use YYYY-MM-DD"));
@@ -131,82 +185,66 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<(), String> {
             return Err(format!("--duration-s {d}: use a number of seconds from 1 to 600"));
         }
     }
-    let host = args.device == Device::Host;
-    // The CUDA device is opened first: without a driver (or without the feature) nothing runs.
-    let mut cuda = if host { None } else { Some(CudaDevice::open(args.gpu)?) };
-    let (device, nominal, default_name, gpu, device_report, copy_gb_s) = match cuda.as_mut() {
-        None => (host_device_name(), Nominal::MeasuredPoolRead, "host".to_string(), None, None, None),
-        Some(d) => {
-            let info = d.info();
-            eprintln!(
-                "device: {} (sm_{}{}, {} SMs, {} MiB L2); NVRTC {}.{}; kernels: {}",
-                info.name,
-                info.compute_capability.0,
-                info.compute_capability.1,
-                info.multiprocessors,
-                info.l2_bytes >> 20,
-                info.nvrtc_version.0,
-                info.nvrtc_version.1,
-                info.kernels
-            );
-            let warm_ms = d.warm_up(300.0)?;
-            let bw = d.bandwidths(1 << 30)?;
-            eprintln!(
-                "warm-up {warm_ms:.0} ms; device-to-device copy {:.0} GB/s (read + write), streaming read {:.0} GB/s",
-                bw.copy_gb_s, bw.stream_read_gb_s
-            );
-            let nominal = spec_bandwidth_gb_s(&info.name)
-                .map_or(Nominal::MeasuredPoolRead, |(gb_s, source)| Nominal::Spec { gb_s, source });
-            let report = serde_json::json!({
-                "name": info.name,
-                "compute_capability": format!("{}.{}", info.compute_capability.0, info.compute_capability.1),
-                "multiprocessors": info.multiprocessors,
-                "l2_bytes": info.l2_bytes,
-                "nvrtc": format!("{}.{}", info.nvrtc_version.0, info.nvrtc_version.1),
-                "kernels": info.kernels,
-                "registers": info.registers.iter().map(|(k, r)| serde_json::json!({"kernel": k, "registers": r})).collect::<Vec<_>>(),
-                "warm_up_ms": (warm_ms * 10.0).round() / 10.0,
-                "copy_gb_s": bw.copy_gb_s.round(),
-                "copy_rule": "cuMemcpyDtoD of 1 GiB from a cold L2, median of 5 after one warm-up, bytes read + written",
-                "stream_read_gb_s": bw.stream_read_gb_s.round(),
-                "timing": "CUDA events around the kernel alone; L2 flushed (a buffer of 4× L2, at least 256 MiB, overwritten) before every timed read; 2 ms of streaming before each measured step",
-            });
-            (
-                format!("cuda: {}", info.name),
-                nominal,
-                format!("cuda-{}", slug(&info.name)),
-                lab_gpu_id(&info.name).map(String::from),
-                Some(report),
-                Some(bw.copy_gb_s),
-            )
-        }
-    };
-    let name = args.name.clone().unwrap_or(default_name);
-    if name.trim().is_empty() || name.contains(['/', '\\']) {
-        return Err(format!("--name {name:?}: use a non-empty name without slashes"));
-    }
-    let opts = CalibrateOptions {
-        duration_s: args.duration_s.or(if host && args.preset.is_some() { Some(8.0) } else { None }),
-        block_sizes: args.block_sizes.clone(),
-        samples: args.samples.unwrap_or(if host { 16 } else { 32 }),
-        reps: args.reps.unwrap_or(7),
-        name: name.clone(),
-        date,
-        device,
-        gpu,
+    Ok(date)
+}
+
+/// Warms the CUDA device up, measures its reference bandwidths and describes it for the file.
+fn cuda_setup(d: &mut CudaDevice) -> Result<DeviceSetup, String> {
+    let info = d.info();
+    eprintln!(
+        "device: {} (sm_{}{}, {} SMs, {} MiB L2); NVRTC {}.{}; kernels: {}",
+        info.name,
+        info.compute_capability.0,
+        info.compute_capability.1,
+        info.multiprocessors,
+        info.l2_bytes >> 20,
+        info.nvrtc_version.0,
+        info.nvrtc_version.1,
+        info.kernels
+    );
+    let warm_ms = d.warm_up(300.0)?;
+    let bw = d.bandwidths(1 << 30)?;
+    eprintln!(
+        "warm-up {warm_ms:.0} ms; device-to-device copy {:.0} GB/s (read + write), streaming read {:.0} GB/s",
+        bw.copy_gb_s, bw.stream_read_gb_s
+    );
+    let nominal = spec_bandwidth_gb_s(&info.name)
+        .map_or(Nominal::MeasuredPoolRead, |(gb_s, source)| Nominal::Spec { gb_s, source });
+    let report = serde_json::json!({
+        "name": info.name,
+        "compute_capability": format!("{}.{}", info.compute_capability.0, info.compute_capability.1),
+        "multiprocessors": info.multiprocessors,
+        "l2_bytes": info.l2_bytes,
+        "nvrtc": format!("{}.{}", info.nvrtc_version.0, info.nvrtc_version.1),
+        "kernels": info.kernels,
+        "registers": info.registers.iter().map(|(k, r)| serde_json::json!({"kernel": k, "registers": r})).collect::<Vec<_>>(),
+        "warm_up_ms": (warm_ms * 10.0).round() / 10.0,
+        "copy_gb_s": bw.copy_gb_s.round(),
+        "copy_rule": "cuMemcpyDtoD of 1 GiB from a cold L2, median of 5 after one warm-up, bytes read + written",
+        "stream_read_gb_s": bw.stream_read_gb_s.round(),
+        "timing": "CUDA events around the kernel alone; L2 flushed (a buffer of 4× L2, at least 256 MiB, overwritten) before every timed read; 2 ms of streaming before each measured step",
+    });
+    Ok(DeviceSetup {
+        device: format!("cuda: {}", info.name),
         nominal,
-        device_report,
-        copy_gb_s,
-        config,
-    };
-    let out = match (&args.out, &args.out_dir) {
-        (Some(f), _) => f.clone(),
-        (None, Some(dir)) => dir.join(format!("{name}.json")),
-        (None, None) => PathBuf::from(format!("assets/calibration/{name}.json")),
-    };
+        default_name: format!("cuda-{}", slug(&info.name)),
+        gpu: lab_gpu_id(&info.name).map(String::from),
+        device_report: Some(report),
+        copy_gb_s: Some(bw.copy_gb_s),
+    })
+}
+
+/// Runs the calibration on the host or CUDA pool, keeping NAME.partial.json current after each
+/// block size, then prints the summary and writes the file (unless `--dry-run`).
+fn run_and_write(
+    args: &CalibrateArgs,
+    opts: &CalibrateOptions,
+    cuda: Option<&CudaDevice>,
+    out: &std::path::Path,
+) -> Result<(), String> {
     let partial_path = out.with_extension("partial.json");
     let mut make_pool = |g| -> Result<Box<dyn BlockPoolBackend>, String> {
-        match &cuda {
+        match cuda {
             None => Ok(Box::new(HostPool::new(g)?)),
             Some(d) => d.pool(g),
         }
@@ -219,12 +257,12 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<(), String> {
             }
         }
     };
-    let run = run_calibration(&opts, &mut make_pool, &mut |line| eprintln!("{line}"), &mut write_partial)?;
+    let run = run_calibration(opts, &mut make_pool, &mut |line| eprintln!("{line}"), &mut write_partial)?;
     print!("{}", run.summary);
     if args.dry_run {
         return Ok(());
     }
-    write_calibration(&out, &run.calibration)?;
+    write_calibration(out, &run.calibration)?;
     let _ = std::fs::remove_file(&partial_path);
     println!("wrote {}", out.display());
     Ok(())
