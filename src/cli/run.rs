@@ -83,27 +83,7 @@ pub fn summary(r: &Report) -> String {
         "preset {} ({} allocator), {:.0} s simulated in {} steps\n",
         r.preset, r.allocator, r.sim_time_s, r.steps
     );
-    match &r.gpu_memory {
-        Some(g) => {
-            // vLLM's own lines, then the split it does not print.
-            for line in &g.startup_lines {
-                s += &format!("{line}\n");
-            }
-            s += &format!(
-                "each of the replica's {} GPUs: weights {} + peak activation {} + CUDA graphs {} + non-torch {} + KV {} GiB of {} requested; {} KV heads; KV of the replica {} GiB\n",
-                g.tensor_parallel_size,
-                g.weights_gib_per_gpu,
-                g.peak_activation_gib_per_gpu,
-                g.cuda_graph_gib_per_gpu,
-                g.non_torch_gib_per_gpu,
-                g.kv_gib_per_gpu,
-                g.requested_gib_per_gpu,
-                g.kv_heads_per_gpu,
-                g.kv_gib_per_replica
-            );
-        }
-        None => s += &format!("{}\n", r.capacity_line),
-    }
+    s += &memory_lines(r);
     s += &format!("KV bytes per token: {} (engine: vLLM {})\n", r.kv_bytes_per_token, r.engine);
     if let Some(note) = &r.block_size_note {
         s += &format!("note: {note}\n");
@@ -144,5 +124,28 @@ pub fn summary(r: &Report) -> String {
     for rej in r.rejections.iter().take(5) {
         s += &format!("rejected request {}: {}\n", rej.request, rej.reason);
     }
+    s
+}
+
+/// Where the KV memory comes from: vLLM's startup lines and the per-GPU split for a preset that
+/// starts from a GPU, else the capacity line.
+fn memory_lines(r: &Report) -> String {
+    let Some(g) = &r.gpu_memory else {
+        return format!("{}\n", r.capacity_line);
+    };
+    // vLLM's own lines, then the split it does not print.
+    let mut s: String = g.startup_lines.iter().map(|line| format!("{line}\n")).collect();
+    s += &format!(
+        "each of the replica's {} GPUs: weights {} + peak activation {} + CUDA graphs {} + non-torch {} + KV {} GiB of {} requested; {} KV heads; KV of the replica {} GiB\n",
+        g.tensor_parallel_size,
+        g.weights_gib_per_gpu,
+        g.peak_activation_gib_per_gpu,
+        g.cuda_graph_gib_per_gpu,
+        g.non_torch_gib_per_gpu,
+        g.kv_gib_per_gpu,
+        g.requested_gib_per_gpu,
+        g.kv_heads_per_gpu,
+        g.kv_gib_per_replica
+    );
     s
 }
