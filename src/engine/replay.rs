@@ -8,6 +8,7 @@
 //! finished requests.
 
 use super::config::{AllocatorConfig, ConfigError, EngineVersion, SchedulerConfig, SimConfig};
+use super::metrics::StepPoint;
 use super::model::{model_preset, KvDtype, GIB};
 use super::sim::Simulation;
 use super::timing::StepTimeModel;
@@ -147,6 +148,59 @@ pub fn trace_requests(rows: &[StepTraceRow]) -> Vec<RequestSpec> {
         .collect()
 }
 
+/// Counters read after each step, kept to turn them into per-step deltas.
+#[derive(Clone, Copy, Default)]
+struct Cumulative {
+    queries: u64,
+    hits: u64,
+    scheduled: u64,
+    finished: u64,
+}
+
+impl Cumulative {
+    fn of(sim: &Simulation) -> Self {
+        let (prefix, _) = sim.kv().prefix_stats();
+        Cumulative {
+            queries: prefix.queries,
+            hits: prefix.hits,
+            scheduled: sim.scheduled_tokens(),
+            finished: sim.finished_seqs(),
+        }
+    }
+}
+
+impl ReplaySteps {
+    /// Records one engine step that took `ticks` step-clock ticks: the readouts repeat on every
+    /// tick, the deltas since `before` land on the first.
+    fn record(&mut self, point: &StepPoint, usage: f64, ticks: u64, before: Cumulative, now: Cumulative) {
+        for tick in 0..ticks {
+            let first = tick == 0;
+            let delta = |now: u64, before: u64| if first { now - before } else { 0 };
+            self.num_running.push(point.running);
+            self.num_waiting.push(point.waiting);
+            self.kv_usage.push(usage);
+            self.preemptions_cum.push(u64::from(point.preemptions));
+            self.prefix_queries.push(delta(now.queries, before.queries));
+            self.prefix_hits.push(delta(now.hits, before.hits));
+            self.tokens_scheduled.push(delta(now.scheduled, before.scheduled));
+            self.finished.push(delta(now.finished, before.finished));
+        }
+    }
+
+    /// vLLM's engine core keeps stepping while finished request ids are still to be handed to the
+    /// workers (`Scheduler.has_requests()` counts them), so the run ends with one empty step.
+    fn push_final_empty_step(&mut self) {
+        let Some(&cum) = self.preemptions_cum.last() else { return };
+        self.num_running.push(0);
+        self.num_waiting.push(0);
+        self.kv_usage.push(0.0);
+        self.preemptions_cum.push(cum);
+        for v in [&mut self.prefix_queries, &mut self.prefix_hits, &mut self.tokens_scheduled, &mut self.finished] {
+            v.push(0);
+        }
+    }
+}
+
 /// Runs the trace to its last finished request on the step clock.
 pub fn replay(rows: &[StepTraceRow], params: &ReplayParams) -> Result<Replay, ConfigError> {
     let config = params.to_config()?;
@@ -154,7 +208,7 @@ pub fn replay(rows: &[StepTraceRow], params: &ReplayParams) -> Result<Replay, Co
     let num_requests = requests.iter().map(|r| u64::from(r.n())).sum();
     let mut sim = Simulation::with_requests(config, requests, StepTimeModel::one_tick_per_step());
     let mut steps = ReplaySteps::default();
-    let (mut queries, mut hits, mut scheduled, mut finished) = (0, 0, 0, 0);
+    let mut before = Cumulative::default();
     while !sim.all_finished() {
         let (t0, series_len) = (sim.now_us(), sim.series().len());
         if t0 >= MAX_REPLAY_STEPS || !sim.step() {
@@ -162,45 +216,27 @@ pub fn replay(rows: &[StepTraceRow], params: &ReplayParams) -> Result<Replay, Co
         }
         let ticks = sim.now_us() - t0;
         if ticks == 0 {
-            if !sim.rejections().is_empty() {
-                let r = &sim.rejections()[0];
+            if let Some(r) = sim.rejections().first() {
                 return Err(ConfigError::new("trace", format!("request {} is rejected: {}", r.request, r.reason)));
             }
             continue;
         }
         debug_assert_eq!(sim.series().len(), series_len + 1);
         let point = *sim.series().last().expect("a step records a point");
-        let (prefix, _) = sim.kv().prefix_stats();
         let usage = point.allocated_tokens as f64 / sim.kv().capacity_tokens() as f64;
-        for tick in 0..ticks {
-            let first = tick == 0;
-            steps.num_running.push(point.running);
-            steps.num_waiting.push(point.waiting);
-            steps.kv_usage.push(usage);
-            steps.preemptions_cum.push(u64::from(point.preemptions));
-            steps.prefix_queries.push(if first { prefix.queries - queries } else { 0 });
-            steps.prefix_hits.push(if first { prefix.hits - hits } else { 0 });
-            steps.tokens_scheduled.push(if first { sim.scheduled_tokens() - scheduled } else { 0 });
-            steps.finished.push(if first { sim.finished_seqs() - finished } else { 0 });
-        }
-        (queries, hits, scheduled, finished) =
-            (prefix.queries, prefix.hits, sim.scheduled_tokens(), sim.finished_seqs());
+        let now = Cumulative::of(&sim);
+        steps.record(&point, usage, ticks, before, now);
+        before = now;
     }
-    // vLLM's engine core keeps stepping while finished request ids are still to be handed to the
-    // workers (`Scheduler.has_requests()` counts them), so the run ends with one empty step.
-    if !steps.kv_usage.is_empty() {
-        let cum = *steps.preemptions_cum.last().expect("same length");
-        steps.num_running.push(0);
-        steps.num_waiting.push(0);
-        steps.kv_usage.push(0.0);
-        steps.preemptions_cum.push(cum);
-        for v in [&mut steps.prefix_queries, &mut steps.prefix_hits, &mut steps.tokens_scheduled, &mut steps.finished] {
-            v.push(0);
-        }
-    }
+    steps.push_final_empty_step();
+    let summary = summarize(&sim, &steps, params, num_requests);
+    Ok(Replay { per_step: steps, summary })
+}
+
+fn summarize(sim: &Simulation, steps: &ReplaySteps, params: &ReplayParams, num_requests: u64) -> ReplaySummary {
     let (prefix, preempted) = sim.kv().prefix_stats();
     let n = steps.kv_usage.len();
-    let summary = ReplaySummary {
+    ReplaySummary {
         steps: n as u64,
         total_preemptions: sim.scheduler().preemptions().0,
         prefix_hit_rate: params.prefix_caching.then(|| {
@@ -219,6 +255,5 @@ pub fn replay(rows: &[StepTraceRow], params: &ReplayParams) -> Result<Replay, Co
         prefix_hits: prefix.hits,
         preempted_prefix_queries: preempted.queries,
         preempted_prefix_hits: preempted.hits,
-    };
-    Ok(Replay { per_step: steps, summary })
+    }
 }
