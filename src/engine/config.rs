@@ -146,11 +146,19 @@ impl Default for SimConfig {
 pub struct ConfigError {
     pub field: String,
     pub message: String,
+    /// Whether this is a well-formed setup vLLM refuses to start (startup_checks.rs), with
+    /// vLLM's own words in `message`, rather than a preset the lab cannot read.
+    pub startup_refusal: bool,
 }
 
 impl ConfigError {
     pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
-        ConfigError { field: field.into(), message: message.into() }
+        ConfigError { field: field.into(), message: message.into(), startup_refusal: false }
+    }
+
+    /// vLLM's refusal to start this setup; every other field of the preset is valid.
+    pub fn startup_refusal(field: impl Into<String>, message: impl Into<String>) -> Self {
+        ConfigError { startup_refusal: true, ..ConfigError::new(field, message) }
     }
 }
 
@@ -245,7 +253,7 @@ impl SimConfig {
     }
 
     /// Sets `kv_memory_gib` to what vLLM would leave for the KV cache on this GPU (the whole
-    /// replica's), or says in vLLM's words why it would not start.
+    /// replica's), or says in vLLM's words why it would not start (a startup refusal).
     pub fn derive_kv_memory(&mut self) -> Result<(), ConfigError> {
         if self.gpu_memory.is_none() {
             return Ok(());
@@ -265,8 +273,8 @@ impl SimConfig {
                 ),
             )
         })?;
-        check_free_memory(&budget).map_err(|m| ConfigError::new(field, m))?;
-        check_kv_cache_memory(&budget).map_err(|m| ConfigError::new(field, m))?;
+        check_free_memory(&budget).map_err(|m| ConfigError::startup_refusal(field, m))?;
+        check_kv_cache_memory(&budget).map_err(|m| ConfigError::startup_refusal(field, m))?;
         self.kv_memory_gib = budget.replica_kv_bytes() as f64 / GIB as f64;
         Ok(())
     }
@@ -349,15 +357,23 @@ impl SimConfig {
         super::workload::secs_to_us(self.duration_s)
     }
 
-    /// Checks every range and that a typical request of every class can ever fit.
+    /// Checks every range, vLLM's startup checks, and that a typical request of every class can
+    /// ever fit.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        self.validate_fields()?;
+        self.validate_memory()
+    }
+
+    /// Everything a preset must get right whatever memory it has: ranges, scheduler rules, tensor
+    /// parallelism, the workload's shape. A setup that passes is well formed, even if vLLM would
+    /// refuse to start it.
+    pub fn validate_fields(&self) -> Result<(), ConfigError> {
         check_f64("duration_s", self.duration_s, 1.0, 600.0)?;
         let m = &self.model;
         check_range("model.layers", m.layers, 1, 256)?;
         check_range("model.kv_heads", m.kv_heads, 1, 256)?;
         check_range("model.head_dim", m.head_dim, 1, 1024)?;
         check_f64("model.params_b", m.params_b, 0.01, 5000.0)?;
-        check_f64("kv_memory_gib", self.kv_memory_gib, 0.01, 4096.0)?;
         let s = &self.scheduler;
         check_range("scheduler.max_num_seqs", s.max_num_seqs, 1, 4096)?;
         check_range("scheduler.max_num_batched_tokens", s.max_num_batched_tokens, 1, 1 << 20)?;
@@ -386,19 +402,14 @@ impl SimConfig {
         check_tensor_parallel(self)?;
         if let AllocatorConfig::Paged { block_size, .. } = self.allocator {
             check_range("allocator.block_size", block_size, 1, 256)?;
-            if let Some(backend) = self.attention_backend {
-                check_block_size(backend, block_size).map_err(|m| {
-                    ConfigError::new(
-                        "allocator.block_size",
-                        format!(
-                            "{m} ({} runs {}; change the block size or attention_backend)",
-                            backend.id(),
-                            backend.block_sizes_text()
-                        ),
-                    )
-                })?;
-            }
         }
+        self.validate_workload_fields()
+    }
+
+    /// What depends on the KV memory: a pool that holds something, vLLM's startup checks (in
+    /// vLLM's words, as startup refusals), and that a typical request fits; then the lab's bounds.
+    fn validate_memory(&self) -> Result<(), ConfigError> {
+        check_f64("kv_memory_gib", self.kv_memory_gib, 0.01, 4096.0)?;
         let capacity = self.capacity_tokens();
         if capacity == 0 {
             return Err(ConfigError::new(
@@ -410,12 +421,8 @@ impl SimConfig {
                 ),
             ));
         }
-        if let (AllocatorConfig::Paged { block_size, .. }, Some(blocks)) = (&self.allocator, self.num_gpu_blocks()) {
-            // vLLM refuses to start when one max_model_len request cannot fit in the pool.
-            let bytes_per_block = self.kv_bytes_per_token() * u64::from(*block_size);
-            check_max_model_len_fits((blocks * bytes_per_block) as i64, bytes_per_block, *block_size, s.max_model_len)
-                .map_err(|m| ConfigError::new("scheduler.max_model_len", m))?;
-        }
+        self.check_startup()?;
+        let s = &self.scheduler;
         if let AllocatorConfig::Contiguous { reserve: Reserve::MaxModelLen, .. } = self.allocator {
             if u64::from(s.max_model_len) > capacity {
                 return Err(ConfigError::new(
@@ -427,9 +434,35 @@ impl SimConfig {
                 ));
             }
         }
-        self.validate_workload(capacity)?;
+        self.validate_workload_fit(capacity)?;
         // The largest run the lab accepts (blocks, requests, steps): see `bounds`.
         super::bounds::check(&self.run_bounds()).map_err(|e| ConfigError::new(e.field, e.message))
+    }
+
+    /// vLLM's startup checks on a paged pool of known size: a block size the chosen attention
+    /// backend runs, and one `max_model_len` request that fits. Failures are startup refusals.
+    fn check_startup(&self) -> Result<(), ConfigError> {
+        let AllocatorConfig::Paged { block_size, .. } = self.allocator else { return Ok(()) };
+        if let Some(backend) = self.attention_backend {
+            check_block_size(backend, block_size).map_err(|m| {
+                ConfigError::startup_refusal(
+                    "allocator.block_size",
+                    format!(
+                        "{m} ({} runs {}; change the block size or attention_backend)",
+                        backend.id(),
+                        backend.block_sizes_text()
+                    ),
+                )
+            })?;
+        }
+        if let Some(blocks) = self.num_gpu_blocks() {
+            // vLLM refuses to start when one max_model_len request cannot fit in the pool.
+            let bytes_per_block = self.kv_bytes_per_token() * u64::from(block_size);
+            let len = self.scheduler.max_model_len;
+            check_max_model_len_fits((blocks * bytes_per_block) as i64, bytes_per_block, block_size, len)
+                .map_err(|m| ConfigError::startup_refusal("scheduler.max_model_len", m))?;
+        }
+        Ok(())
     }
 
     /// What this configuration's run can reach at most: pool cells, expected requests, steps.
@@ -475,7 +508,7 @@ impl SimConfig {
         }
     }
 
-    fn validate_workload(&self, capacity: u64) -> Result<(), ConfigError> {
+    fn validate_workload_fields(&self) -> Result<(), ConfigError> {
         let s = &self.scheduler;
         match &self.workload.arrival {
             Arrival::Poisson { rate_per_s, bursts } => {
@@ -526,6 +559,15 @@ impl SimConfig {
                     ),
                 ));
             }
+        }
+        Ok(())
+    }
+
+    /// A typical request of every class fits the pool (its prompt at the class mean).
+    fn validate_workload_fit(&self, capacity: u64) -> Result<(), ConfigError> {
+        for (i, c) in self.workload.classes.iter().enumerate() {
+            let f = |k: &str| format!("workload.classes[{i}].{k}");
+            let prompt = (c.prompt_tokens.mean as u64).max(u64::from(c.shared_prefix_tokens) + 1);
             let need = self.worst_case_tokens(prompt as u32, c.max_tokens, c.n);
             if need > capacity {
                 return Err(ConfigError::new(
