@@ -310,8 +310,9 @@ fn startup_missions_reward_only_the_lesson() {
 
     // m8: lowering max_model_len is not enough while the profiling pass stays at 32,768 tokens.
     let m = load("m8-max-model-len.json");
-    let attempt =
-        |len: u32, batched: u32| run(&m, json!({ "scheduler": { "max_model_len": len, "max_num_batched_tokens": batched } }));
+    let attempt = |len: u32, batched: u32| {
+        run(&m, json!({ "scheduler": { "max_model_len": len, "max_num_batched_tokens": batched } }))
+    };
     let s = attempt(8192, 32768);
     assert_eq!(s.stars, 0);
     assert!(refusal(&s).contains("the estimated maximum model length is"), "{s:?}");
@@ -329,7 +330,8 @@ fn startup_missions_reward_only_the_lesson() {
 
     // m9: no CUDA backend runs 8-token blocks; large blocks waste the tails.
     let m = load("m9-block-size-backend.json");
-    let attempt = |backend: &str, bs: u32| run(&m, json!({ "attention_backend": backend, "allocator": { "block_size": bs } }));
+    let attempt =
+        |backend: &str, bs: u32| run(&m, json!({ "attention_backend": backend, "allocator": { "block_size": bs } }));
     let s = attempt("flashinfer", 8);
     assert_eq!(s.stars, 0);
     assert!(refusal(&s).starts_with("Selected backend AttentionBackendEnum.FLASHINFER is not valid"), "{s:?}");
