@@ -233,6 +233,14 @@ async fn every_mission_loads_scores_zero_broken_and_three_with_its_fix() {
         let s = score(c).await;
         assert_eq!((s["stars"].clone(), s["final"].clone()), (json!(0), json!(true)), "{} broken: {s}", entry.id);
         assert_eq!(attr(c, "#mission-stars", "data-stars").await.as_deref(), Some("0"), "{}", entry.id);
+        // A broken server vLLM refuses to start is scored at once, with vLLM's words on the panel.
+        let native_broken = mission.run(mission.preset()).unwrap().1;
+        if let Some(words) = &native_broken.startup_refusal {
+            assert_eq!(s["startup_refusal"], json!(words), "{}", entry.id);
+            let status = text(c, "#mission-status").await;
+            assert_eq!(status, format!("The server did not start: {words}"), "{}", entry.id);
+            save_screenshot(c, &format!("mission-{}-refused.png", entry.id)).await;
+        }
 
         // The solution button applies the documented fix; it scores 3 and is not saved as earned.
         c.find(Locator::Id("solution-btn")).await.unwrap().click().await.unwrap();
@@ -252,6 +260,33 @@ async fn every_mission_loads_scores_zero_broken_and_three_with_its_fix() {
             entry.id
         );
     }
+    // Outside missions a setup vLLM refuses is an error in vLLM's words, and the lab stays as it
+    // was: 32,768 tokens on 1 GiB of KV, and 8-token blocks under a pinned FlashAttention.
+    open(c, &format!("{base}?autoplay=0")).await;
+    let before = report(c).await;
+    let thrown = js(
+        c,
+        r#"try { kvlab.loadPreset('{"schema":"kvlab/preset@1","kv_memory_gib":1,"allocator":{"kind":"paged"},"scheduler":{"max_model_len":32768,"max_num_batched_tokens":32768}}'); return null; } catch (e) { return String(e.message); }"#,
+    )
+    .await;
+    let thrown = thrown.as_str().unwrap_or("").to_string();
+    assert!(thrown.contains("To serve at least one request with the model's max seq len (32768)"), "{thrown}");
+    assert!(thrown.contains("the estimated maximum model length is 8176"), "{thrown}");
+    assert!(text(c, "#messages .msg").await.contains("the estimated maximum model length is 8176"));
+    assert_eq!(report(c).await, before, "a refused preset changed the lab");
+    js(c, "kvlab.setAllocator('paged'); kvlab.setField('@paged.block_size', '8'); return null").await;
+    let title = text(c, "#map-title-0").await;
+    assert!(title.contains("8-token blocks (not a FlashAttention size)"), "labelled under vLLM's choice: {title}");
+    assert!(c.find(Locator::Css("select[data-path='attention_backend']")).await.is_ok(), "a backend selector");
+    let thrown = js(
+        c,
+        r#"try { kvlab.setField('attention_backend', '"flash-attn"'); return null; } catch (e) { return String(e.message); }"#,
+    )
+    .await;
+    let thrown = thrown.as_str().unwrap_or("").to_string();
+    assert!(thrown.contains("AttentionBackendEnum.FLASH_ATTN is not valid for this configuration"), "{thrown}");
+    assert_eq!(js_json(c, "return kvlab.state()").await["preset"].get("attention_backend"), None);
+
     // One narrow look at a mission.
     set_viewport(c, 420, 900).await;
     open(c, &format!("{base}?mission=m2-block-size&autoplay=0")).await;
