@@ -31,6 +31,9 @@ pub const MISSIONS: &[(&str, &str)] = &[
     ("m4-burst-budget.json", include_str!("../assets/missions/m4-burst-budget.json")),
     ("m5-prefix-cache.json", include_str!("../assets/missions/m5-prefix-cache.json")),
     ("m6-fp8-kv.json", include_str!("../assets/missions/m6-fp8-kv.json")),
+    ("m7-shared-gpu.json", include_str!("../assets/missions/m7-shared-gpu.json")),
+    ("m8-max-model-len.json", include_str!("../assets/missions/m8-max-model-len.json")),
+    ("m9-block-size-backend.json", include_str!("../assets/missions/m9-block-size-backend.json")),
 ];
 
 /// (name, file text) of every shipped step-time calibration, in the order the lab lists them.

@@ -250,3 +250,28 @@ fn replay_refuses_bad_flags_and_traces_naming_them() {
     let o = kvlab(&["replay", &bad, "--num-blocks", "100", "--engine", "v2"]);
     assert_eq!(o.status.code(), Some(2), "clap refuses an unknown engine");
 }
+
+/// A mission whose broken server vLLM refuses to start: `check` passes (0 stars broken, 3 fixed)
+/// and prints vLLM's refusal; `mission` scores it 0 with the refusal, and `--json` has no report.
+#[test]
+fn a_mission_that_does_not_start_is_scored_with_vllms_words() {
+    let path = repo_path("assets/missions/m8-max-model-len.json");
+    let path = path.to_str().unwrap();
+    let o = kvlab(&["check", path]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("broken setup: 0 of 3 stars\n  0 stars: the server did not start: To serve at least one request with the model's max seq len (32768)"), "{out}");
+    assert!(out.contains("the estimated maximum model length is 7744"), "{out}");
+    assert!(out.contains("3 of 3 stars"), "{out}");
+    let o = kvlab(&["mission", path]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("0 stars: the server did not start:"), "{}", stdout(&o));
+    let o = kvlab(&["mission", path, "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+    assert!(v["report"].is_null());
+    assert_eq!(v["score"]["stars"], 0);
+    assert!(v["score"]["startup_refusal"].as_str().unwrap().contains("estimated maximum model length"));
+    // A malformed patch is still an error naming the field.
+    let patch = write_tmp("bad-patch.json", r#"{"scheduler": {"max_num_batched_tokens": 0}}"#);
+    assert_fails_naming(&kvlab(&["mission", path, "--patch", &patch]), "scheduler.max_num_batched_tokens");
+}

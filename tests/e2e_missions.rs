@@ -137,14 +137,14 @@ async fn mission_one_goes_from_zero_to_three_stars_and_the_hub_keeps_them() {
     open_hub(c, &base).await;
     assert_eq!(attr(c, "#hub-list li[data-id='m1-paging']", "data-stars").await.as_deref(), Some("3"));
     assert_eq!(attr(c, "#hub-list li[data-id='m2-block-size']", "data-stars").await.as_deref(), Some("0"));
-    assert_eq!(text(c, "#hub-total").await, "3 of 18 stars");
+    assert_eq!(text(c, "#hub-total").await, "3 of 27 stars");
     let card = text(c, "#hub-list li[data-id='m1-paging']").await;
     assert!(card.contains("Stop reserving memory you never write") && card.contains("Replay"), "{card}");
     save_screenshot(c, "hub-with-stars.png").await;
     c.find(Locator::Css("#hub-list li[data-id='m1-paging'] a")).await.unwrap().click().await.unwrap();
     wait_for(c, "window.kvlab && document.getElementById('kvlab').dataset.ready", "the mission from the hub").await;
     assert_eq!(js_json(c, "return kvlab.state()").await["mission"]["id"], "m1-paging");
-    assert!(text(c, "#hub-link-stars").await.contains("3/18"));
+    assert!(text(c, "#hub-link-stars").await.contains("3/27"));
 
     // Leaving the mission unlocks everything and drops it from the link.
     c.find(Locator::Id("exit-mission-btn")).await.unwrap().click().await.unwrap();
@@ -185,7 +185,7 @@ async fn corrupt_stored_stars_never_cost_a_star() {
     // Foreign content that cannot be read at all: reported, kept aside before it is replaced.
     js(c, &format!("localStorage.setItem('{KEY}', 'not json at all'); return null")).await;
     open_hub(c, &base).await;
-    assert_eq!(text(c, "#hub-total").await, "0 of 18 stars");
+    assert_eq!(text(c, "#hub-total").await, "0 of 27 stars");
     assert!(js(c, "return document.querySelector('#messages .msg.notice').textContent")
         .await
         .as_str()
@@ -233,6 +233,14 @@ async fn every_mission_loads_scores_zero_broken_and_three_with_its_fix() {
         let s = score(c).await;
         assert_eq!((s["stars"].clone(), s["final"].clone()), (json!(0), json!(true)), "{} broken: {s}", entry.id);
         assert_eq!(attr(c, "#mission-stars", "data-stars").await.as_deref(), Some("0"), "{}", entry.id);
+        // A broken server vLLM refuses to start is scored at once, with vLLM's words on the panel.
+        let native_broken = mission.run(mission.preset()).unwrap().1;
+        if let Some(words) = &native_broken.startup_refusal {
+            assert_eq!(s["startup_refusal"], json!(words), "{}", entry.id);
+            let status = text(c, "#mission-status").await;
+            assert_eq!(status, format!("The server did not start: {words}"), "{}", entry.id);
+            save_screenshot(c, &format!("mission-{}-refused.png", entry.id)).await;
+        }
 
         // The solution button applies the documented fix; it scores 3 and is not saved as earned.
         c.find(Locator::Id("solution-btn")).await.unwrap().click().await.unwrap();
@@ -242,6 +250,7 @@ async fn every_mission_loads_scores_zero_broken_and_three_with_its_fix() {
         assert_eq!((s["stars"].clone(), s["solution"].clone()), (json!(3), json!(true)), "{} fix: {s}", entry.id);
         assert_eq!(attr(c, "#mission-stars", "data-stars").await.as_deref(), Some("3"), "{}", entry.id);
         let (native, native_score) = mission.run(mission.fix_preset()).unwrap();
+        let native = native.expect("vLLM starts the fix");
         assert_eq!(native_score.stars, 3);
         assert_eq!(report(c).await, serde_json::to_value(native).unwrap(), "{}: wasm and native differ", entry.id);
         assert_eq!(
@@ -251,6 +260,42 @@ async fn every_mission_loads_scores_zero_broken_and_three_with_its_fix() {
             entry.id
         );
     }
+    // Outside missions a setup vLLM refuses is an error in vLLM's words, and the lab stays as it
+    // was: 32,768 tokens on 1 GiB of KV, and 8-token blocks under a pinned FlashAttention.
+    open(c, &format!("{base}?autoplay=0")).await;
+    let before = report(c).await;
+    let thrown = js(
+        c,
+        r#"try { kvlab.loadPreset('{"schema":"kvlab/preset@1","kv_memory_gib":1,"allocator":{"kind":"paged"},"scheduler":{"max_model_len":32768,"max_num_batched_tokens":32768}}'); return null; } catch (e) { return String(e.message); }"#,
+    )
+    .await;
+    let thrown = thrown.as_str().unwrap_or("").to_string();
+    assert!(thrown.contains("To serve at least one request with the model's max seq len (32768)"), "{thrown}");
+    assert!(thrown.contains("the estimated maximum model length is 8176"), "{thrown}");
+    assert!(text(c, "#messages .msg").await.contains("the estimated maximum model length is 8176"));
+    assert_eq!(report(c).await, before, "a refused preset changed the lab");
+    js(c, "kvlab.setAllocator('paged'); kvlab.setField('@paged.block_size', '8'); return null").await;
+    let title = text(c, "#map-title-0").await;
+    assert!(title.contains("8-token blocks (not a FlashAttention size)"), "labelled under vLLM's choice: {title}");
+    assert!(c.find(Locator::Css("select[data-path='attention_backend']")).await.is_ok(), "a backend selector");
+    let thrown = js(
+        c,
+        r#"try { kvlab.setField('attention_backend', '"flash-attn"'); return null; } catch (e) { return String(e.message); }"#,
+    )
+    .await;
+    let thrown = thrown.as_str().unwrap_or("").to_string();
+    assert!(thrown.contains("AttentionBackendEnum.FLASH_ATTN is not valid for this configuration"), "{thrown}");
+    assert_eq!(js_json(c, "return kvlab.state()").await["preset"].get("attention_backend"), None);
+    // Llama-3-70B on four H100s at 0.9: vLLM's lines are one GPU's, and the page says so.
+    js(
+        c,
+        r#"kvlab.loadPreset('{"schema":"kvlab/preset@1","model":"llama-3-70b","gpu":"h100-sxm","gpu_memory_utilization":0.9,"tensor_parallel_size":4,"allocator":{"kind":"paged"}}'); return null"#,
+    )
+    .await;
+    let startup = text(c, "#startup-line").await;
+    assert!(startup.contains("Available KV cache memory: 36.5 GiB"), "{startup}");
+    assert!(startup.contains("per GPU (1 of 4): weights 32.88 GiB, KV 36.50 GiB, 2 KV heads"), "{startup}");
+
     // One narrow look at a mission.
     set_viewport(c, 420, 900).await;
     open(c, &format!("{base}?mission=m2-block-size&autoplay=0")).await;

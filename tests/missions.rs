@@ -1,14 +1,15 @@
 #![cfg(not(target_arch = "wasm32"))]
 //! Missions: every shipped mission's broken setup earns 0 stars and its documented fix 3, and
-//! both runs are pinned in `tests/golden/missions/<id>.json`. A changed figure fails with the
-//! mission and the field; regenerate on purpose with `KVLAB_BLESS=1 cargo test --test missions`.
+//! both runs are pinned in `tests/golden/missions/<id>.json`. A broken setup vLLM refuses to start
+//! is scored too (0 stars, vLLM's words pinned in place of a report). A changed figure fails with
+//! the mission and the field; regenerate on purpose with `KVLAB_BLESS=1 cargo test --test missions`.
 
 use std::path::{Path, PathBuf};
 
 use kvlab::engine::{Report, Simulation};
 use kvlab::formats::mission::parse_mission_index;
 use kvlab::formats::preset::PresetDto;
-use kvlab::missions::mission::{parse_mission, score, Mission, Score};
+use kvlab::missions::mission::{parse_mission, score, score_refused, start, Mission, Score, Startup};
 use serde_json::{json, Value};
 
 fn repo(rel: &str) -> PathBuf {
@@ -41,6 +42,10 @@ fn mission_files() -> Vec<String> {
 /// Runs a preset, checking the engine's invariants after every step.
 fn run_checked(preset: &PresetDto) -> Report {
     let config = preset.to_config().expect("valid preset");
+    run_config(config)
+}
+
+fn run_config(config: kvlab::engine::SimConfig) -> Report {
     let mut sim = Simulation::new(config).expect("valid config");
     while sim.step() {
         if let Err(e) = sim.check_invariants() {
@@ -50,10 +55,24 @@ fn run_checked(preset: &PresetDto) -> Report {
     sim.report()
 }
 
-fn pinned(score: &Score, report: &Report) -> Value {
+/// Starts and scores a setup: the run's report (invariants checked), or vLLM's refusal.
+fn start_and_score(m: &Mission, preset: &PresetDto) -> (Score, Option<Report>) {
+    match start(preset).unwrap_or_else(|e| panic!("mission {}: a malformed setup: {e}", m.id())) {
+        Startup::Starts(config) => {
+            let report = run_config(*config);
+            (score(m, preset, &report), Some(report))
+        }
+        Startup::Refused(words) => (score_refused(m, preset, &words), None),
+    }
+}
+
+fn pinned(score: &Score, report: Option<&Report>) -> Value {
     let goals: Vec<Value> =
         score.goals.iter().map(|g| json!({ "metric": g.metric, "actual": g.actual, "met": g.met })).collect();
-    json!({ "stars": score.stars, "goals": goals, "report": report })
+    match (report, &score.startup_refusal) {
+        (Some(report), _) => json!({ "stars": score.stars, "goals": goals, "report": report }),
+        (None, refusal) => json!({ "stars": score.stars, "goals": goals, "startup_refusal": refusal }),
+    }
 }
 
 /// Paths where two JSON values differ, as `path: golden X, now Y`.
@@ -110,14 +129,13 @@ fn check_golden(id: &str, now: &Value) {
 fn check(file: &str) {
     let m = load(file);
     assert_eq!(format!("{}.json", m.id()), file, "a mission's file is named after its id");
-    let broken_report = run_checked(m.preset());
-    let broken = score(&m, m.preset(), &broken_report);
-    let fix_report = run_checked(m.fix_preset());
-    let fixed = score(&m, m.fix_preset(), &fix_report);
+    let (broken, broken_report) = start_and_score(&m, m.preset());
+    let (fixed, fix_report) = start_and_score(&m, m.fix_preset());
+    assert!(fix_report.is_some(), "mission {}: vLLM refuses to start the fix: {:?}", m.id(), fixed.startup_refusal);
     let now = json!({
         "mission": m.id(),
-        "broken": pinned(&broken, &broken_report),
-        "fix": pinned(&fixed, &fix_report),
+        "broken": pinned(&broken, broken_report.as_ref()),
+        "fix": pinned(&fixed, fix_report.as_ref()),
     });
     check_golden(m.id(), &now);
     assert_eq!(broken.stars, 0, "mission {}: the broken setup must earn 0 stars: {broken:#?}", m.id());
@@ -156,6 +174,21 @@ fn m6_fp8_kv() {
 }
 
 #[test]
+fn m7_shared_gpu() {
+    check("m7-shared-gpu.json");
+}
+
+#[test]
+fn m8_max_model_len() {
+    check("m8-max-model-len.json");
+}
+
+#[test]
+fn m9_block_size_backend() {
+    check("m9-block-size-backend.json");
+}
+
+#[test]
 fn every_mission_file_has_a_test_and_an_index_entry() {
     let tested = [
         "m1-paging.json",
@@ -164,6 +197,9 @@ fn every_mission_file_has_a_test_and_an_index_entry() {
         "m4-burst-budget.json",
         "m5-prefix-cache.json",
         "m6-fp8-kv.json",
+        "m7-shared-gpu.json",
+        "m8-max-model-len.json",
+        "m9-block-size-backend.json",
     ];
     assert_eq!(mission_files(), tested, "add a test (and a golden) for every mission file");
     let index = parse_mission_index(&read(&repo("assets/missions/index.json"))).expect("index parses");
@@ -189,6 +225,7 @@ fn stories_match_the_engine() {
     assert!((20..=100).contains(&r.preemptions), "m3: dozens of preemptions, got {}", r.preemptions);
     // Lowering max_num_seqs trades preemptions for queueing: ★ but not ★★.
     let (_, capped, s) = m.run_patch(&json!({ "scheduler": { "max_num_seqs": 5 } })).expect("patch applies");
+    let capped = capped.expect("starts");
     assert!(capped.preemptions <= 5 && capped.latency_ms.ttft_p95 > 20_000.0, "{capped:?}");
     assert_eq!(s.stars, 1);
     // Plenty of memory fixes both but is not the modest budget: ★★.
@@ -210,6 +247,7 @@ fn stories_match_the_engine() {
 
     let m = load("m6-fp8-kv.json");
     let (_, r, s) = m.run_patch(&json!({ "kv_memory_gib": 20 })).expect("patch applies");
+    let r = r.expect("starts");
     assert!(r.latency_ms.ttft_p95 <= 1000.0 && r.latency_ms.tpot_p95 > 28.0, "{r:?}");
     assert_eq!(s.stars, 1);
 }
@@ -248,4 +286,59 @@ fn schema_doc_example_mission_is_the_shipped_example_and_it_works() {
     let m = parse_mission(block).unwrap_or_else(|e| panic!("doc example: {e}"));
     assert_eq!(m.run(m.preset()).expect("runs").1.stars, 0);
     assert_eq!(m.run(m.fix_preset()).expect("runs").1.stars, 3);
+}
+
+/// The missions whose broken server does not start: the tempting fixes earn fewer than 3 stars,
+/// refusals are scored with vLLM's words, and a malformed setup is still a field error.
+#[test]
+fn startup_missions_reward_only_the_lesson() {
+    let run = |m: &Mission, patch: Value| m.run_patch(&patch).unwrap_or_else(|e| panic!("{patch}: {e}")).2;
+    let refusal = |s: &Score| s.startup_refusal.clone().unwrap_or_default();
+
+    // m7: the fraction is of the whole GPU, and the other instance holds 0.55 of it.
+    let m = load("m7-shared-gpu.json");
+    let stars = |u: f64| run(&m, json!({ "gpu_memory_utilization": u })).stars;
+    // 0.25: "19 GiB of KV is a quarter of the card"; 0.3 preempts; 0.4 leaves memory idle.
+    assert_eq!([stars(0.25), stars(0.3), stars(0.4), stars(0.44), stars(0.45)], [0, 1, 2, 3, 3]);
+    let s = run(&m, json!({ "gpu_memory_utilization": 0.46 }));
+    assert_eq!(s.stars, 0);
+    assert!(refusal(&s).starts_with("Free memory on device cuda:0 (35.65/79.22 GiB)"), "{s:?}");
+    let s = run(&m, json!({ "gpu_memory_utilization": 0.15 }));
+    assert!(refusal(&s).starts_with("No available memory for the cache blocks"), "{s:?}");
+    let e = m.apply_patch(&json!({ "gpu_memory_utilization": 1.5 })).unwrap_err();
+    assert_eq!((e.field.as_str(), e.startup_refusal), ("gpu_memory_utilization", false), "{e}");
+
+    // m8: lowering max_model_len is not enough while the profiling pass stays at 32,768 tokens.
+    let m = load("m8-max-model-len.json");
+    let attempt = |len: u32, batched: u32| {
+        run(&m, json!({ "scheduler": { "max_model_len": len, "max_num_batched_tokens": batched } }))
+    };
+    let s = attempt(8192, 32768);
+    assert_eq!(s.stars, 0);
+    assert!(refusal(&s).contains("the estimated maximum model length is"), "{s:?}");
+    let broken = m.run(m.preset()).expect("scored").1;
+    assert!(refusal(&broken).starts_with("To serve at least one request with the model's max seq len (32768)"));
+    assert_eq!(
+        [attempt(16384, 16384).stars, attempt(8192, 8192).stars, attempt(4096, 8192).stars, attempt(6144, 6144).stars],
+        [1, 1, 1, 2]
+    );
+    // Too short for the traffic: everything fits, but long prompts are cut.
+    assert_eq!(attempt(2048, 2048).stars, 0);
+    // A refused setup with a malformed field is a field error, not a refusal.
+    let e = m.apply_patch(&json!({ "scheduler": { "max_num_batched_tokens": 0 } })).unwrap_err();
+    assert_eq!((e.field.as_str(), e.startup_refusal), ("scheduler.max_num_batched_tokens", false), "{e}");
+
+    // m9: no CUDA backend runs 8-token blocks; large blocks waste the tails.
+    let m = load("m9-block-size-backend.json");
+    let attempt =
+        |backend: &str, bs: u32| run(&m, json!({ "attention_backend": backend, "allocator": { "block_size": bs } }));
+    let s = attempt("flashinfer", 8);
+    assert_eq!(s.stars, 0);
+    assert!(refusal(&s).starts_with("Selected backend AttentionBackendEnum.FLASHINFER is not valid"), "{s:?}");
+    assert_eq!(attempt("triton", 24).stars, 0);
+    assert_eq!(
+        [attempt("flash-attn", 32).stars, attempt("flashinfer", 64).stars, attempt("flash-attn", 128).stars],
+        [2, 2, 1]
+    );
+    assert_eq!([attempt("flash-attn", 256).stars, attempt("flashinfer", 16).stars], [0, 3]);
 }

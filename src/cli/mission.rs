@@ -19,7 +19,8 @@ pub struct MissionArgs {
     /// Score the mission's documented fix instead of its broken setup.
     #[arg(long)]
     pub fix: bool,
-    /// Print {"preset", "report", "score"} as JSON instead of text.
+    /// Print {"preset", "report", "score"} as JSON instead of text ("report" is null when vLLM
+    /// refuses to start the setup; "score.startup_refusal" says why).
     #[arg(long)]
     pub json: bool,
 }
@@ -37,9 +38,12 @@ fn fmt_num(x: f64) -> String {
     }
 }
 
-/// "2 of 3 stars" and one line per goal.
+/// "2 of 3 stars", vLLM's refusal when the server did not start, and one line per goal.
 pub fn score_text(s: &Score) -> String {
     let mut out = format!("{} of {} stars\n", s.stars, s.max_stars);
+    if let Some(words) = &s.startup_refusal {
+        out += &format!("  0 stars: the server did not start: {words}\n");
+    }
     for g in &s.goals {
         let actual = g.actual.map_or("none".to_string(), fmt_num);
         out += &format!(
@@ -76,7 +80,9 @@ pub fn mission(args: &MissionArgs) -> Result<(), String> {
         println!("{}", serde_json::to_string_pretty(&out).expect("JSON values serialize"));
     } else {
         println!("mission {}: {}", m.number(), m.title());
-        print!("{}", summary(&report));
+        if let Some(report) = &report {
+            print!("{}", summary(report));
+        }
         print!("{}", score_text(&score));
     }
     Ok(())

@@ -1,16 +1,14 @@
 //! The validated simulation configuration. Presets (JSON) and Rust callers both end here, and
-//! `SimConfig::validate` names the offending field by its preset path (`scheduler.max_num_seqs`)
-//! with the allowed range, so one set of rules serves the CLI, the page and the tests.
+//! `SimConfig::validate` (validate.rs) names the offending field by its preset path
+//! (`scheduler.max_num_seqs`) with the allowed range, so one set of rules serves the CLI, the page
+//! and the tests.
 
 use std::fmt;
 
 use super::alloc::Fit;
 use super::memory_budget::{gpu_total_gib, ActivationShape, MemoryBudget, MemoryBudgetInput};
 use super::model::{gpu_preset, model_preset, GpuSpec, KvDtype, ModelSpec, GIB};
-use super::numbers::show_number;
-use super::startup_checks::{
-    check_block_size, check_free_memory, check_kv_cache_memory, check_max_model_len_fits, AttentionBackend,
-};
+use super::startup_checks::AttentionBackend;
 use super::timing::StepTimeCalibration;
 pub use super::version::EngineVersion;
 use super::workload::{Arrival, LengthDist, UserClass, WorkloadConfig};
@@ -146,11 +144,19 @@ impl Default for SimConfig {
 pub struct ConfigError {
     pub field: String,
     pub message: String,
+    /// Whether this is a well-formed setup vLLM refuses to start (startup_checks.rs), with
+    /// vLLM's own words in `message`, rather than a preset the lab cannot read.
+    pub startup_refusal: bool,
 }
 
 impl ConfigError {
     pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
-        ConfigError { field: field.into(), message: message.into() }
+        ConfigError { field: field.into(), message: message.into(), startup_refusal: false }
+    }
+
+    /// vLLM's refusal to start this setup; every other field of the preset is valid.
+    pub fn startup_refusal(field: impl Into<String>, message: impl Into<String>) -> Self {
+        ConfigError { startup_refusal: true, ..ConfigError::new(field, message) }
     }
 }
 
@@ -167,14 +173,6 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
-fn check_range<T: PartialOrd + fmt::Display + Copy>(field: &str, v: T, lo: T, hi: T) -> Result<(), ConfigError> {
-    if v >= lo && v <= hi {
-        Ok(())
-    } else {
-        Err(ConfigError::new(field, format!("{v} is out of range; use a value from {lo} to {hi}")))
-    }
-}
-
 /// Width of a model's residual stream: the published value for shipped models, else the dense
 /// decoder estimate `sqrt(params / (12 × layers))`.
 fn hidden_size(model: &ModelSpec) -> f64 {
@@ -182,33 +180,6 @@ fn hidden_size(model: &ModelSpec) -> f64 {
         || libm::sqrt(model.params_b * 1e9 / (12.0 * f64::from(model.layers.max(1)))),
         |s| f64::from(s.hidden_size),
     )
-}
-
-/// `tensor_parallel_size` is 1, 2, 4 or 8, and splits the KV heads evenly (or replicates them),
-/// as vLLM requires.
-fn check_tensor_parallel(c: &SimConfig) -> Result<(), ConfigError> {
-    let tp = c.tensor_parallel_size;
-    if ![1, 2, 4, 8].contains(&tp) {
-        return Err(ConfigError::new("tensor_parallel_size", format!("{tp} is not supported; use 1, 2, 4 or 8")));
-    }
-    let heads = c.model.kv_heads;
-    if heads % tp != 0 && tp % heads != 0 {
-        return Err(ConfigError::new(
-            "tensor_parallel_size",
-            format!(
-                "{tp} GPUs cannot split {heads} KV heads evenly; use a size that divides them or a multiple of them"
-            ),
-        ));
-    }
-    Ok(())
-}
-
-fn check_f64(field: &str, v: f64, lo: f64, hi: f64) -> Result<(), ConfigError> {
-    if v.is_finite() && v >= lo && v <= hi {
-        Ok(())
-    } else {
-        Err(ConfigError::new(field, format!("{} is out of range; use a number from {lo} to {hi}", show_number(v))))
-    }
 }
 
 impl SimConfig {
@@ -242,33 +213,6 @@ impl SimConfig {
             block_size,
             cuda_graphs_in_budget: true,
         }))
-    }
-
-    /// Sets `kv_memory_gib` to what vLLM would leave for the KV cache on this GPU (the whole
-    /// replica's), or says in vLLM's words why it would not start.
-    pub fn derive_kv_memory(&mut self) -> Result<(), ConfigError> {
-        if self.gpu_memory.is_none() {
-            return Ok(());
-        }
-        let field = "gpu_memory_utilization";
-        if let Some(g) = &self.gpu_memory {
-            check_f64(field, g.gpu_memory_utilization, 0.01, 1.0)?;
-            check_f64("gpu_memory_in_use_gib", g.gpu_memory_in_use_gib, 0.0, self.gpu.memory_gib)?;
-        }
-        check_tensor_parallel(self)?;
-        let budget = self.memory_budget().ok_or_else(|| {
-            ConfigError::new(
-                field,
-                format!(
-                    "needs a model whose shape kvlab knows ({}); give kv_memory_gib for a custom model",
-                    super::model::MODEL_IDS.join(", ")
-                ),
-            )
-        })?;
-        check_free_memory(&budget).map_err(|m| ConfigError::new(field, m))?;
-        check_kv_cache_memory(&budget).map_err(|m| ConfigError::new(field, m))?;
-        self.kv_memory_gib = budget.replica_kv_bytes() as f64 / GIB as f64;
-        Ok(())
     }
 
     /// What the lab labels about the block size: a size vLLM's default attention backend
@@ -349,89 +293,6 @@ impl SimConfig {
         super::workload::secs_to_us(self.duration_s)
     }
 
-    /// Checks every range and that a typical request of every class can ever fit.
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        check_f64("duration_s", self.duration_s, 1.0, 600.0)?;
-        let m = &self.model;
-        check_range("model.layers", m.layers, 1, 256)?;
-        check_range("model.kv_heads", m.kv_heads, 1, 256)?;
-        check_range("model.head_dim", m.head_dim, 1, 1024)?;
-        check_f64("model.params_b", m.params_b, 0.01, 5000.0)?;
-        check_f64("kv_memory_gib", self.kv_memory_gib, 0.01, 4096.0)?;
-        let s = &self.scheduler;
-        check_range("scheduler.max_num_seqs", s.max_num_seqs, 1, 4096)?;
-        check_range("scheduler.max_num_batched_tokens", s.max_num_batched_tokens, 1, 1 << 20)?;
-        check_range("scheduler.max_model_len", s.max_model_len, 2, 1 << 20)?;
-        check_f64("scheduler.swap_space_gib", s.swap_space_gib, 0.0, 4096.0)?;
-        if let Some(w) = s.watermark {
-            check_f64("scheduler.watermark", w, 0.0, 0.5)?;
-        }
-        if self.paged_v1() && s.preemption == PreemptionMode::Swap {
-            return Err(ConfigError::new(
-                "scheduler.preemption",
-                "vLLM v1 has no swap (it preempts by recompute); use \"recompute\", or set scheduler.engine to \"v0\"",
-            ));
-        }
-        if self.paged_v1() && !s.chunked_prefill && s.max_num_batched_tokens < s.max_model_len {
-            // vLLM refuses this at startup (SchedulerConfig): a preempted request re-prefills its
-            // prompt and output in one pass and could never fit a step again.
-            return Err(ConfigError::new(
-                "scheduler.max_num_batched_tokens",
-                format!(
-                    "{} < max_model_len {}: without chunked prefill vLLM v1 needs a step to hold a whole sequence; raise it to {}, lower scheduler.max_model_len, or set scheduler.chunked_prefill",
-                    s.max_num_batched_tokens, s.max_model_len, s.max_model_len
-                ),
-            ));
-        }
-        check_tensor_parallel(self)?;
-        if let AllocatorConfig::Paged { block_size, .. } = self.allocator {
-            check_range("allocator.block_size", block_size, 1, 256)?;
-            if let Some(backend) = self.attention_backend {
-                check_block_size(backend, block_size).map_err(|m| {
-                    ConfigError::new(
-                        "allocator.block_size",
-                        format!(
-                            "{m} ({} runs {}; change the block size or attention_backend)",
-                            backend.id(),
-                            backend.block_sizes_text()
-                        ),
-                    )
-                })?;
-            }
-        }
-        let capacity = self.capacity_tokens();
-        if capacity == 0 {
-            return Err(ConfigError::new(
-                "kv_memory_gib",
-                format!(
-                    "{} GiB holds no token of {} bytes; raise kv_memory_gib",
-                    self.kv_memory_gib,
-                    self.kv_bytes_per_token()
-                ),
-            ));
-        }
-        if let (AllocatorConfig::Paged { block_size, .. }, Some(blocks)) = (&self.allocator, self.num_gpu_blocks()) {
-            // vLLM refuses to start when one max_model_len request cannot fit in the pool.
-            let bytes_per_block = self.kv_bytes_per_token() * u64::from(*block_size);
-            check_max_model_len_fits((blocks * bytes_per_block) as i64, bytes_per_block, *block_size, s.max_model_len)
-                .map_err(|m| ConfigError::new("scheduler.max_model_len", m))?;
-        }
-        if let AllocatorConfig::Contiguous { reserve: Reserve::MaxModelLen, .. } = self.allocator {
-            if u64::from(s.max_model_len) > capacity {
-                return Err(ConfigError::new(
-                    "scheduler.max_model_len",
-                    format!(
-                        "a {}-token slab cannot fit in the {capacity}-token pool; lower max_model_len or raise kv_memory_gib",
-                        s.max_model_len
-                    ),
-                ));
-            }
-        }
-        self.validate_workload(capacity)?;
-        // The largest run the lab accepts (blocks, requests, steps): see `bounds`.
-        super::bounds::check(&self.run_bounds()).map_err(|e| ConfigError::new(e.field, e.message))
-    }
-
     /// What this configuration's run can reach at most: pool cells, expected requests, steps.
     pub fn run_bounds(&self) -> super::bounds::RunBounds {
         let capacity_tokens = self.capacity_tokens();
@@ -473,70 +334,6 @@ impl SimConfig {
             min_step_us,
             max_steps: duration_us.div_ceil(min_step_us),
         }
-    }
-
-    fn validate_workload(&self, capacity: u64) -> Result<(), ConfigError> {
-        let s = &self.scheduler;
-        match &self.workload.arrival {
-            Arrival::Poisson { rate_per_s, bursts } => {
-                check_f64("workload.arrival.rate_per_s", *rate_per_s, 0.0, 10_000.0)?;
-                for (i, b) in bursts.iter().enumerate() {
-                    let f = |k: &str| format!("workload.arrival.bursts[{i}].{k}");
-                    check_f64(&f("start_s"), b.start_s, 0.0, self.duration_s)?;
-                    check_f64(&f("end_s"), b.end_s, b.start_s, self.duration_s.max(b.start_s))?;
-                    check_f64(&f("rate_per_s"), b.rate_per_s, 0.0, 10_000.0)?;
-                }
-                if self.workload.classes.is_empty() {
-                    return Err(ConfigError::new("workload.classes", "add at least one user class"));
-                }
-            }
-            Arrival::Trace { max_tokens, .. } => {
-                check_range("workload.arrival.max_tokens", *max_tokens, 1, s.max_model_len)?;
-            }
-        }
-        for (i, c) in self.workload.classes.iter().enumerate() {
-            let f = |k: &str| format!("workload.classes[{i}].{k}");
-            check_f64(&f("weight"), c.weight, 1e-9, 1e9)?;
-            c.prompt_tokens.lognormal_params().map_err(|e| ConfigError::new(f("prompt_tokens"), e))?;
-            c.output_tokens.lognormal_params().map_err(|e| ConfigError::new(f("output_tokens"), e))?;
-            check_range(&f("max_tokens"), c.max_tokens, 1, s.max_model_len)?;
-            check_range(&f("n"), c.n, 1, 16)?;
-            if !self.paged_v1() && c.n > s.max_num_seqs {
-                return Err(ConfigError::new(
-                    f("n"),
-                    format!("{} samples can never run under scheduler.max_num_seqs = {}", c.n, s.max_num_seqs),
-                ));
-            }
-            check_range(&f("shared_prefix_tokens"), c.shared_prefix_tokens, 0, s.max_model_len - 1)?;
-            let prompt = (c.prompt_tokens.mean as u64).max(u64::from(c.shared_prefix_tokens) + 1);
-            if prompt >= u64::from(s.max_model_len) {
-                return Err(ConfigError::new(
-                    f("prompt_tokens"),
-                    format!(
-                        "the mean prompt ({prompt}) does not fit max_model_len ({}); raise scheduler.max_model_len",
-                        s.max_model_len
-                    ),
-                ));
-            }
-            if !s.chunked_prefill && prompt > u64::from(s.max_num_batched_tokens) {
-                return Err(ConfigError::new(
-                    "scheduler.max_num_batched_tokens",
-                    format!(
-                        "a {prompt}-token prompt of class {i} never fits one step; raise it or turn on chunked_prefill"
-                    ),
-                ));
-            }
-            let need = self.worst_case_tokens(prompt as u32, c.max_tokens, c.n);
-            if need > capacity {
-                return Err(ConfigError::new(
-                    f("max_tokens"),
-                    format!(
-                        "a typical request of this class needs {need} tokens of KV but the pool holds {capacity}; lower max_tokens, n or the prompt, or raise kv_memory_gib"
-                    ),
-                ));
-            }
-        }
-        Ok(())
     }
 
     /// Tokens of KV a request may need at worst: the slabs it reserves (contiguous), or its

@@ -23,6 +23,7 @@ pub mod scheduler;
 pub mod sim;
 pub mod startup_checks;
 pub mod timing;
+mod validate;
 pub mod version;
 pub mod workload;
 

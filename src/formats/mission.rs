@@ -196,7 +196,7 @@ pub fn name_missing_field(mut e: ConfigError) -> ConfigError {
 
 pub fn within(prefix: &str, e: ConfigError) -> ConfigError {
     let field = if e.field.is_empty() { prefix.to_string() } else { format!("{prefix}.{}", e.field) };
-    ConfigError { field, message: e.message }
+    ConfigError { field, ..e }
 }
 
 fn check_text(field: &str, text: &str, max_chars: usize) -> Result<(), ConfigError> {
@@ -238,7 +238,12 @@ pub fn validate_mission_dto(dto: &MissionDto) -> Result<Vec<Vec<Seg>>, ConfigErr
             format!("\"{}\" is not a preset schema; use \"{PRESET_SCHEMA}\"", dto.preset.schema),
         ));
     }
-    dto.preset.to_config().map_err(|e| within("preset", e))?;
+    // A setup vLLM refuses to start is a fair broken setup (it scores 0 stars with vLLM's words).
+    if let Err(e) = dto.preset.to_config() {
+        if !e.startup_refusal {
+            return Err(within("preset", e));
+        }
+    }
     let knobs = validate_knobs(&dto.knobs)?;
     validate_goals(&dto.goals)?;
     if dto.hints.len() > MAX_HINTS {

@@ -176,7 +176,16 @@ impl PresetDto {
                 .map(|n| shipped_calibration(n).map(|c| c.step_time()))
                 .transpose()?,
         };
-        config.derive_kv_memory()?;
+        // A refusal of the derived memory waits until every field is known to be valid: only a
+        // well-formed setup is "refused by vLLM".
+        let derived = config.derive_kv_memory();
+        if let Err(e) = &derived {
+            if !e.startup_refusal {
+                return Err(e.clone());
+            }
+        }
+        config.validate_fields()?;
+        derived?;
         config.validate()?;
         Ok(config)
     }

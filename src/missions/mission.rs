@@ -12,11 +12,15 @@
 //!   cover. [`score`] never fails: a preset that changed a locked path scores 0 stars and lists
 //!   the paths in `locked_changes`. A config path the preset lacks (a block size on a contiguous
 //!   allocator) has no value: the goal is unmet.
+//! - **A server vLLM refuses to start** (`engine::startup_checks`: no memory for the cache, a
+//!   `max_model_len` request that does not fit, a block size the attention backend does not run)
+//!   is a setup like any other: it is scored, not rejected. It earns 0 stars, no report, and
+//!   carries vLLM's words in [`Score::startup_refusal`]. Only a malformed preset is an error.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::engine::config::ConfigError;
+use crate::engine::config::{ConfigError, SimConfig};
 use crate::engine::metrics::Report;
 use crate::engine::sim::Simulation;
 use crate::formats::mission::{
@@ -62,19 +66,50 @@ pub struct Score {
     pub goals: Vec<GoalResult>,
     /// Preset paths changed that are not knobs of the mission; non-empty means 0 stars.
     pub locked_changes: Vec<String>,
+    /// vLLM's refusal to start this setup, in its words (0 stars; no run, so no report metric).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub startup_refusal: Option<String>,
+}
+
+/// What starting a well-formed setup gives: a configuration to run, or vLLM's refusal.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Startup {
+    Starts(Box<SimConfig>),
+    /// vLLM's startup error, in its words.
+    Refused(String),
+}
+
+/// Starts `preset` as vLLM would: its configuration, or vLLM's refusal to start it. A malformed
+/// preset (a field the lab cannot read or out of range) is an error naming the field.
+pub fn start(preset: &PresetDto) -> Result<Startup, ConfigError> {
+    match preset.to_config() {
+        Ok(config) => Ok(Startup::Starts(Box::new(config))),
+        Err(e) if e.startup_refusal => Ok(Startup::Refused(e.message)),
+        Err(e) => Err(e),
+    }
 }
 
 /// Scores a run: stars = the largest k such that every goal of tiers 1..=k is met, or 0 if the
 /// preset changed a path that is not a knob. Never fails and never panics.
 pub fn score(mission: &Mission, preset: &PresetDto, report: &Report) -> Score {
-    let preset_v = serde_json::to_value(preset).unwrap_or(Value::Null);
     let report_v = serde_json::to_value(report).unwrap_or(Value::Null);
+    score_values(mission, preset, &report_v, None)
+}
+
+/// Scores a setup vLLM refused to start: 0 stars, every report goal unmet (there was no run),
+/// and `refusal`, vLLM's words, as the reason.
+pub fn score_refused(mission: &Mission, preset: &PresetDto, refusal: &str) -> Score {
+    score_values(mission, preset, &Value::Null, Some(refusal.to_string()))
+}
+
+fn score_values(mission: &Mission, preset: &PresetDto, report_v: &Value, refusal: Option<String>) -> Score {
+    let preset_v = serde_json::to_value(preset).unwrap_or(Value::Null);
     let goals: Vec<GoalResult> = mission
         .dto
         .goals
         .iter()
         .map(|g| {
-            let actual = resolve(&g.metric, &preset_v, &report_v);
+            let actual = resolve(&g.metric, &preset_v, report_v);
             GoalResult {
                 label: g.label.clone(),
                 metric: g.metric.clone(),
@@ -89,7 +124,7 @@ pub fn score(mission: &Mission, preset: &PresetDto, report: &Report) -> Score {
         .collect();
     let locked_changes = mission.locked_changes(preset);
     let mut stars = 0;
-    if locked_changes.is_empty() {
+    if locked_changes.is_empty() && refusal.is_none() {
         for tier in 1..=MAX_STARS {
             if goals.iter().filter(|g| g.stars == tier).all(|g| g.met) {
                 stars = tier;
@@ -98,7 +133,7 @@ pub fn score(mission: &Mission, preset: &PresetDto, report: &Report) -> Score {
             }
         }
     }
-    Score { stars, max_stars: MAX_STARS, goals, locked_changes }
+    Score { stars, max_stars: MAX_STARS, goals, locked_changes, startup_refusal: refusal }
 }
 
 fn number(v: &Value) -> Option<f64> {
@@ -186,7 +221,8 @@ impl Mission {
     /// Merges a knob patch (a partial preset: `{"allocator": {"kind": "paged"}}`) into the
     /// mission's preset. Objects merge key by key, anything else replaces, an object with a
     /// different `kind` replaces the whole object, and `null` is refused. The result must be a
-    /// valid preset that changes only knobs; errors name the preset path.
+    /// valid preset that changes only knobs (vLLM may still refuse to start it; that scores 0
+    /// stars); errors name the preset path.
     pub fn apply_patch(&self, patch: &Value) -> Result<PresetDto, ConfigError> {
         patch_preset(&self.dto.preset, &self.knobs, &self.dto.knobs, patch)
     }
@@ -201,16 +237,21 @@ impl Mission {
         locked_changes(&self.dto.preset, &self.knobs, preset)
     }
 
-    /// Runs `preset` to the end and scores it.
-    pub fn run(&self, preset: &PresetDto) -> Result<(Report, Score), ConfigError> {
-        let config = preset.to_config()?;
-        let report = Simulation::new(config)?.run_to_end();
-        let s = score(self, preset, &report);
-        Ok((report, s))
+    /// Runs `preset` to the end and scores it; a setup vLLM refuses to start has no report and
+    /// scores 0 stars with vLLM's words ([`Score::startup_refusal`]).
+    pub fn run(&self, preset: &PresetDto) -> Result<(Option<Report>, Score), ConfigError> {
+        match start(preset)? {
+            Startup::Starts(config) => {
+                let report = Simulation::new(*config)?.run_to_end();
+                let s = score(self, preset, &report);
+                Ok((Some(report), s))
+            }
+            Startup::Refused(words) => Ok((None, score_refused(self, preset, &words))),
+        }
     }
 
     /// Applies a knob patch, runs it and scores it.
-    pub fn run_patch(&self, patch: &Value) -> Result<(PresetDto, Report, Score), ConfigError> {
+    pub fn run_patch(&self, patch: &Value) -> Result<(PresetDto, Option<Report>, Score), ConfigError> {
         let preset = self.apply_patch(patch)?;
         let (report, s) = self.run(&preset)?;
         Ok((preset, report, s))
@@ -231,7 +272,7 @@ fn patch_preset(
     merge(&mut merged, patch, &mut Vec::new())?;
     let dto = preset_dto_from_value(&merged).map_err(name_missing_field)?;
     check_locks(base, knobs, knob_names, &dto)?;
-    dto.to_config()?;
+    start(&dto)?;
     Ok(dto)
 }
 

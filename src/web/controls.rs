@@ -11,6 +11,7 @@ use wasm_bindgen::JsCast;
 use web_sys::{Element, HtmlElement, HtmlInputElement, HtmlSelectElement, HtmlTextAreaElement};
 
 use crate::engine::model::{gpu_preset, GPU_IDS, MODEL_IDS};
+use crate::engine::startup_checks::ATTENTION_BACKENDS;
 use crate::engine::version::EngineVersion;
 use crate::formats::calibration::shipped_calibration;
 use crate::formats::json::from_json_with_path;
@@ -98,6 +99,15 @@ fn get_in<'a>(root: &'a Value, path: &str) -> Option<&'a Value> {
 /// The state after setting the field at `path` to `value` (not yet validated as a config).
 pub fn edit(state: &LabState, path: &str, value: Value) -> Result<LabState, String> {
     let mut next = state.clone();
+    if path == ATTENTION_BACKEND_PATH {
+        // "" is vLLM's own choice: the field is left out.
+        next.preset.attention_backend = match value {
+            Value::String(s) if s.is_empty() => None,
+            Value::String(s) => Some(s),
+            other => return Err(format!("attention_backend: {other} is not a backend name")),
+        };
+        return Ok(next);
+    }
     if path == "calibration" {
         // "" is the selector's "none (default model)": the field is left out.
         next.preset.calibration = match value {
@@ -173,6 +183,7 @@ fn engine_default(state: &LabState, path: &str) -> Option<Value> {
         "scheduler.watermark" => Some(Value::from(engine.default_watermark())),
         "@paged.prefix_caching" => Some(Value::from(engine.default_prefix_caching())),
         "tensor_parallel_size" => Some(Value::from(1)),
+        ATTENTION_BACKEND_PATH => Some(Value::from("")),
         "gpu_memory_in_use_gib" => Some(Value::from(0)),
         _ => None,
     }
@@ -281,8 +292,39 @@ fn burst_row(i: usize) -> String {
     )
 }
 
+const ATTENTION_BACKEND_PATH: &str = "attention_backend";
+
+/// Adds the attention backend selector after the block size (once): vLLM's own choice, or one
+/// backend pinned as `--attention-backend` does, each labelled with the block sizes it runs. Under
+/// a pinned backend vLLM refuses other block sizes; under its own choice the lab labels them.
+fn add_attention_backend_control() {
+    let Some(block) = dom::document().query_selector("[data-path='@paged.block_size']").ok().flatten() else {
+        return;
+    };
+    let exists = dom::document().query_selector("[data-path='attention_backend']").ok().flatten().is_some();
+    let Some(label) = block.parent_element().filter(|_| !exists) else { return };
+    let field = dom::el("label", "field", None);
+    dom::append(&field, dom::el("span", "", Some("Attention backend")));
+    let select = dom::append(&field, dom::el("select", "", None));
+    let _ = select.set_attribute("data-path", ATTENTION_BACKEND_PATH);
+    let _ = select.set_attribute("data-type", "str");
+    let _ = select.set_attribute(
+        "title",
+        "vLLM's --attention-backend. Left to vLLM it is FlashAttention here, and blocks it does not run are labelled; pinned, vLLM refuses to start with a block size the backend does not run.",
+    );
+    let default = dom::append(&select, dom::el("option", "", Some("vLLM's choice (FlashAttention)")));
+    let _ = default.set_attribute("value", "");
+    for b in ATTENTION_BACKENDS {
+        let text = format!("{} ({}): blocks of {}", b.vllm_name(), b.id(), b.block_sizes_text());
+        let option = dom::append(&select, dom::el("option", "", Some(&text)));
+        let _ = option.set_attribute("value", b.id());
+    }
+    let _ = label.after_with_node_1(&field);
+}
+
 /// Fills the option lists that come from the engine (models, GPUs, presets, speeds).
 pub fn fill_options(speeds: &[f64], speed: f64) {
+    add_attention_backend_control();
     if let Some(sel) = dom::by_id::<HtmlSelectElement>("ctl-model") {
         let mut h: String = MODEL_IDS.iter().map(|m| format!("<option value=\"{m}\">{m}</option>")).collect();
         h.push_str(&format!("<option value=\"{CUSTOM_MODEL}\" disabled>custom (from the preset JSON)</option>"));

@@ -4,12 +4,14 @@
 //! previous runs when the new state is rejected. Time only ever moves by asking the engine to
 //! step (re-simulating from 0 to go back; the engine is deterministic). In mission mode the lab
 //! also holds the mission, refuses states that change a locked path, and scores the learner's run.
+//! A mission setup vLLM refuses to start (`missions::mission::start`) is scored, not rejected:
+//! the lab then holds no run, only vLLM's words (`Lab::refusal`), and the score is final at once.
 
 use crate::engine::plan::group_thousands;
 use crate::engine::workload::Arrival;
 use crate::engine::{AllocatorConfig, Report, SimConfig, Simulation, StepPoint};
 use crate::formats::preset::{AllocatorDto, FitDto, PresetDto, ReserveDto};
-use crate::missions::mission::{score, Mission, Score};
+use crate::missions::mission::{score, score_refused, start, Mission, Score, Startup};
 
 use super::url_state::{LabState, MissionRef, PageOptions};
 
@@ -177,6 +179,9 @@ pub struct Lab {
     pub options: PageOptions,
     /// The mission `state.mission` refers to (mission mode).
     pub mission: Option<Mission>,
+    /// Mission mode: vLLM's refusal to start the learner's setup, in its words. There is no run
+    /// then, and time stays at 0.
+    pub refusal: Option<String>,
     last_tick_ms: Option<f64>,
 }
 
@@ -199,18 +204,21 @@ impl Lab {
             speed: DEFAULT_SPEED,
             options,
             mission: None,
+            refusal: None,
             last_tick_ms: None,
         };
         lab.apply(state, false)?;
         Ok(lab)
     }
 
+    /// The run's length (the setup's, when vLLM refused to start it).
     pub fn duration_us(&self) -> u64 {
-        self.runs.first().map_or(0, |r| r.sim.duration_us())
+        self.runs.first().map_or_else(|| secs_to_us(self.state.preset.duration_s), |r| r.sim.duration_us())
     }
 
+    /// At the end of the run; a setup vLLM refused to start is over before it began.
     pub fn is_at_end(&self) -> bool {
-        self.t_us >= self.duration_us()
+        self.refusal.is_some() || self.t_us >= self.duration_us()
     }
 
     /// Replaces the state when every run of it validates; otherwise keeps everything as it was
@@ -239,6 +247,16 @@ impl Lab {
             self.seek(t);
             return Ok(());
         }
+        if mission.is_some() {
+            if let Startup::Refused(words) = start(&state.preset).map_err(|e| e.to_string())? {
+                self.state = state;
+                self.runs = Vec::new();
+                self.mission = mission;
+                self.refusal = Some(words);
+                self.seek(0);
+                return Ok(());
+            }
+        }
         let runs = presets
             .into_iter()
             .map(|p| {
@@ -250,6 +268,7 @@ impl Lab {
         self.state = state;
         self.runs = runs;
         self.mission = mission;
+        self.refusal = None;
         self.t_us = 0;
         self.seek(t);
         Ok(())
@@ -257,7 +276,7 @@ impl Lab {
 
     /// Shows time `t_us` (clamped to the run).
     pub fn seek(&mut self, t_us: u64) {
-        let t = t_us.min(self.duration_us());
+        let t = if self.runs.is_empty() { 0 } else { t_us.min(self.duration_us()) };
         for run in &mut self.runs {
             run.seek(t);
         }
@@ -325,6 +344,9 @@ impl Lab {
     /// The mission's score of the run so far (None outside mission mode).
     pub fn mission_status(&self) -> Option<MissionStatus> {
         let m = self.mission.as_ref()?;
+        if let Some(words) = &self.refusal {
+            return Some(MissionStatus { score: score_refused(m, &self.state.preset, words), at_end: true });
+        }
         let run = self.scored_run()?;
         Some(MissionStatus { score: score(m, &run.preset, &run.report()), at_end: self.is_at_end() })
     }

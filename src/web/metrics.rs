@@ -194,7 +194,9 @@ impl MetricsView {
             .map(|m| {
                 // Derived from the GPU: vLLM's startup lines in its order; else its capacity line.
                 let text = match &m.report.gpu_memory {
-                    Some(g) => g.startup_lines.join("\n"),
+                    Some(g) => {
+                        g.startup_lines.iter().cloned().chain(tensor_parallel_line(g)).collect::<Vec<_>>().join("\n")
+                    }
                     None => m.report.capacity_line.clone(),
                 };
                 if runs.len() > 1 {
@@ -205,5 +207,17 @@ impl MetricsView {
             })
             .collect();
         dom::set_text(&self.startup, &lines.join("\n"));
+        // No run (a mission setup vLLM refused to start): no startup lines to show.
+        dom::set_hidden(&self.startup, lines.is_empty());
     }
+}
+
+/// Under tensor parallelism vLLM's lines are one GPU's: say so, with the replica's total.
+fn tensor_parallel_line(g: &crate::engine::metrics::GpuMemoryReport) -> Option<String> {
+    (g.tensor_parallel_size > 1).then(|| {
+        format!(
+            "per GPU (1 of {}): weights {:.2} GiB, KV {:.2} GiB, {} KV heads; per replica: KV {:.2} GiB",
+            g.tensor_parallel_size, g.weights_gib_per_gpu, g.kv_gib_per_gpu, g.kv_heads_per_gpu, g.kv_gib_per_replica
+        )
+    })
 }

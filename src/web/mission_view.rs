@@ -213,7 +213,9 @@ impl MissionView {
     }
 
     fn render_score(&mut self, lab: &Lab, m: &Mission, status: &MissionStatus, solution: bool) {
-        let started = lab.t_us > 0;
+        // A setup vLLM refused to start is scored at once: every goal missed, no value to show.
+        let refusal = status.score.startup_refusal.as_deref();
+        let started = lab.t_us > 0 || refusal.is_some();
         self.was_final = status.at_end;
         // A goal's explanation opens by itself once its star is earned: by this run at its end,
         // or earlier in this browser. Until then it stays closed unless the learner opens it.
@@ -236,6 +238,7 @@ impl MissionView {
             }
             let now = match g.actual {
                 _ if !started => "—".to_string(),
+                None if refusal.is_some() => "no run: the server did not start".to_string(),
                 Some(v) => format!("{} {}", if status.at_end { "result" } else { "now" }, format_metric(&g.metric, v)),
                 None => "no value (this setup has no such field)".to_string(),
             };
@@ -252,7 +255,9 @@ impl MissionView {
         }
         let t = lab.t_us as f64 / 1e6;
         let d = lab.duration_us() as f64 / 1e6;
-        let line = if solution {
+        let line = if let Some(words) = refusal {
+            format!("The server did not start: {words}")
+        } else if solution {
             "This is the documented fix, shown by the solution button: its stars are not saved. Set it up yourself to earn them.".to_string()
         } else if !started {
             format!("Not run yet: press Play, or End to jump to the end of the {d:.0} s.")
