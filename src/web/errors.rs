@@ -100,6 +100,14 @@ pub fn clear_error(kind: &str) {
     }
 }
 
+/// Removes the refusals of input (a preset, a mission, a link, a control value): called when a
+/// new setup loads, so no stale "Preset not loaded" stays above a preset that did load.
+pub fn clear_input_errors() {
+    for kind in ["preset", "mission", "link", "control"] {
+        clear_error(kind);
+    }
+}
+
 /// Text of the messages on the page (for the JS API and tests).
 pub fn current_errors() -> Vec<String> {
     let Some(box_) = dom::by_id::<HtmlElement>("messages") else { return Vec::new() };
