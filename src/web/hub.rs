@@ -105,23 +105,34 @@ pub fn render(list: &Element) -> Result<(), String> {
     Ok(())
 }
 
+/// A custom mission on the hub: its name as the played list keeps it (the id alone when only
+/// the star record knows it) and its stars.
+pub struct CustomEntry {
+    pub id: String,
+    /// 0 when unknown.
+    pub number: u32,
+    pub title: String,
+    pub stars: u8,
+}
+
 /// The custom missions played in this browser: the played list's names, then any other mission
 /// id the star record holds, each with its stars (they count in no total: the total is over the
 /// shipped missions).
-pub fn custom_entries() -> Vec<(String, u32, String, u8)> {
+pub fn custom_entries() -> Vec<CustomEntry> {
     let shipped = missions::ids();
-    let mut out: Vec<(String, u32, String, u8)> = storage::played()
+    let stars_of = |id: &str| storage::with_keeper(|k| k.stars(id));
+    let mut out: Vec<CustomEntry> = storage::played()
         .missions()
         .iter()
         .filter(|m| !shipped.contains(&m.id))
-        .map(|m| (m.id.clone(), m.number, m.title.clone(), storage::with_keeper(|k| k.stars(&m.id))))
+        .map(|m| CustomEntry { id: m.id.clone(), number: m.number, title: m.title.clone(), stars: stars_of(&m.id) })
         .collect();
     let others: Vec<(String, u8)> = storage::with_keeper(|k| {
         k.record().iter().map(|(id, s)| (id.to_string(), s)).filter(|(id, _)| !shipped.contains(id)).collect()
     });
     for (id, stars) in others {
-        if !out.iter().any(|e| e.0 == id) {
-            out.push((id.clone(), 0, id, stars));
+        if !out.iter().any(|e| e.id == id) {
+            out.push(CustomEntry { title: id.clone(), id, number: 0, stars });
         }
     }
     out
@@ -136,7 +147,7 @@ fn render_custom() {
     dom::clear(&list);
     let entries = custom_entries();
     dom::set_hidden(&section, entries.is_empty());
-    for (id, number, title, stars) in entries {
+    for CustomEntry { id, number, title, stars } in entries {
         let li = dom::append(&list, dom::el("li", "card custom", None));
         let _ = li.set_attribute("data-id", &id);
         let _ = li.set_attribute("data-stars", &stars.to_string());
