@@ -63,6 +63,8 @@ pub fn show(state: &LabState) {
     if let Some(el) = dom::by_id::<HtmlElement>("preset-title") {
         let line = header_line(&state.preset, unedited);
         dom::set_text(&el, line.as_deref().unwrap_or(""));
+        // The header cuts a long title; hovering shows it whole.
+        let _ = el.set_attribute("title", line.as_deref().unwrap_or(""));
         dom::set_hidden(&el, line.is_none());
     }
 }
