@@ -124,14 +124,16 @@ async fn on_a_phone_a_missions_knobs_sit_under_its_goals_and_jump_to_their_setti
     let chip = c.find(Locator::Css("#mission-knobs .knob[data-knob='allocator.block_size']")).await.unwrap();
     chip.click().await.unwrap();
     assert_eq!(active_id(c).await, "@paged.block_size");
-    let in_view =
-        js(c, "const r = document.activeElement.getBoundingClientRect(); return r.top >= 0 && r.bottom <= innerHeight")
-            .await;
-    assert_eq!(in_view, true);
+    let rect =
+        js(c, "const r = document.activeElement.getBoundingClientRect(); return [r.top, r.bottom, innerHeight]").await;
+    let (top, bottom, vh) = (rect[0].as_f64().unwrap(), rect[1].as_f64().unwrap(), rect[2].as_f64().unwrap());
+    assert!(top >= 0.0 && bottom <= vh + 1.0, "the block-size field is not in view: {rect}");
 
     // Mid-run, for the screenshot (docs/screenshots/mission-phone-390x844.png).
     js(c, "kvlab.runTo(25); window.scrollTo(0, 0); return null").await;
     wait_for(c, "document.getElementById('mission-status').textContent.length > 0", "the status").await;
+    save_screenshot(c, "mission-phone-390x844-top.png").await;
+    js(c, "document.getElementById('mission-goals').scrollIntoView(); return null").await;
     save_screenshot(c, "mission-phone-390x844.png").await;
     b.client.close().await.unwrap();
 }

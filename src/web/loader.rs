@@ -193,7 +193,7 @@ pub fn wire_dialog(app: &Rc<App>) {
     let show_error = |text: Option<&str>| show_in_dialog("load-error", text);
     if let Some(btn) = dom::by_id::<HtmlElement>("load-btn") {
         let d = dialog.clone();
-        let se = show_error.clone();
+        let se = show_error;
         dom::listen::<Event>(&btn, "click", move |_| {
             se(None);
             show_in_dialog("load-verdict", None);
