@@ -2,7 +2,8 @@
 //! screen-reader and phone users: the Export menu (arrow keys, Escape, a click elsewhere), the
 //! inspector as a live region only while paused, canvases as images, the favicon, mission knob
 //! chips that jump to their setting, and a mission on a phone (knobs under the goals, settings
-//! in the page's own scroll, no nested scroll area), with its screenshot.
+//! in the page's own scroll, no nested scroll area), with its screenshot; and no mission showing
+//! an explanation, a hint or its fix before it is earned or asked for.
 #![cfg(not(target_arch = "wasm32"))]
 
 mod common_e2e;
@@ -135,5 +136,42 @@ async fn on_a_phone_a_missions_knobs_sit_under_its_goals_and_jump_to_their_setti
     save_screenshot(c, "mission-phone-390x844-top.png").await;
     js(c, "document.getElementById('mission-goals').scrollIntoView(); return null").await;
     save_screenshot(c, "mission-phone-390x844.png").await;
+    b.client.close().await.unwrap();
+}
+
+/// No mission gives its answer away: before a hint is asked for, no star earned and no solution
+/// shown, the page's visible text (`innerText`, which leaves out closed explanations and hidden
+/// parts) holds none of the goals' explanations, the hints or the fix, at the start and after
+/// the broken run's end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_explanation_hint_or_solution_shows_before_it_is_earned_or_asked_for() {
+    let base = serve(require_dist()).await;
+    let b = browser(1400, 900).await;
+    let c = &b.client;
+    let index = kvlab::missions::shipped::index().unwrap();
+    for entry in &index.missions {
+        let m = kvlab::missions::shipped::mission(&entry.id).unwrap();
+        let fix = serde_json::to_string(m.fix()).unwrap();
+        let secrets: Vec<&str> = m
+            .goals()
+            .iter()
+            .map(|g| g.explain.as_str())
+            .chain(m.hints().iter().map(String::as_str))
+            .chain([fix.as_str()])
+            .collect();
+        open(c, &format!("{base}?autoplay=0&mission={}", entry.id)).await;
+        js(c, "localStorage.clear(); return null").await;
+        open(c, &format!("{base}?autoplay=0&mission={}", entry.id)).await;
+        for moment in ["start", "end"] {
+            if moment == "end" {
+                js(c, "kvlab.runToEnd(); return null").await;
+                wait_for(c, "JSON.parse(kvlab.missionScore()).final === true", "the end").await;
+            }
+            let page = js(c, "return document.body.innerText").await.as_str().unwrap().to_string();
+            for secret in &secrets {
+                assert!(!page.contains(secret), "{} at the {moment}: shows \"{secret}\"", entry.id);
+            }
+        }
+    }
     b.client.close().await.unwrap();
 }
