@@ -35,6 +35,15 @@ async fn load_in_dialog(c: &Client, doc: &str) {
     c.find(Locator::Id("load-apply")).await.unwrap().click().await.unwrap();
 }
 
+fn urlencode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
 fn example() -> String {
     std::fs::read_to_string(repo_path("assets/missions/examples/first-mission.json")).unwrap()
 }
@@ -79,6 +88,22 @@ async fn the_load_dialog_runs_the_mission_check_and_says_why_a_mission_is_not_va
     load_in_dialog(c, r#"{"schema": "kvlab/preset@1", "kv_memory_gib": "lots"}"#).await;
     wait_for(c, "!document.getElementById('load-error').hidden", "the error").await;
     assert!(!shown(c, "load-verdict").await);
+
+    // From a link the check runs too: a learner hears about a mission that is not valid, and
+    // nothing about one that is.
+    for (doc, says) in [(example(), None), (lenient, Some("the broken setup already earns 1 star(s)"))] {
+        let url = format!(
+            "{base}?autoplay=0&mission_url={}",
+            urlencode(&format!("data:application/json,{}", urlencode(&doc)))
+        );
+        open(c, &url).await;
+        wait_for(c, "document.getElementById('mission-title').textContent.startsWith('Reserve')", "the mission").await;
+        let errors = js(c, "return kvlab.errors().join(' | ')").await.as_str().unwrap().to_string();
+        match says {
+            Some(problem) => assert!(errors.contains(problem), "{errors}"),
+            None => assert!(!errors.contains("Mission check"), "{errors}"),
+        }
+    }
     b.client.close().await.unwrap();
 }
 

@@ -65,6 +65,11 @@ pub fn show_notice(kind: &str, text: &str) {
     show_message(kind, text, "notice");
 }
 
+/// Shows good news (a check that passed), replacing the previous message of the same kind.
+pub fn show_ok(kind: &str, text: &str) {
+    show_message(kind, text, "ok");
+}
+
 fn show_message(kind: &str, text: &str, class: &str) {
     let Some(box_) = dom::by_id::<HtmlElement>("messages") else {
         web_sys::console::error_1(&text.into());

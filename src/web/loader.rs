@@ -64,13 +64,19 @@ pub struct Verdict {
 }
 
 /// Runs `kvlab check`'s mission check on `m` and shows the verdict on the page (kind
-/// "mission-check": a notice that stays until the next load).
-pub fn check_and_report(m: &Mission) -> Verdict {
+/// "mission-check", until the next load): a mission that fails is always reported; one that
+/// passes only when `announce_pass` (the instructor loaded it; a learner following a link needs
+/// no news that all is well).
+pub fn check_and_report(m: &Mission, announce_pass: bool) -> Verdict {
     let verdict = match check_mission(m) {
         Ok(c) => Verdict { valid: c.problem().is_none(), text: c.verdict() },
         Err(e) => Verdict { valid: false, text: format!("Not a valid mission: {e}.") },
     };
-    errors::show_notice("mission-check", &verdict.text);
+    if !verdict.valid {
+        errors::show_notice("mission-check", &verdict.text);
+    } else if announce_pass {
+        errors::show_ok("mission-check", &verdict.text);
+    }
     verdict
 }
 
@@ -92,7 +98,7 @@ pub fn load_document(app: &App, text: &str, expect: Option<&str>) -> Result<Opti
     match parse_document(text) {
         Ok(Document::Mission(m)) => {
             app.start_mission(&m)?;
-            Ok(Some(check_and_report(&m)))
+            Ok(Some(check_and_report(&m, expect.is_none())))
         }
         Ok(Document::Preset(dto)) => app
             .change("preset", false, |s| {
