@@ -5,13 +5,15 @@
 # viewport set exactly), copied to docs/screenshots/embed-<theme>-<w>x<h>.png or into the folder
 # given as $1. (`chromium --screenshot` is not used: it may resize the view just before the
 # capture without letting the page lay itself out again, which shows a map fitted to another
-# size.) Needs dist/ (scripts/test-web.sh builds it) and the tools of scripts/setup.sh.
+# size.) Also a mission mid-run on a phone (390×844, tests/e2e_access.rs) as
+# mission-phone-390x844.png. Needs dist/ (scripts/test-web.sh builds it) and the tools of scripts/setup.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/.tools/bin:$HOME/.cargo/bin:$PATH"
 out="${1:-docs/screenshots}"
 [ -f dist/index.html ] || { echo "dist/ is missing: run scripts/test-web.sh first" >&2; exit 1; }
 CHROMEDRIVER="$(command -v chromedriver)" cargo test --test e2e_embed the_embed_fits_every_frame_without_scrolling
+CHROMEDRIVER="$(command -v chromedriver)" cargo test --test e2e_access on_a_phone
 mkdir -p "$out"
 for theme in light dark; do
   for size in 360x640 600x400 800x500; do
@@ -19,3 +21,5 @@ for theme in light dark; do
     echo "$out/embed-$theme-$size.png"
   done
 done
+cp target/screenshots/mission-phone-390x844.png "$out/mission-phone-390x844.png"
+echo "$out/mission-phone-390x844.png"

@@ -6,6 +6,9 @@
 
 use crate::engine::{MapCell, StepPoint};
 
+mod layout;
+pub use layout::{MapLayout, MAX_PITCH};
+
 /// One pixel, in the byte order of a canvas `ImageData` (R, G, B, A).
 pub type Rgba = [u8; 4];
 
@@ -21,8 +24,9 @@ pub mod palette {
     pub const FREE: Rgba = [0xE3, 0xE6, 0xEB, 0xFF];
     /// Allocated (reserved or held) but holding no token.
     pub const EMPTY: Rgba = [0x8C, 0x1C, 0x2E, 0xFF];
-    /// The hatch lines drawn over `EMPTY` in cells of 6 px and more.
-    pub const EMPTY_HATCH: Rgba = [0xA8, 0x3B, 0x4A, 0xFF];
+    /// The hatch lines drawn over `EMPTY` in cells of 5 px and more (contrast 2.2 : 1 with
+    /// `EMPTY`, so one-pixel lines show at 1× device pixel ratio).
+    pub const EMPTY_HATCH: Rgba = [0xC4, 0x5A, 0x69, 0xFF];
     /// Slab-start markers, shared-block dots, the keyboard cursor.
     pub const INK: Rgba = [0x1E, 0x23, 0x2E, 0xFF];
     /// Copy-on-write dots.
@@ -74,7 +78,7 @@ impl MapTheme {
         background: [0x17, 0x1C, 0x23, 0xFF],
         free: [0x2E, 0x35, 0x40, 0xFF],
         empty: [0x92, 0x1F, 0x33, 0xFF],
-        empty_hatch: [0xAE, 0x3A, 0x4D, 0xFF],
+        empty_hatch: [0xC8, 0x58, 0x6A, 0xFF],
         cursor: [0xFF, 0xFF, 0xFF, 0xFF],
     };
 
@@ -119,76 +123,11 @@ pub fn mix(a: Rgba, b: Rgba, t: f32) -> Rgba {
     mix_w(a, b, (t.clamp(0.0, 1.0) * 256.0 + 0.5) as u32)
 }
 
+/// Smallest cell side (device pixels) that gets the "allocated, empty" hatch.
+pub const HATCH_FROM: u32 = 5;
+
 /// The weight of the background in a faded cell (78%).
 const FADE_W: u32 = 200;
-
-/// Largest cell pitch (cell plus gap), in device pixels.
-pub const MAX_PITCH: u32 = 28;
-
-/// Where each cell of the map goes: a row-major grid of square cells, `pitch` pixels apart,
-/// `cell` pixels wide (a one-pixel gap from a pitch of 4 up).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct MapLayout {
-    pub width: u32,
-    pub height: u32,
-    pub cols: u32,
-    pub rows: u32,
-    pub pitch: u32,
-    pub cell: u32,
-    pub cells: usize,
-}
-
-impl MapLayout {
-    /// The largest pitch at which `cells` cells fit `width` × `max_height` pixels; pitch 1 (one
-    /// pixel a cell, height growing past `max_height`) when nothing larger fits.
-    pub fn fit(cells: usize, width: u32, max_height: u32) -> MapLayout {
-        let width = width.max(1);
-        let pitch = (1..=MAX_PITCH)
-            .rev()
-            .find(|&p| {
-                let cols = width / p;
-                cols > 0 && (cells as u64).div_ceil(u64::from(cols)) * u64::from(p) <= u64::from(max_height)
-            })
-            .unwrap_or(1);
-        Self::with_pitch(cells, width, pitch)
-    }
-
-    /// A grid of fixed pitch over `width` pixels.
-    pub fn with_pitch(cells: usize, width: u32, pitch: u32) -> MapLayout {
-        let width = width.max(1);
-        let pitch = pitch.clamp(1, width);
-        let cols = (width / pitch).max(1);
-        let rows = (cells as u64).div_ceil(u64::from(cols)).max(1) as u32;
-        MapLayout {
-            width,
-            height: rows * pitch,
-            cols,
-            rows,
-            pitch,
-            cell: if pitch >= 4 { pitch - 1 } else { pitch },
-            cells,
-        }
-    }
-
-    /// Top-left pixel of cell `i`.
-    pub fn origin(&self, i: usize) -> (u32, u32) {
-        let i = i as u32;
-        ((i % self.cols) * self.pitch, (i / self.cols) * self.pitch)
-    }
-
-    /// The cell under pixel (x, y), gaps included.
-    pub fn cell_at(&self, x: f64, y: f64) -> Option<usize> {
-        if !(x >= 0.0 && y >= 0.0) {
-            return None;
-        }
-        let (col, row) = ((x as u32) / self.pitch, (y as u32) / self.pitch);
-        if col >= self.cols || row >= self.rows {
-            return None;
-        }
-        let i = (row * self.cols + col) as usize;
-        (i < self.cells).then_some(i)
-    }
-}
 
 /// What to emphasise when drawing.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -257,22 +196,18 @@ pub fn render_map(cells: &[MapCell], cell_tokens: u32, layout: &MapLayout, opts:
     }
     let mut canvas = Pixels { buf, stride: w, height: h, theme };
     let n = cells.len().min(layout.cells);
-    let cols = layout.cols as usize;
-    for (row, chunk) in cells[..n].chunks(cols.max(1)).enumerate() {
-        let y = row as u32 * layout.pitch;
-        for (col, c) in chunk.iter().enumerate() {
-            let x = col as u32 * layout.pitch;
-            let faded = opts.highlight_owner.is_some_and(|owner| c.owner != owner);
-            draw_cell(&mut canvas, x, y, layout.cell, c, cell_tokens, faded);
-            if opts.highlight_owner.is_some() && !faded {
-                // The highlighted request's cells get a dark frame, whatever their colour.
-                canvas.outline(x, y, layout.cell, palette::INK);
-            }
+    for (i, c) in cells[..n].iter().enumerate() {
+        let (x, y, w, h) = layout.rect(i);
+        let faded = opts.highlight_owner.is_some_and(|owner| c.owner != owner);
+        draw_cell(&mut canvas, (x, y, w, h), c, cell_tokens, faded);
+        if opts.highlight_owner.is_some() && !faded {
+            // The highlighted request's cells get a dark frame, whatever their colour.
+            canvas.outline(x, y, w, h, palette::INK);
         }
     }
     if let Some(i) = opts.cursor.filter(|&i| i < n) {
-        let (x, y) = layout.origin(i);
-        canvas.outline(x, y, layout.cell, theme.cursor);
+        let (x, y, w, h) = layout.rect(i);
+        canvas.outline(x, y, w, h, theme.cursor);
     }
 }
 
@@ -308,15 +243,15 @@ impl Pixels<'_> {
         }
     }
 
-    fn outline(&mut self, x: u32, y: u32, s: u32, c: Rgba) {
-        if s < 3 {
-            self.fill(x, y, s, s, c);
+    fn outline(&mut self, x: u32, y: u32, w: u32, h: u32, c: Rgba) {
+        if w.min(h) < 3 {
+            self.fill(x, y, w, h, c);
             return;
         }
-        self.fill(x, y, s, 1, c);
-        self.fill(x, y + s - 1, s, 1, c);
-        self.fill(x, y, 1, s, c);
-        self.fill(x + s - 1, y, 1, s, c);
+        self.fill(x, y, w, 1, c);
+        self.fill(x, y + h - 1, w, 1, c);
+        self.fill(x, y, 1, h, c);
+        self.fill(x + w - 1, y, 1, h, c);
     }
 }
 
@@ -328,37 +263,35 @@ fn fade_to(c: Rgba, faded: bool, theme: &MapTheme) -> Rgba {
     }
 }
 
-fn draw_cell(px: &mut Pixels<'_>, x: u32, y: u32, s: u32, c: &MapCell, cell_tokens: u32, faded: bool) {
+/// Draws one cell into its rectangle `(x, y, w, h)`.
+fn draw_cell(px: &mut Pixels<'_>, (x, y, w, h): (u32, u32, u32, u32), c: &MapCell, cell_tokens: u32, faded: bool) {
     let theme = px.theme;
     let fade = |c: Rgba, f: bool| fade_to(c, f, &theme);
-    if s == 1 {
-        px.put(x, y, fade(cell_colour_in(c, cell_tokens, &theme), faded));
-        return;
-    }
+    let s = w.min(h);
     if s < 3 {
-        px.fill(x, y, s, s, fade(cell_colour_in(c, cell_tokens, &theme), faded));
+        px.fill(x, y, w, h, fade(cell_colour_in(c, cell_tokens, &theme), faded));
         return;
     }
+    // A square dot of `size` pixels in the middle of the cell.
     let dot = |px: &mut Pixels<'_>, colour: Rgba, size: u32| {
         let d = size.min(s);
-        let o = (s - d) / 2;
-        px.fill(x + o, y + o, d, d, fade(colour, faded));
+        px.fill(x + (w - d) / 2, y + (h - d) / 2, d, d, fade(colour, faded));
     };
     let Some(request) = c.request() else {
-        px.fill(x, y, s, s, fade(theme.free, faded));
+        px.fill(x, y, w, h, fade(theme.free, faded));
         if c.flags & MapCell::CACHED != 0 {
             dot(px, palette::CACHED, (s / 3).max(1));
         }
         return;
     };
-    let filled = filled_rows(c.live_tokens, cell_tokens, s);
-    let empty_rows = s - filled;
+    let filled = filled_rows(c.live_tokens, cell_tokens, h);
+    let empty_rows = h - filled;
     if empty_rows > 0 {
-        px.fill(x, y, s, empty_rows, fade(theme.empty, faded));
-        if s >= 6 {
+        px.fill(x, y, w, empty_rows, fade(theme.empty, faded));
+        if s >= HATCH_FROM {
             let hatch = fade(theme.empty_hatch, faded);
             for dy in 0..empty_rows {
-                for dx in 0..s {
+                for dx in 0..w {
                     // Global coordinates keep the hatch continuous across cells.
                     if (x + dx + y + dy) % 4 == 0 {
                         px.put(x + dx, y + dy, hatch);
@@ -368,11 +301,11 @@ fn draw_cell(px: &mut Pixels<'_>, x: u32, y: u32, s: u32, c: &MapCell, cell_toke
         }
     }
     if filled > 0 {
-        px.fill(x, y + empty_rows, s, filled, fade(owner_colour(request), faded));
+        px.fill(x, y + empty_rows, w, filled, fade(owner_colour(request), faded));
     }
     if c.flags & MapCell::SLAB_START != 0 {
-        let bar = if s >= 5 { (s / 4).max(2) } else { 1 };
-        px.fill(x, y, bar, s, fade(palette::INK, faded));
+        let bar = if w >= 5 { (w / 4).max(2) } else { 1 };
+        px.fill(x, y, bar, h, fade(palette::INK, faded));
     }
     if s >= 5 {
         if c.flags & MapCell::SHARED != 0 {
@@ -455,29 +388,6 @@ mod tests {
     }
 
     #[test]
-    fn layout_fits_the_largest_pitch() {
-        let l = MapLayout::fit(5120, 900, 400);
-        assert!(l.rows * l.pitch <= 400);
-        assert!(l.cols * l.rows >= 5120);
-        let bigger = MapLayout::with_pitch(5120, 900, l.pitch + 1);
-        assert!(bigger.height > 400, "pitch {} was not the largest", l.pitch);
-        let tiny = MapLayout::fit(200_000, 100, 10);
-        assert_eq!(tiny.pitch, 1);
-        assert_eq!(tiny.height, 2000);
-    }
-
-    #[test]
-    fn hit_testing_maps_pixels_to_cells() {
-        let l = MapLayout::with_pitch(10, 40, 10);
-        assert_eq!((l.cols, l.rows), (4, 3));
-        assert_eq!(l.cell_at(0.0, 0.0), Some(0));
-        assert_eq!(l.cell_at(15.0, 5.0), Some(1));
-        assert_eq!(l.cell_at(5.0, 25.0), Some(8));
-        assert_eq!(l.cell_at(25.0, 25.0), None, "past the last cell");
-        assert_eq!(l.cell_at(-1.0, 0.0), None);
-    }
-
-    #[test]
     fn cells_draw_free_empty_live_and_markers() {
         let cells =
             [cell(0, 0, 0), cell(1, 0, MapCell::SLAB | MapCell::SLAB_START), cell(1, 16, MapCell::SLAB), cell(2, 8, 0)];
@@ -526,6 +436,38 @@ mod tests {
         assert_eq!(pixel(&buf, &l, 0, 0), palette::FREE);
         assert_eq!(pixel(&buf, &l, 2, 1), palette::EMPTY);
         assert_eq!(pixel(&buf, &l, 5, 1), owner_colour(2));
+    }
+
+    /// WCAG contrast ratio of two colours.
+    fn contrast(a: Rgba, b: Rgba) -> f64 {
+        let lum = |c: Rgba| {
+            let ch = |v: u8| {
+                let v = f64::from(v) / 255.0;
+                if v <= 0.03928 {
+                    v / 12.92
+                } else {
+                    ((v + 0.055) / 1.055).powf(2.4)
+                }
+            };
+            0.2126 * ch(c[0]) + 0.7152 * ch(c[1]) + 0.0722 * ch(c[2])
+        };
+        let (x, y) = (lum(a), lum(b));
+        (x.max(y) + 0.05) / (x.min(y) + 0.05)
+    }
+
+    #[test]
+    fn the_empty_hatch_shows_in_small_cells_at_one_device_pixel() {
+        for theme in [MapTheme::LIGHT, MapTheme::DARK] {
+            assert!(contrast(theme.empty, theme.empty_hatch) >= 2.0, "{theme:?}");
+        }
+        // A 5-px cell (pitch 6 at 1×) carries hatch pixels.
+        let l = MapLayout::with_pitch(1, 6, 6);
+        let mut buf = Vec::new();
+        render_map(&[cell(1, 0, MapCell::SLAB)], 16, &l, &RenderOptions::default(), &mut buf);
+        let hatch = (0..5)
+            .flat_map(|y| (1..5).map(move |x| (x, y)))
+            .filter(|&(x, y)| pixel(&buf, &l, x, y) == palette::EMPTY_HATCH);
+        assert!(hatch.count() >= 3);
     }
 
     #[test]

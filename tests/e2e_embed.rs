@@ -40,8 +40,8 @@ fn f(v: &Value, path: &[&str]) -> f64 {
     x.as_f64().unwrap_or_else(|| panic!("{path:?} missing in {v}"))
 }
 
-/// Asserts the embed fits a `w` × `h` frame (no scrolling, the map ≥ 40% of the height, the
-/// transport inside the frame).
+/// Asserts the embed fits a `w` × `h` frame (no scrolling, the drawn map ≥ 40% of the height,
+/// the transport inside the frame).
 fn assert_fits(m: &Value, what: &str) {
     let (vw, vh) = (f(m, &["vw"]), f(m, &["vh"]));
     assert!(f(m, &["scroll_w"]) <= f(m, &["client_w"]), "{what}: scrolls sideways: {m}");
@@ -49,8 +49,13 @@ fn assert_fits(m: &Value, what: &str) {
     assert!(m["wide"].as_array().unwrap().is_empty(), "{what}: elements past the frame's edges: {}", m["wide"]);
     let map_h = f(m, &["map_panel", "h"]);
     assert!(map_h >= 0.4 * vh, "{what}: the map panel is {map_h} px of {vh} px: {m}");
-    // The map itself (the canvas at its cell size) is never a sliver of its box.
-    assert!(f(m, &["map_canvas", "h"]) >= 0.25 * vh, "{what}: the map canvas is too short: {m}");
+    // The drawn map itself (the canvas, which fills its box) takes 40% of the frame too.
+    let drawn = f(m, &["map_canvas", "h"]);
+    assert!(drawn >= 0.4 * vh, "{what}: the drawn map is {drawn} px of {vh} px: {m}");
+    assert!(
+        f(m, &["map_canvas", "w"]) >= f(m, &["map_wrap", "w"]) - 1.0,
+        "{what}: the map leaves its box's width: {m}"
+    );
     for part in ["play", "scrub", "open_full", "chart"] {
         let (top, bottom, right) = (f(m, &[part, "top"]), f(m, &[part, "bottom"]), f(m, &[part, "right"]));
         assert!(top >= 0.0 && bottom <= vh && right <= vw, "{what}: {part} is not inside the frame: {m}");

@@ -144,3 +144,37 @@ fn inspector_describes_owner_slab_and_free_cells() {
     let html = describe_cell(free, &map, None, &[], false);
     assert!(html.contains("free"), "{html}");
 }
+
+/// At 1× device pixel ratio the "allocated, empty" hatch shows in small cells: a 6-px pitch
+/// (5-px cells) carries hatch pixels that stand apart from the empty red.
+#[wasm_bindgen_test]
+fn the_empty_hatch_is_drawn_in_small_cells_at_one_device_pixel() {
+    let cells = [cell(1, 0, MapCell::SLAB), cell(1, 0, MapCell::SLAB)];
+    let layout = MapLayout::with_pitch(cells.len(), 12, 6);
+    let c = canvas(12, 6);
+    let mut buf = Vec::new();
+    paint_map(&c, &cells, 16, &layout, &RenderOptions::default(), &mut buf).unwrap();
+    let hatch =
+        (0..5).flat_map(|y| (0..11).map(move |x| (x, y))).filter(|&(x, y)| pixel(&c, x, y) == palette::EMPTY_HATCH);
+    assert!(hatch.count() >= 6, "no hatch in 5-px cells");
+    let luma = |p: Rgba| 0.2126 * f64::from(p[0]) + 0.7152 * f64::from(p[1]) + 0.0722 * f64::from(p[2]);
+    assert!(luma(palette::EMPTY_HATCH) > luma(palette::EMPTY) + 30.0, "the hatch barely differs from the red");
+}
+
+/// An embed's map fills its whole box: the canvas is the box's size, and every cell is drawn.
+#[wasm_bindgen_test]
+fn a_filled_map_covers_its_box() {
+    let mut sim = Simulation::new(parse_preset(presets::json("paged-default").unwrap()).unwrap()).unwrap();
+    sim.run_until(20_000_000);
+    let map = sim.memory_map();
+    let layout = MapLayout::fill(map.cells.len(), 583, 197);
+    let c = canvas(583, 197);
+    let mut buf = Vec::new();
+    paint_map(&c, &map.cells, map.cell_tokens, &layout, &RenderOptions::default(), &mut buf).unwrap();
+    assert_eq!((c.width(), c.height()), (583, 197));
+    let last = map.cells.len() - 1;
+    let (x, y, w, h) = layout.rect(last);
+    assert!(x + w <= 583 && y + h <= 197, "the last cell is outside the box");
+    assert!(y + h + 8 >= 197 || layout.rows == 1, "the grid leaves the bottom of its box empty");
+    assert_ne!(pixel(&c, x, y), palette::BACKGROUND, "the last cell is not drawn");
+}

@@ -146,10 +146,18 @@ fn compare_mode_runs_both_allocators_on_the_same_traffic() {
     let (c, p) = (lab.runs[0].report(), lab.runs[1].report());
     assert_eq!(c.requests.arrived, p.requests.arrived, "the same arrivals");
     assert!(p.kv.utilization_mean > c.kv.utilization_mean);
-    // Going back re-simulates; the chart keeps the explored series.
+    // Going back (after the end) re-simulates; the chart draws nothing past the time shown.
+    let full = lab.runs[0].chart_series().to_vec();
     lab.seek(5_000_000);
-    assert!(lab.runs[0].chart_series().len() > lab.runs[0].sim.series().len());
-    assert_eq!(lab.runs[0].chart_series()[..10], lab.runs[0].sim.series()[..10]);
+    for run in &lab.runs {
+        // The series stops at the first step that reached 5 s.
+        let s = run.chart_series();
+        let before_last = s[s.len() - 2].t_us;
+        assert!(before_last < 5_000_000 && s[s.len() - 1].t_us < 5_500_000, "{}: the chart runs past 5 s", run.label);
+    }
+    let shown = lab.runs[0].chart_series();
+    assert!(!shown.is_empty() && shown.len() < full.len());
+    assert_eq!(shown, &full[..shown.len()], "the same run, cut at the time shown");
 }
 
 /// vLLM's startup checks hold on the page as in the CLI: a max_model_len the pool cannot hold is

@@ -11,6 +11,7 @@ use super::run::{load_config, read};
 use crate::formats::mission::parse_mission_index;
 use crate::formats::paths::check_preset_json_shape;
 use crate::formats::sniff::{sniff, Document};
+use crate::missions::check::check_mission as run_mission_check;
 
 #[derive(Args, Debug)]
 pub struct CheckArgs {
@@ -55,21 +56,11 @@ fn check_mission(path: &Path) -> Result<(), String> {
         m.goals().len(),
         m.hints().len()
     );
-    let (_, broken) = m.run(m.preset()).map_err(at)?;
-    print!("broken setup: {}", score_text(&broken));
-    let (_, fixed) = m.run(m.fix_preset()).map_err(at)?;
-    print!("fix {}: {}", m.fix(), score_text(&fixed));
-    if broken.stars != 0 {
-        return Err(fail(format!(
-            "the broken setup already earns {} star(s); tighten the goals of star 1 so that it earns none",
-            broken.stars
-        )));
-    }
-    if fixed.stars != 3 {
-        return Err(fail(format!(
-            "the fix earns {} star(s), not 3; fix the \"fix\" or the goals it misses",
-            fixed.stars
-        )));
+    let c = run_mission_check(&m).map_err(at)?;
+    print!("broken setup: {}", score_text(&c.broken));
+    print!("fix {}: {}", m.fix(), score_text(&c.fixed));
+    if let Some(problem) = c.problem() {
+        return Err(fail(problem));
     }
     Ok(())
 }

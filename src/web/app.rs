@@ -41,6 +41,9 @@ pub struct App {
 /// See [`App::on_change`].
 pub type ChangeHook = Box<dyn Fn(&App)>;
 
+/// Changes that replace the whole setup (a loaded preset or mission, a link).
+const SETUP_KINDS: [&str; 3] = ["preset", "mission", "link"];
+
 /// How long one frame may spend simulating at "max" speed.
 const MAX_SPEED_BUDGET_MS: f64 = 12.0;
 
@@ -116,6 +119,11 @@ impl App {
         match &result {
             Ok(()) => {
                 errors::clear_error(kind);
+                if SETUP_KINDS.contains(&kind) {
+                    // A new setup replaces the old one: no earlier refusal is about it.
+                    errors::clear_input_errors();
+                    super::title::remember_loaded(&self.lab.borrow().state.preset);
+                }
                 self.after_change();
             }
             Err(e) => {
@@ -239,12 +247,16 @@ impl App {
     /// Starts `m` from its broken setup (time 0).
     pub fn start_mission(&self, m: &Mission) -> Result<(), String> {
         let r = missions::reference(m);
+        let r_custom = r.custom.is_some();
         let result = self.change("mission", false, |s| {
             let mut next = LabState::new(m.preset().clone());
             next.hidden = s.hidden.clone();
             next.mission = Some(r);
             Ok(next)
         });
+        if result.is_ok() && r_custom {
+            storage::remember_played(m.id(), m.number(), m.title());
+        }
         if result.is_ok() && self.may_autoplay() {
             self.with_lab(|lab| lab.play());
         }

@@ -428,9 +428,7 @@ pub fn sync(state: &LabState) {
     if let Some(cb) = dom::by_id::<HtmlInputElement>("compare-toggle") {
         cb.set_checked(state.compare);
     }
-    if let Some(sel) = dom::by_id::<HtmlSelectElement>("preset-select") {
-        sel.set_value(presets::matching_id(&state.preset).unwrap_or(""));
-    }
+    super::title::show(state);
     if let Some(ta) = dom::by_id::<HtmlTextAreaElement>("preset-json") {
         if dom::document().active_element().as_ref() != Some(ta.as_ref()) {
             ta.set_value(&serde_json::to_string_pretty(&state.preset).unwrap_or_default());

@@ -65,6 +65,11 @@ pub fn show_notice(kind: &str, text: &str) {
     show_message(kind, text, "notice");
 }
 
+/// Shows good news (a check that passed), replacing the previous message of the same kind.
+pub fn show_ok(kind: &str, text: &str) {
+    show_message(kind, text, "ok");
+}
+
 fn show_message(kind: &str, text: &str, class: &str) {
     let Some(box_) = dom::by_id::<HtmlElement>("messages") else {
         web_sys::console::error_1(&text.into());
@@ -97,6 +102,14 @@ pub fn clear_error(kind: &str) {
                 n.remove();
             }
         }
+    }
+}
+
+/// Removes the refusals of input (a preset, a mission, a link, a control value): called when a
+/// new setup loads, so no stale "Preset not loaded" stays above a preset that did load.
+pub fn clear_input_errors() {
+    for kind in ["preset", "mission", "link", "control"] {
+        clear_error(kind);
     }
 }
 

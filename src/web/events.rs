@@ -8,8 +8,7 @@ use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{
-    Element, Event, EventTarget, HtmlElement, HtmlInputElement, HtmlSelectElement, HtmlTextAreaElement, KeyboardEvent,
-    MouseEvent,
+    Element, Event, EventTarget, HtmlInputElement, HtmlSelectElement, HtmlTextAreaElement, KeyboardEvent, MouseEvent,
 };
 
 use super::app::App;
@@ -115,19 +114,15 @@ fn wire_header(app: &Rc<App>) {
     on::<Event>("share-btn", "click", move |_| {
         let url = a.share_url();
         a.update_url();
-        export::copy_text(&url, "share-btn");
+        export::copy_text(&url, "share-btn", "Link copied ✓", "this link to share the lab as it is now");
     });
-    let menu_toggle = |open: Option<bool>| {
-        let (Some(btn), Some(menu)) =
-            (dom::by_id::<HtmlElement>("export-btn"), dom::by_id::<HtmlElement>("export-menu"))
-        else {
-            return;
-        };
-        let show = open.unwrap_or(menu.hidden());
-        menu.set_hidden(!show);
-        let _ = btn.set_attribute("aria-expanded", if show { "true" } else { "false" });
-    };
-    on::<Event>("export-btn", "click", move |_| menu_toggle(None));
+    let a = app.clone();
+    on::<Event>("embed-btn", "click", move |_| {
+        a.update_url();
+        let snippet = export::embed_snippet(&a.share_url());
+        export::copy_text(&snippet, "embed-btn", "Snippet copied ✓", "this snippet to embed the lab as it is now");
+    });
+    super::menu::wire("export-btn", "export-menu");
     let a = app.clone();
     on::<Event>("export-menu", "click", move |e: Event| {
         let Some(what) = target_el(&e)
@@ -139,7 +134,6 @@ fn wire_header(app: &Rc<App>) {
         if let Err(err) = export::export(&a, &what) {
             errors::show_error("export", &format!("Export failed: {err}"));
         }
-        menu_toggle(Some(false));
     });
 }
 

@@ -126,25 +126,44 @@ pub fn download_text(name: &str, mime: &str, text: &str) -> Result<(), String> {
     r
 }
 
-/// Copies `text` to the clipboard and says so on the button; if the browser refuses, the link
-/// appears in a message to copy by hand.
-pub fn copy_text(text: &str, button_id: &str) {
+/// Copies `text` to the clipboard and says so on the button (`done`, then back to its label);
+/// if the browser refuses, `text` appears in a message (`what` says what it is) to copy by hand.
+pub fn copy_text(text: &str, button_id: &str, done: &'static str, what: &'static str) {
     let clipboard = dom::window().navigator().clipboard();
     let promise = clipboard.write_text(text);
     let id = button_id.to_string();
     let ok = Closure::<dyn FnMut(JsValue)>::new(move |_: JsValue| {
         if let Some(btn) = dom::by_id::<web_sys::HtmlElement>(&id) {
-            btn.set_text_content(Some("Link copied ✓"));
+            let label = btn.text_content().unwrap_or_default();
+            if label == done {
+                return;
+            }
+            btn.set_text_content(Some(done));
             let b = btn.clone();
-            let reset = Closure::once_into_js(move || b.set_text_content(Some("Copy link")));
+            let reset = Closure::once_into_js(move || b.set_text_content(Some(&label)));
             let _ = dom::window().set_timeout_with_callback_and_timeout_and_arguments_0(reset.unchecked_ref(), 2000);
         }
     });
-    let link = text.to_string();
+    let copy = text.to_string();
     let fail = Closure::<dyn FnMut(JsValue)>::new(move |_: JsValue| {
-        errors::show_error("share", &format!("Copy this link to share the lab as it is now: {link}"));
+        errors::show_error("share", &format!("Copy {what}: {copy}"));
     });
     let _ = promise.then2(&ok, &fail);
     ok.forget();
     fail.forget();
+}
+
+/// An `<iframe>` snippet that embeds the lab as it is now (`?embed=1` plus the state in the
+/// fragment), sized for a docs page (docs/EMBED.md).
+pub fn embed_snippet(share_url: &str) -> String {
+    let (base, fragment) = share_url.split_once('#').unwrap_or((share_url, ""));
+    let (path, query) = base.split_once('?').unwrap_or((base, ""));
+    let keep: Vec<&str> = query.split('&').filter(|p| !p.is_empty() && !p.starts_with("embed=")).collect();
+    let query = std::iter::once("embed=1").chain(keep).collect::<Vec<_>>().join("&");
+    let src = format!("{path}?{query}#{fragment}");
+    format!(
+        "<iframe src=\"{}\" title=\"kvlab: where the KV cache's GPU memory goes\" width=\"800\" height=\"500\" \
+         style=\"border: 0; max-width: 100%;\" loading=\"lazy\"></iframe>",
+        src.replace('&', "&amp;").replace('"', "&quot;")
+    )
 }

@@ -106,6 +106,12 @@ impl LabHandle {
         self.app.share_url()
     }
 
+    /// The `<iframe>` snippet the "Embed" button copies: the lab as it is now, embedded.
+    #[wasm_bindgen(js_name = embedSnippet)]
+    pub fn embed_snippet(&self) -> String {
+        super::export::embed_snippet(&self.app.share_url())
+    }
+
     #[wasm_bindgen(js_name = setCompare)]
     pub fn set_compare(&self, on: bool) -> Result<(), JsError> {
         self.app.change("control", true, |s| Ok(LabState { compare: on, ..s.clone() })).map_err(to_js)
@@ -226,13 +232,13 @@ impl LabHandle {
     /// Loads a preset or a mission (told apart by `schema`), as the "Load…" dialog does: a preset
     /// leaves mission mode, a mission starts it.
     pub fn load(&self, json: &str) -> Result<(), JsError> {
-        super::loader::load_document(&self.app, json, None).map_err(to_js)
+        super::loader::load_document(&self.app, json, None).map(drop).map_err(to_js)
     }
 
     /// Starts a mission from its JSON (`kvlab/mission@1`).
     #[wasm_bindgen(js_name = loadMission)]
     pub fn load_mission(&self, json: &str) -> Result<(), JsError> {
-        super::loader::load_document(&self.app, json, Some("mission")).map_err(to_js)
+        super::loader::load_document(&self.app, json, Some("mission")).map(drop).map_err(to_js)
     }
 
     /// Starts a shipped mission by id (see `missionIds()`).

@@ -85,6 +85,7 @@ pub fn render(list: &Element) -> Result<(), String> {
         };
         dom::append(&side, dom::el("span", "card-cta", Some(&format!("{cta} →"))));
     }
+    render_custom();
     let (earned, max) = totals();
     if let Some(total) = dom::by_id::<Element>("hub-total") {
         dom::set_text(&total, &format!("{earned} of {max} stars"));
@@ -102,6 +103,67 @@ pub fn render(list: &Element) -> Result<(), String> {
         dom::set_text(&where_, &text);
     }
     Ok(())
+}
+
+/// A custom mission on the hub: its name as the played list keeps it (the id alone when only
+/// the star record knows it) and its stars.
+pub struct CustomEntry {
+    pub id: String,
+    /// 0 when unknown.
+    pub number: u32,
+    pub title: String,
+    pub stars: u8,
+}
+
+/// The custom missions played in this browser: the played list's names, then any other mission
+/// id the star record holds, each with its stars (they count in no total: the total is over the
+/// shipped missions).
+pub fn custom_entries() -> Vec<CustomEntry> {
+    let shipped = missions::ids();
+    let stars_of = |id: &str| storage::with_keeper(|k| k.stars(id));
+    let mut out: Vec<CustomEntry> = storage::played()
+        .missions()
+        .iter()
+        .filter(|m| !shipped.contains(&m.id))
+        .map(|m| CustomEntry { id: m.id.clone(), number: m.number, title: m.title.clone(), stars: stars_of(&m.id) })
+        .collect();
+    let others: Vec<(String, u8)> = storage::with_keeper(|k| {
+        k.record().iter().map(|(id, s)| (id.to_string(), s)).filter(|(id, _)| !shipped.contains(id)).collect()
+    });
+    for (id, stars) in others {
+        if !out.iter().any(|e| e.id == id) {
+            out.push(CustomEntry { title: id.clone(), id, number: 0, stars });
+        }
+    }
+    out
+}
+
+fn render_custom() {
+    let (Some(section), Some(list)) =
+        (dom::by_id::<HtmlElement>("hub-custom"), dom::by_id::<Element>("hub-custom-list"))
+    else {
+        return;
+    };
+    dom::clear(&list);
+    let entries = custom_entries();
+    dom::set_hidden(&section, entries.is_empty());
+    for CustomEntry { id, number, title, stars } in entries {
+        let li = dom::append(&list, dom::el("li", "card custom", None));
+        let _ = li.set_attribute("data-id", &id);
+        let _ = li.set_attribute("data-stars", &stars.to_string());
+        let row = dom::append(&li, dom::el("div", "card-link", None));
+        let num = if number > 0 { number.to_string() } else { "·".to_string() };
+        dom::append(&row, dom::el("span", "card-num", Some(&num)));
+        let main = dom::append(&row, dom::el("span", "card-main", None));
+        dom::append(&main, dom::el("span", "card-title", Some(&title)));
+        dom::append(
+            &main,
+            dom::el("span", "card-task", Some(&format!("id {id} · open its file with Load… to play again"))),
+        );
+        let side = dom::append(&row, dom::el("span", "card-side", None));
+        let st = dom::append(&side, dom::el("span", "stars", None));
+        dom::fill_stars(&st, stars, MAX_STARS);
+    }
 }
 
 fn show_storage_notices() {

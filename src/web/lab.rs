@@ -36,9 +36,6 @@ pub struct Run {
     pub preset: PresetDto,
     pub config: SimConfig,
     pub sim: Simulation,
-    /// The series of a run that went further before the learner moved back in time (the
-    /// engine is deterministic, so it extends the current series exactly).
-    explored: Vec<StepPoint>,
     target_us: u64,
     pub class_names: Vec<String>,
 }
@@ -56,7 +53,6 @@ impl Run {
             preset,
             config,
             sim,
-            explored: Vec::new(),
             target_us: 0,
         })
     }
@@ -68,9 +64,6 @@ impl Run {
     /// Brings the simulation to `t_us` (re-simulating from 0 when that is earlier).
     pub fn seek(&mut self, t_us: u64) {
         if t_us < self.target_us {
-            if self.sim.series().len() > self.explored.len() {
-                self.explored = self.sim.series().to_vec();
-            }
             match Simulation::new(self.config.clone()) {
                 Ok(sim) => self.sim = sim,
                 Err(_) => return, // validated when the run was made; keep what we have
@@ -86,13 +79,10 @@ impl Run {
         self.target_us = self.sim.now_us();
     }
 
-    /// What the chart draws: the current series or the longer one explored before.
+    /// What the chart draws: the series up to the time shown, never beyond it (after going
+    /// back in time the run is simulated again from 0, and the chart shows no future).
     pub fn chart_series(&self) -> &[StepPoint] {
-        if self.explored.len() > self.sim.series().len() {
-            &self.explored
-        } else {
-            self.sim.series()
-        }
+        self.sim.series()
     }
 
     pub fn report(&self) -> Report {

@@ -2,7 +2,9 @@
 //! (`kvlab/mission@1`), told apart by `schema`, from the "Load…" dialog (pasted text or a file)
 //! or from the link (`?preset_url=` / `?mission_url=`: a path on this site or a `data:` URL).
 //! A document that does not validate leaves a message naming the field, and the lab keeps what
-//! it was showing.
+//! it was showing. A mission also goes through the mission check of `kvlab check`
+//! (`missions::check`): it is played either way, and the verdict says plainly when it is not a
+//! valid mission.
 
 use std::rc::Rc;
 
@@ -12,6 +14,7 @@ use web_sys::{Event, HtmlDialogElement, HtmlElement, HtmlInputElement, HtmlTextA
 
 use crate::formats::preset::{parse_preset_dto, PresetDto, MAX_PRESET_BYTES};
 use crate::formats::sniff::{sniff_text, Document as Schema};
+use crate::missions::check::check_mission;
 use crate::missions::mission::{parse_mission, Mission};
 
 use super::app::App;
@@ -52,11 +55,38 @@ pub fn load_preset_text(app: &App, text: &str) -> Result<(), String> {
     })
 }
 
-/// Loads a preset (the free lab, keeping compare mode) or a mission (mission mode).
+/// The mission check's verdict on a loaded mission.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Verdict {
+    /// The broken setup earns 0 stars and the fix 3.
+    pub valid: bool,
+    pub text: String,
+}
+
+/// Runs `kvlab check`'s mission check on `m` and shows the verdict on the page (kind
+/// "mission-check", until the next load): a mission that fails is always reported; one that
+/// passes only when `announce_pass` (the instructor loaded it; a learner following a link needs
+/// no news that all is well).
+pub fn check_and_report(m: &Mission, announce_pass: bool) -> Verdict {
+    let verdict = match check_mission(m) {
+        Ok(c) => Verdict { valid: c.problem().is_none(), text: c.verdict() },
+        Err(e) => Verdict { valid: false, text: format!("Not a valid mission: {e}.") },
+    };
+    if !verdict.valid {
+        errors::show_notice("mission-check", &verdict.text);
+    } else if announce_pass {
+        errors::show_ok("mission-check", &verdict.text);
+    }
+    verdict
+}
+
+/// Loads a preset (the free lab, keeping compare mode) or a mission (mission mode, after the
+/// mission check, whose verdict is returned).
 /// `expect` ("preset" or "mission") refuses the other kind, for the link parameters.
-pub fn load_document(app: &App, text: &str, expect: Option<&str>) -> Result<(), String> {
+pub fn load_document(app: &App, text: &str, expect: Option<&str>) -> Result<Option<Verdict>, String> {
     let kind_of = |t: &str| if sniff_text(t) == Some(Schema::Mission) { "mission" } else { "preset" };
     let kind = expect.unwrap_or_else(|| kind_of(text));
+    errors::clear_error("mission-check");
     if let Some(want) = expect {
         if kind_of(text) != want {
             let e = format!("this is a {}, not a {want}; use {}_url", kind_of(text), kind_of(text));
@@ -66,14 +96,19 @@ pub fn load_document(app: &App, text: &str, expect: Option<&str>) -> Result<(), 
         }
     }
     match parse_document(text) {
-        Ok(Document::Mission(m)) => app.start_mission(&m),
-        Ok(Document::Preset(dto)) => app.change("preset", false, |s| {
-            let mut next = LabState::new(*dto);
-            next.compare = s.compare;
-            next.hidden = s.hidden.clone();
-            Ok(next)
-        }),
-        Err(e) => app.change(kind, false, |_| Err(e)),
+        Ok(Document::Mission(m)) => {
+            app.start_mission(&m)?;
+            Ok(Some(check_and_report(&m, expect.is_none())))
+        }
+        Ok(Document::Preset(dto)) => app
+            .change("preset", false, |s| {
+                let mut next = LabState::new(*dto);
+                next.compare = s.compare;
+                next.hidden = s.hidden.clone();
+                Ok(next)
+            })
+            .map(|()| None),
+        Err(e) => app.change(kind, false, |_| Err(e)).map(|()| None),
     }
 }
 
@@ -150,24 +185,24 @@ pub fn load_from_url(app: &Rc<App>, param: &'static str, url: &str) {
     on_error.forget();
 }
 
+/// Shows `text` in the dialog's paragraph `id` (hidden when None).
+fn show_in_dialog(id: &str, text: Option<&str>) {
+    if let Some(b) = dom::by_id::<HtmlElement>(id) {
+        dom::set_text(&b, text.unwrap_or(""));
+        dom::set_hidden(&b, text.is_none());
+    }
+}
+
 /// The "Load…" dialog: paste or open a preset or mission.
 pub fn wire_dialog(app: &Rc<App>) {
     let Some(dialog) = dom::by_id::<HtmlDialogElement>("load-dialog") else { return };
-    let error_box = dom::by_id::<HtmlElement>("load-error");
-    let show_error = {
-        let error_box = error_box.clone();
-        move |text: Option<&str>| {
-            if let Some(b) = &error_box {
-                dom::set_text(b, text.unwrap_or(""));
-                dom::set_hidden(b, text.is_none());
-            }
-        }
-    };
+    let show_error = |text: Option<&str>| show_in_dialog("load-error", text);
     if let Some(btn) = dom::by_id::<HtmlElement>("load-btn") {
         let d = dialog.clone();
-        let se = show_error.clone();
+        let se = show_error;
         dom::listen::<Event>(&btn, "click", move |_| {
             se(None);
+            show_in_dialog("load-verdict", None);
             let _ = d.show_modal();
             if let Some(ta) = dom::by_id::<HtmlElement>("load-text") {
                 let _ = ta.focus();
@@ -182,11 +217,18 @@ pub fn wire_dialog(app: &Rc<App>) {
         let app = app.clone();
         let d = dialog.clone();
         move |text: String| match load_document(&app, &text, None) {
-            Ok(()) => {
+            Ok(verdict) => {
                 show_error(None);
-                d.close();
+                match verdict.filter(|v| !v.valid) {
+                    // Loaded and playable, but the dialog stays open to say why it is not valid.
+                    Some(v) => show_in_dialog("load-verdict", Some(&v.text)),
+                    None => d.close(),
+                }
             }
-            Err(e) => show_error(Some(&e)),
+            Err(e) => {
+                show_in_dialog("load-verdict", None);
+                show_error(Some(&e));
+            }
         }
     };
     if let Some(btn) = dom::by_id::<HtmlElement>("load-apply") {

@@ -22,10 +22,8 @@ pub fn paint_map(
     opts: &RenderOptions,
     buf: &mut Vec<u8>,
 ) -> Result<(), JsValue> {
-    let width = layout.cols * layout.pitch;
-    let height = layout.height;
-    let draw_layout = MapLayout { width, ..*layout };
-    render_map(cells, cell_tokens, &draw_layout, opts, buf);
+    let (width, height) = (layout.width, layout.height);
+    render_map(cells, cell_tokens, layout, opts, buf);
     if canvas.width() != width {
         canvas.set_width(width);
     }
@@ -61,15 +59,24 @@ impl MapView {
     /// Chooses the grid for `cells` cells in a box `css_width` wide and at most
     /// `max_css_height` tall, in device pixels, and sets the canvas's CSS size to match.
     pub fn fit(&mut self, cells: usize, css_width: f64, max_css_height: f64) {
+        self.fit_with(cells, css_width, max_css_height, MapLayout::fit);
+    }
+
+    /// Fills a box `css_width` × `css_height` with the grid (cells as square as it allows).
+    pub fn fill(&mut self, cells: usize, css_width: f64, css_height: f64) {
+        self.fit_with(cells, css_width, css_height, MapLayout::fill);
+    }
+
+    fn fit_with(&mut self, cells: usize, css_width: f64, css_height: f64, lay: fn(usize, u32, u32) -> MapLayout) {
         let dpr = dom::device_pixel_ratio();
         let width = (css_width * dpr).floor().max(1.0) as u32;
-        let max_h = (max_css_height * dpr).floor().max(1.0) as u32;
-        let layout = MapLayout::fit(cells, width, max_h);
+        let max_h = (css_height * dpr).floor().max(1.0) as u32;
+        let layout = lay(cells, width, max_h);
         if layout != self.layout || dpr != self.dpr {
             self.layout = layout;
             self.dpr = dpr;
             let style = self.canvas.style();
-            let w = f64::from(layout.cols * layout.pitch) / dpr;
+            let w = f64::from(layout.width) / dpr;
             let h = f64::from(layout.height) / dpr;
             let _ = style.set_property("width", &format!("{w:.2}px"));
             let _ = style.set_property("height", &format!("{h:.2}px"));

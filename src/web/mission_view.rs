@@ -149,7 +149,7 @@ impl MissionView {
         if let Some(knobs) = dom::by_id::<Element>("mission-knobs") {
             dom::clear(&knobs);
             for k in m.knobs() {
-                dom::append(&knobs, dom::el("code", "knob", Some(k)));
+                dom::append(&knobs, super::knobs::chip(k));
             }
         }
         text("mission-fix", &serde_json::to_string(m.fix()).unwrap_or_default());

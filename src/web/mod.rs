@@ -9,12 +9,15 @@
 //!   `crate::render`, which native tests check too)
 //! - [`controls`], [`events`]: the settings form and every listener
 //! - [`url_state`]: the state in the URL; [`presets`]: the shipped presets
-//! - [`missions`], [`mission_view`]: mission mode (the shipped missions, knobs, the panel);
+//! - [`missions`], [`mission_view`], [`knobs`]: mission mode (the shipped missions, the panel,
+//!   knob chips that jump to their control);
 //!   [`hub`]: the missions page; [`storage`]: stars in localStorage (the engine's `StarStore`)
 //! - [`loader`]: presets and missions from a file, pasted JSON or the link
 //! - [`host`]: `postMessage` events and commands between an embedded lab and its host page
+//! - [`menu`]: the Export menu button (keyboard, Escape, a click elsewhere)
 //! - [`errors`]: messages for bad input and the panic report; [`export`], [`bench`]
 //! - [`theme`]: light or dark, as the stylesheet decided, for the canvases
+//! - [`title`]: the preset's title in the header and the preset picker
 
 pub mod app;
 pub mod bench;
@@ -27,15 +30,18 @@ pub mod export;
 pub mod handle;
 pub mod host;
 pub mod hub;
+pub mod knobs;
 pub mod lab;
 pub mod loader;
 pub mod map;
+pub mod menu;
 pub mod metrics;
 pub mod mission_view;
 pub mod missions;
 pub mod presets;
 pub mod storage;
 pub mod theme;
+pub mod title;
 pub mod url_state;
 pub mod view;
 

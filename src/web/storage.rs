@@ -6,12 +6,15 @@
 //! - saving fails (quota exceeded, refused) → the keeper moves to memory, and a notice;
 //! - a stored value with problems → a notice naming them; valid stars are kept, and the raw value
 //!   is copied under `kvlab.stars.v1.backup` before a well-formed record replaces it.
+//!
+//! It also keeps the names of the custom missions played (`kvlab.played.v1`, `missions::played`).
 
 use std::cell::RefCell;
 
 use wasm_bindgen::{JsCast, JsValue};
 
 use super::errors;
+use crate::missions::played::PlayedList;
 use crate::missions::stars::{MemoryReason, StarKeeper, StarStore, StoreError};
 
 /// The localStorage key of the stars record.
@@ -145,5 +148,25 @@ pub fn show_notices() {
     errors::clear_error("stars-memory");
     for (kind, text) in with_keeper(|k| notices(k)) {
         errors::show_notice(kind, &text);
+    }
+}
+
+/// The localStorage key of the custom missions played (`missions::played`).
+pub const PLAYED_KEY: &str = "kvlab.played.v1";
+
+/// The custom missions played in this browser (empty when storage is unavailable or the stored
+/// value cannot be read; the list is only names, the stars stay in the star record).
+pub fn played() -> PlayedList {
+    let text = LocalStarStore::open().ok().and_then(|s| s.get(PLAYED_KEY).ok().flatten());
+    text.map(|t| PlayedList::parse(&t)).unwrap_or_default()
+}
+
+/// Puts a custom mission first in the played list (a failed save only loses the name: its
+/// stars are kept by the star record either way).
+pub fn remember_played(id: &str, number: u32, title: &str) {
+    let Ok(store) = LocalStarStore::open() else { return };
+    let mut list = played();
+    if list.add(id, number, title) {
+        let _ = store.set(PLAYED_KEY, &list.to_json());
     }
 }

@@ -43,8 +43,6 @@ pub struct View {
     pub layout_dirty: bool,
     /// The page is dark (read from the stylesheet at each layout; see `super::theme`).
     pub dark: bool,
-    /// Embedded: the height under the maps their whole-pixel cells leave, given to the chart.
-    slack: f64,
     /// Embedded: the maps' boxes at the last fit.
     fitted_boxes: Vec<(i32, i32)>,
     last_inspected: Option<(CellRef, u64)>,
@@ -82,7 +80,6 @@ impl View {
             cursor: None,
             layout_dirty: true,
             dark: false,
-            slack: 0.0,
             fitted_boxes: Vec::new(),
             last_inspected: None,
             last_chart: None,
@@ -127,31 +124,14 @@ impl View {
             .collect()
     }
 
-    /// Embedded, the stylesheet sizes each map's box to what the frame leaves, and each map is
-    /// drawn at the largest cell size that fits its box. Cells come in whole pixels, so a map
-    /// may leave a strip of its box empty: that height goes to the chart (`--map-slack`), as
-    /// long as the map panels keep 40% of the frame.
+    /// Embedded, the stylesheet sizes each map's box to what the frame leaves, and each map
+    /// fills its box (`MapLayout::fill`: cells as square as the grid allows, a pixel wider or
+    /// taller than their neighbours where the box does not divide evenly).
     fn fit_embedded(&mut self, maps: &[MemoryMap]) {
-        let vh = dom::window().inner_height().ok().and_then(|v| v.as_f64()).unwrap_or(500.0);
-        let shown = maps.len().min(self.maps.len());
-        let stacked = shown > 1 && self.map_panels[1].offset_top() > self.map_panels[0].offset_top();
-        let share = if stacked { shown as f64 } else { 1.0 };
-        let mut unused = f64::INFINITY;
-        let mut panels = 0.0f64;
-        for (i, m) in maps.iter().enumerate().take(shown) {
+        for (i, m) in maps.iter().enumerate().take(self.maps.len()) {
             let Some(wrap) = self.maps[i].canvas.parent_element() else { continue };
-            // The box as it would be without the strip given to the chart.
-            let avail = f64::from(wrap.client_height()) + self.slack / share;
-            self.maps[i].fit(m.cells.len(), f64::from(wrap.client_width().max(60)), avail.max(40.0));
-            let drawn = f64::from(self.maps[i].layout.height) / self.maps[i].dpr();
-            unused = unused.min(avail - drawn);
-            let panel = f64::from(self.map_panels[i].offset_height()) + self.slack / share;
-            panels = if stacked { panels + panel } else { panels.max(panel) };
-        }
-        let slack = (unused * share).min(panels - 0.4 * vh).max(0.0).floor();
-        if slack.is_finite() && slack != self.slack {
-            self.slack = slack;
-            let _ = self.root.style().set_property("--map-slack", &format!("{slack}px"));
+            let (w, h) = (wrap.client_width().max(60), wrap.client_height().max(40));
+            self.maps[i].fill(m.cells.len(), f64::from(w), f64::from(h));
         }
     }
 
@@ -183,7 +163,6 @@ impl View {
             self.dark = super::theme::is_dark();
             if lab.options.embed {
                 self.fit_embedded(&maps);
-                // The boxes as this fit left them (the chart may have taken the maps' slack).
                 self.fitted_boxes = self.map_boxes(maps.len());
             } else {
                 let max_h = self.max_map_height();
@@ -240,6 +219,12 @@ impl View {
     }
 
     fn render_inspector(&mut self, lab: &Lab, maps: &[MemoryMap]) {
+        // Screen readers hear the inspector when the learner moves over the map, not every
+        // frame of playback: it is a live region only while paused.
+        let live = if lab.playing { "off" } else { "polite" };
+        if self.inspector.get_attribute("aria-live").as_deref() != Some(live) {
+            let _ = self.inspector.set_attribute("aria-live", live);
+        }
         let Some((run_i, cell_i)) = self.focus_cell() else {
             if self.last_inspected.take().is_some() {
                 self.inspector.set_inner_html(

@@ -35,6 +35,7 @@ pub fn content_type(path: &Path) -> &'static str {
         Some("css") => "text/css",
         Some("json") => "application/json",
         Some("png") => "image/png",
+        Some("svg") => "image/svg+xml",
         _ => "application/octet-stream",
     }
 }
