@@ -233,12 +233,15 @@ fn stories_match_the_engine() {
     // 3 GiB still preempts 19 times, 3.5 GiB 6 times, 4 GiB none.
     assert_eq!(r.running_max, 12, "m3's hint says at most 12 run at once");
     let (_, r16, _) = m.run_patch(&json!({ "scheduler": { "max_num_seqs": 16 } })).expect("patch applies");
+    let r16 = r16.expect("starts");
     assert_eq!((r16.preemptions, r16.latency_ms.ttft_p95), (r.preemptions, r.latency_ms.ttft_p95));
     let (_, r8, _) = m.run_patch(&json!({ "scheduler": { "max_num_seqs": 8 } })).expect("patch applies");
+    let r8 = r8.expect("starts");
     assert!(r8.preemptions < r.preemptions && r8.latency_ms.ttft_p95 > r.latency_ms.ttft_p95, "{r8:?}");
     let e = m.apply_patch(&json!({ "scheduler": { "preemption": "swap" } })).unwrap_err();
     assert!(e.to_string().contains("vLLM v1 has no swap"), "{e}");
-    let preempts = |gib: f64| m.run_patch(&json!({ "kv_memory_gib": gib })).expect("patch applies").1.preemptions;
+    let preempts =
+        |gib: f64| m.run_patch(&json!({ "kv_memory_gib": gib })).expect("patch applies").1.expect("starts").preemptions;
     assert_eq!([preempts(3.0), preempts(3.5), preempts(4.0)], [19, 6, 0]);
     // Plenty of memory fixes both but is not the modest budget: ★★.
     let (_, _, s) = m.run_patch(&json!({ "kv_memory_gib": 8 })).expect("patch applies");
