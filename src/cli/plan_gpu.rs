@@ -7,7 +7,7 @@ use serde::Serialize;
 use crate::engine::memory_budget::{
     format_gib, gpu_total_gib, ActivationShape, MemoryBudget, MemoryBudgetInput, DEFAULT_MAX_NUM_SEQS,
 };
-use crate::engine::model::{model_preset, KvDtype, GIB, GPU_IDS, MODEL_IDS};
+use crate::engine::model::{model_preset, KvDtype, ModelSpec, GIB, GPU_IDS, MODEL_IDS};
 use crate::engine::plan::{group_thousands, CapacityPlan, PlanInput};
 use crate::engine::startup_checks::{check_block_size, check_free_memory, check_kv_cache_memory, AttentionBackend};
 
@@ -35,6 +35,54 @@ struct GpuPlanJson<'a> {
 pub fn plan_from_gpu(args: &PlanArgs) -> Result<(), String> {
     let g = &args.gpu_budget;
     let gpu = g.gpu.as_deref().unwrap_or_default();
+    let (model, backend, budget) = compute_budget(args, gpu)?;
+    let lines = budget.startup_lines();
+    if let Err(message) = check_kv_cache_memory(&budget) {
+        // vLLM has logged the model loading and the available memory by the time it refuses.
+        for line in lines.iter().filter(|l| !l.starts_with("GPU KV cache size") && !l.starts_with("Free memory")) {
+            println!("{line}");
+        }
+        return Err(message);
+    }
+    // The replica's tokens at the full model's bytes per token give the policies' capacity.
+    let plan = CapacityPlan::compute(&PlanInput {
+        model: model.clone(),
+        kv_dtype: budget_kv_dtype(args),
+        kv_bytes: budget.kv_cache_tokens * model.kv_bytes_per_token(budget_kv_dtype(args)),
+        prompt_tokens: args.prompt_tokens,
+        output_tokens: args.output_tokens,
+        max_tokens: args.max_tokens,
+        max_model_len: args.max_model_len,
+        block_size: args.block_size,
+    });
+    if args.json {
+        let doc = GpuPlanJson {
+            gpu,
+            attention_backend: backend.vllm_name(),
+            budget: &budget,
+            replica_gpus: budget.tensor_parallel_size,
+            replica_kv_bytes: budget.replica_kv_bytes(),
+            startup_lines: lines,
+            plan,
+        };
+        println!("{}", serde_json::to_string_pretty(&doc).expect("plan serializes"));
+        return Ok(());
+    }
+    print_plan(args, gpu, &model, backend, &budget, &lines, &plan);
+    Ok(())
+}
+
+fn budget_kv_dtype(args: &PlanArgs) -> KvDtype {
+    match args.kv_dtype {
+        DtypeArg::Fp16 => KvDtype::Fp16,
+        DtypeArg::Fp8 => KvDtype::Fp8,
+    }
+}
+
+/// Resolves the flags and computes vLLM's memory budget, refusing what vLLM refuses before it
+/// profiles (an unsupported block size, not enough free memory).
+fn compute_budget(args: &PlanArgs, gpu: &str) -> Result<(ModelSpec, AttentionBackend, MemoryBudget), String> {
+    let g = &args.gpu_budget;
     let total_gib =
         gpu_total_gib(gpu).ok_or_else(|| format!("--gpu: unknown GPU \"{gpu}\"; use one of {}", GPU_IDS.join(", ")))?;
     let model = model_preset(&args.model)
@@ -48,16 +96,12 @@ pub fn plan_from_gpu(args: &PlanArgs) -> Result<(), String> {
     })?;
     // vLLM selects the backend before it loads anything.
     check_block_size(backend, args.block_size)?;
-    let kv_dtype = match args.kv_dtype {
-        DtypeArg::Fp16 => KvDtype::Fp16,
-        DtypeArg::Fp8 => KvDtype::Fp8,
-    };
     let (default_tokens, default_seqs) = serve_defaults(gpu);
     let budget = MemoryBudget::compute(&MemoryBudgetInput {
         model: model.clone(),
         shape,
         weight_bytes: 2.0,
-        kv_dtype,
+        kv_dtype: budget_kv_dtype(args),
         gpu_total_bytes: (total_gib * GIB as f64) as u64,
         other_processes_bytes: (g.other_processes_gib * GIB as f64) as u64,
         gpu_memory_utilization: g.gpu_memory_utilization,
@@ -69,49 +113,31 @@ pub fn plan_from_gpu(args: &PlanArgs) -> Result<(), String> {
         cuda_graphs_in_budget: !g.enforce_eager,
     });
     check_free_memory(&budget)?;
-    let lines = budget.startup_lines();
-    if let Err(message) = check_kv_cache_memory(&budget) {
-        // vLLM has logged the model loading and the available memory by the time it refuses.
-        for line in lines.iter().filter(|l| !l.starts_with("GPU KV cache size") && !l.starts_with("Free memory")) {
-            println!("{line}");
-        }
-        return Err(message);
-    }
-    // The replica's tokens at the full model's bytes per token give the policies' capacity.
-    let plan = CapacityPlan::compute(&PlanInput {
-        model: model.clone(),
-        kv_dtype,
-        kv_bytes: budget.kv_cache_tokens * model.kv_bytes_per_token(kv_dtype),
-        prompt_tokens: args.prompt_tokens,
-        output_tokens: args.output_tokens,
-        max_tokens: args.max_tokens,
-        max_model_len: args.max_model_len,
-        block_size: args.block_size,
-    });
+    Ok((model, backend, budget))
+}
+
+/// The plan as text: the setup, vLLM's startup lines, then the per-GPU and per-replica split
+/// vLLM does not print, and the sequences each allocation policy holds.
+fn print_plan(
+    args: &PlanArgs,
+    gpu: &str,
+    model: &ModelSpec,
+    backend: AttentionBackend,
+    budget: &MemoryBudget,
+    lines: &[String],
+    plan: &CapacityPlan,
+) {
     let tp = budget.tensor_parallel_size;
-    if args.json {
-        let doc = GpuPlanJson {
-            gpu,
-            attention_backend: backend.vllm_name(),
-            budget: &budget,
-            replica_gpus: tp,
-            replica_kv_bytes: budget.replica_kv_bytes(),
-            startup_lines: lines,
-            plan,
-        };
-        println!("{}", serde_json::to_string_pretty(&doc).expect("plan serializes"));
-        return Ok(());
-    }
     println!(
         "model {} on {tp} x {gpu} ({} GiB each) at gpu_memory_utilization {}, {} KV cache, {} backend, block size {}",
         model.id,
         format_gib(budget.gpu_total_bytes as i64),
-        g.gpu_memory_utilization,
-        kv_dtype.name(),
+        args.gpu_budget.gpu_memory_utilization,
+        budget_kv_dtype(args).name(),
         backend.vllm_name(),
         args.block_size
     );
-    for line in &lines {
+    for line in lines {
         println!("{line}");
     }
     println!(
@@ -143,5 +169,4 @@ pub fn plan_from_gpu(args: &PlanArgs) -> Result<(), String> {
         "contiguous, reserve prompt + max_tokens: at most {} sequences; reserve max_model_len: {}; paged: about {} before preemption",
         plan.max_seqs.contiguous_prompt_plus_max_tokens, plan.max_seqs.contiguous_max_model_len, plan.max_seqs.paged
     );
-    Ok(())
 }
