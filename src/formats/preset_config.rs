@@ -120,41 +120,8 @@ impl PresetDto {
         };
         let arrival = self.workload.arrival.to_arrival()?;
         let classes = self.workload.classes.iter().map(UserClass::from).collect();
-        let (kv_memory_gib, gpu_memory) = match (self.kv_memory_gib, self.gpu_memory_utilization) {
-            (Some(_), Some(_)) => {
-                return Err(ConfigError::new(
-                    "gpu_memory_utilization",
-                    "give kv_memory_gib or gpu_memory_utilization, not both: with the utilization, the KV memory is what vLLM leaves on the GPU",
-                ))
-            }
-            (Some(kv), None) => (kv, None),
-            (None, Some(u)) => (
-                0.0,
-                Some(GpuMemoryConfig { gpu_memory_utilization: u, gpu_memory_in_use_gib: self.gpu_memory_in_use_gib }),
-            ),
-            (None, None) => (SimConfig::default().kv_memory_gib, None),
-        };
-        if gpu_memory.is_none() && self.gpu_memory_in_use_gib != 0.0 {
-            return Err(ConfigError::new(
-                "gpu_memory_in_use_gib",
-                "only counts with gpu_memory_utilization (the KV memory derived from the GPU); remove it or give the utilization",
-            ));
-        }
-        let attention_backend = self
-            .attention_backend
-            .as_deref()
-            .map(|id| {
-                AttentionBackend::from_id(id).ok_or_else(|| {
-                    ConfigError::new(
-                        "attention_backend",
-                        format!(
-                            "unknown backend \"{id}\"; use one of {}",
-                            ATTENTION_BACKENDS.iter().map(|b| b.id()).collect::<Vec<_>>().join(", ")
-                        ),
-                    )
-                })
-            })
-            .transpose()?;
+        let (kv_memory_gib, gpu_memory) = self.kv_memory()?;
+        let attention_backend = self.attention_backend()?;
         let mut config = SimConfig {
             id: if self.id.is_empty() { "custom".into() } else { self.id.clone() },
             title: self.title.clone(),
@@ -188,5 +155,49 @@ impl PresetDto {
         derived?;
         config.validate()?;
         Ok(config)
+    }
+
+    /// `kv_memory_gib` as given, or derived later from the GPU (`gpu_memory_utilization`): never
+    /// both, and `gpu_memory_in_use_gib` only with the utilization.
+    fn kv_memory(&self) -> Result<(f64, Option<GpuMemoryConfig>), ConfigError> {
+        let (kv_memory_gib, gpu_memory) = match (self.kv_memory_gib, self.gpu_memory_utilization) {
+            (Some(_), Some(_)) => {
+                return Err(ConfigError::new(
+                    "gpu_memory_utilization",
+                    "give kv_memory_gib or gpu_memory_utilization, not both: with the utilization, the KV memory is what vLLM leaves on the GPU",
+                ))
+            }
+            (Some(kv), None) => (kv, None),
+            (None, Some(u)) => (
+                0.0,
+                Some(GpuMemoryConfig { gpu_memory_utilization: u, gpu_memory_in_use_gib: self.gpu_memory_in_use_gib }),
+            ),
+            (None, None) => (SimConfig::default().kv_memory_gib, None),
+        };
+        if gpu_memory.is_none() && self.gpu_memory_in_use_gib != 0.0 {
+            return Err(ConfigError::new(
+                "gpu_memory_in_use_gib",
+                "only counts with gpu_memory_utilization (the KV memory derived from the GPU); remove it or give the utilization",
+            ));
+        }
+        Ok((kv_memory_gib, gpu_memory))
+    }
+
+    /// The pinned attention backend, if the preset names one.
+    fn attention_backend(&self) -> Result<Option<AttentionBackend>, ConfigError> {
+        self.attention_backend
+            .as_deref()
+            .map(|id| {
+                AttentionBackend::from_id(id).ok_or_else(|| {
+                    ConfigError::new(
+                        "attention_backend",
+                        format!(
+                            "unknown backend \"{id}\"; use one of {}",
+                            ATTENTION_BACKENDS.iter().map(|b| b.id()).collect::<Vec<_>>().join(", ")
+                        ),
+                    )
+                })
+            })
+            .transpose()
     }
 }
