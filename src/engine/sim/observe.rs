@@ -6,6 +6,7 @@ use serde::Serialize;
 use super::Simulation;
 use crate::engine::alloc::KvCacheManager;
 use crate::engine::config::AllocatorConfig;
+use crate::engine::memory_budget::MemoryBudget;
 use crate::engine::metrics::{percentile, round_to, GpuMemoryReport, KvSummary, LatencyMs, Report, RequestCounts};
 use crate::engine::model::GIB;
 use crate::engine::plan::startup_line;
@@ -24,22 +25,7 @@ impl Simulation {
         Report {
             preset: self.config.id.clone(),
             block_size_note: self.config.block_size_note(),
-            gpu_memory: self.config.memory_budget().map(|b| {
-                let gib = |bytes: f64| round_to(bytes / GIB as f64, 4);
-                GpuMemoryReport {
-                    gpu_memory_utilization: b.gpu_memory_utilization,
-                    tensor_parallel_size: b.tensor_parallel_size,
-                    requested_gib_per_gpu: gib(b.requested_bytes as f64),
-                    weights_gib_per_gpu: gib(b.weights_bytes as f64),
-                    peak_activation_gib_per_gpu: gib(b.peak_activation_bytes as f64),
-                    cuda_graph_gib_per_gpu: gib(b.cuda_graph_bytes as f64),
-                    non_torch_gib_per_gpu: gib(b.non_torch_bytes as f64),
-                    kv_gib_per_gpu: gib(b.available_kv_bytes as f64),
-                    kv_gib_per_replica: gib(b.replica_kv_bytes() as f64),
-                    kv_heads_per_gpu: b.kv_heads_per_gpu,
-                    startup_lines: b.startup_lines(),
-                }
-            }),
+            gpu_memory: self.config.memory_budget().map(|b| gpu_memory_report(&b)),
             allocator: allocator.into(),
             engine: if self.config.paged_v1() { "v1" } else { "v0" }.into(),
             kv_bytes_per_token: self.config.kv_bytes_per_token(),
@@ -83,6 +69,24 @@ impl Simulation {
             calibration: self.config.calibration.as_ref().map(|c| c.name.clone()),
             rejections: self.rejections.clone(),
         }
+    }
+}
+
+/// vLLM's memory budget as the report shows it: GiB per GPU and per replica, and its startup lines.
+fn gpu_memory_report(b: &MemoryBudget) -> GpuMemoryReport {
+    let gib = |bytes: f64| round_to(bytes / GIB as f64, 4);
+    GpuMemoryReport {
+        gpu_memory_utilization: b.gpu_memory_utilization,
+        tensor_parallel_size: b.tensor_parallel_size,
+        requested_gib_per_gpu: gib(b.requested_bytes as f64),
+        weights_gib_per_gpu: gib(b.weights_bytes as f64),
+        peak_activation_gib_per_gpu: gib(b.peak_activation_bytes as f64),
+        cuda_graph_gib_per_gpu: gib(b.cuda_graph_bytes as f64),
+        non_torch_gib_per_gpu: gib(b.non_torch_bytes as f64),
+        kv_gib_per_gpu: gib(b.available_kv_bytes as f64),
+        kv_gib_per_replica: gib(b.replica_kv_bytes() as f64),
+        kv_heads_per_gpu: b.kv_heads_per_gpu,
+        startup_lines: b.startup_lines(),
     }
 }
 
