@@ -255,43 +255,14 @@ fn star_value(v: &Value) -> Result<u8, String> {
 /// [`Problem`], and every entry that can be used is kept, whatever happens to its siblings.
 pub fn parse_record(text: &str) -> Parsed {
     let mut out = Parsed::default();
-    if text.len() > MAX_RECORD_BYTES {
-        out.problems.push(Problem::whole(format!(
-            "the stored value is {} bytes, far more than a stars record ({MAX_RECORD_BYTES} at most); it was not read",
-            text.len()
-        )));
-        return out;
-    }
-    let value: Value = match serde_json::from_str(text) {
-        Ok(v) => v,
-        Err(e) => {
-            out.problems.push(Problem::whole(format!("the stored value is not valid JSON ({e})")));
+    let root = match record_object(text) {
+        Ok(root) => root,
+        Err(message) => {
+            out.problems.push(Problem::whole(message));
             return out;
         }
     };
-    let Value::Object(root) = value else {
-        out.problems.push(Problem::whole(format!(
-            "the stored value is {}, not a stars record {{\"schema\": \"{STARS_SCHEMA}\", \"stars\": {{…}}}}",
-            describe(&value)
-        )));
-        return out;
-    };
-    match root.get("schema") {
-        Some(Value::String(s)) if s == STARS_SCHEMA => {}
-        Some(other) => out.problems.push(Problem::whole(format!(
-            "the record's schema is {}, not \"{STARS_SCHEMA}\"; the entries that look like stars were read",
-            describe(other)
-        ))),
-        None => out.problems.push(Problem::whole(format!(
-            "the record has no schema (\"{STARS_SCHEMA}\"); the entries that look like stars were read"
-        ))),
-    }
-    for key in root.keys().filter(|k| *k != "schema" && *k != "stars") {
-        out.problems.push(Problem::whole(format!(
-            "the record has an unknown field {}; it was left out",
-            Value::from(shorten(key, 40))
-        )));
-    }
+    check_record_fields(&root, &mut out.problems);
     let stars = match root.get("stars") {
         Some(Value::Object(m)) => m,
         Some(other) => {
@@ -326,6 +297,44 @@ pub fn parse_record(text: &str) -> Parsed {
         }
     }
     out
+}
+
+/// The stored value as a JSON object, or why it is not one (too large, not JSON, not an object).
+fn record_object(text: &str) -> Result<serde_json::Map<String, Value>, String> {
+    if text.len() > MAX_RECORD_BYTES {
+        return Err(format!(
+            "the stored value is {} bytes, far more than a stars record ({MAX_RECORD_BYTES} at most); it was not read",
+            text.len()
+        ));
+    }
+    match serde_json::from_str(text) {
+        Ok(Value::Object(root)) => Ok(root),
+        Ok(value) => Err(format!(
+            "the stored value is {}, not a stars record {{\"schema\": \"{STARS_SCHEMA}\", \"stars\": {{…}}}}",
+            describe(&value)
+        )),
+        Err(e) => Err(format!("the stored value is not valid JSON ({e})")),
+    }
+}
+
+/// A missing or foreign schema and unknown fields are noted; the entries are still read.
+fn check_record_fields(root: &serde_json::Map<String, Value>, problems: &mut Vec<Problem>) {
+    match root.get("schema") {
+        Some(Value::String(s)) if s == STARS_SCHEMA => {}
+        Some(other) => problems.push(Problem::whole(format!(
+            "the record's schema is {}, not \"{STARS_SCHEMA}\"; the entries that look like stars were read",
+            describe(other)
+        ))),
+        None => problems.push(Problem::whole(format!(
+            "the record has no schema (\"{STARS_SCHEMA}\"); the entries that look like stars were read"
+        ))),
+    }
+    for key in root.keys().filter(|k| *k != "schema" && *k != "stars") {
+        problems.push(Problem::whole(format!(
+            "the record has an unknown field {}; it was left out",
+            Value::from(shorten(key, 40))
+        )));
+    }
 }
 
 /// Why the stars live in memory only (the page says so).
