@@ -150,7 +150,7 @@ async fn mission_one_goes_from_zero_to_three_stars_and_the_hub_keeps_them() {
     c.find(Locator::Id("exit-mission-btn")).await.unwrap().click().await.unwrap();
     assert!(!disabled("[data-path='seed']").await);
     assert!(!js(c, "return location.search").await.as_str().unwrap().contains("mission"));
-    b.client.close().await.unwrap();
+    b.close().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -208,7 +208,7 @@ async fn corrupt_stored_stars_never_cost_a_star() {
     assert_eq!(attr(c, "#hub-list li[data-id='m3-preemption-storm']", "data-stars").await.as_deref(), Some("0"));
     let rec: Value = serde_json::from_str(stored(c, KEY).await.as_str().unwrap()).unwrap();
     assert_eq!(rec, json!({ "schema": "kvlab/stars@1", "stars": {} }));
-    b.client.close().await.unwrap();
+    b.close().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -257,7 +257,7 @@ async fn every_mission_loads_scores_zero_broken_and_three_with_its_fix() {
     save_screenshot(c, "mission-narrow-420.png").await;
     open_hub(c, &base).await;
     save_screenshot(c, "hub-narrow-420.png").await;
-    b.client.close().await.unwrap();
+    b.close().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -377,7 +377,7 @@ async fn instructors_documents_are_checked_and_the_calibration_selector_works() 
     c.find(Locator::Css("#ctl-calibration option[value='']")).await.unwrap().click().await.unwrap();
     assert!(js_json(c, "return kvlab.state()").await["preset"].get("calibration").is_none());
     assert_eq!(report(c).await["calibration"], Value::Null);
-    b.client.close().await.unwrap();
+    b.close().await;
 }
 
 fn urlencode(s: &str) -> String {

@@ -1,7 +1,8 @@
 //! The one object JavaScript sees: `window.kvlab`, a [`LabHandle`] over the running page
 //! (egui's `WebHandle` style). Engine types cross as JSON strings (`report()` is the report
 //! of docs/REPORT.md, `missionScore()` the mission score). Also the page's boot: read the
-//! URL, build the lab (or the missions hub), wire the events.
+//! URL, build the lab (or the missions hub), wire the events. The measurement and test methods
+//! are in test_hooks.rs, compiled only with the `test-hooks` feature.
 
 use std::rc::Rc;
 
@@ -28,7 +29,7 @@ use super::{controls, map};
 /// an `Error` with the same message.
 #[wasm_bindgen]
 pub struct LabHandle {
-    app: Rc<App>,
+    pub(super) app: Rc<App>,
 }
 
 fn to_js(e: String) -> JsError {
@@ -195,26 +196,6 @@ impl LabHandle {
         errors::current_errors()
     }
 
-    /// `performance.now()` when the lab became interactive (ms since navigation start).
-    #[wasm_bindgen(js_name = readyMs)]
-    pub fn ready_ms(&self) -> f64 {
-        self.app.ready_ms.get()
-    }
-
-    /// Times `frames` full redraws (maps, charts, metrics, inspector, transport) at the
-    /// current state and returns JSON `{frames, cells, median_ms, p95_ms, map_median_ms}`.
-    #[wasm_bindgen(js_name = benchFrames)]
-    pub fn bench_frames(&self, frames: u32) -> String {
-        super::bench::frames(&self.app, frames.max(1))
-    }
-
-    /// Times simulating the current preset from 0 to the end, `reps` times; JSON
-    /// `{reps, median_ms, min_ms, steps}`.
-    #[wasm_bindgen(js_name = benchSimulate)]
-    pub fn bench_simulate(&self, reps: u32) -> String {
-        super::bench::simulate(&self.app, reps.max(1))
-    }
-
     /// Simulates `preset_json` from 0 to its end without touching the page: the report JSON.
     #[wasm_bindgen(js_name = simulatePreset)]
     pub fn simulate_preset(&self, preset_json: &str) -> Result<String, JsError> {
@@ -302,12 +283,6 @@ impl LabHandle {
     /// Shipped step-time calibrations (the selector's choices besides the default model).
     pub fn calibrations(&self) -> Vec<String> {
         shipped::names(shipped::CALIBRATIONS).into_iter().map(String::from).collect()
-    }
-
-    /// Panics on purpose, to check that the page reports a panic (tests only).
-    #[wasm_bindgen(js_name = testPanic)]
-    pub fn test_panic(&self) {
-        panic!("testPanic() was called: this is the page's panic report");
     }
 }
 

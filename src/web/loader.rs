@@ -99,6 +99,17 @@ pub fn url_problem(url: &str, page_href: &str) -> Option<String> {
     None
 }
 
+/// The text a `data:` URL carries, decoded here rather than fetched: the page's
+/// Content-Security-Policy (`connect-src 'self'`) does not let `fetch()` read `data:` URLs.
+pub fn data_url_text(url: &str) -> Result<String, String> {
+    let parsed = data_url::DataUrl::process(url)
+        .map_err(|_| "the data: URL is malformed: write data:application/json,<the JSON, URL-encoded>".to_string())?;
+    let (bytes, _) = parsed
+        .decode_to_vec()
+        .map_err(|_| "the data: URL's base64 is invalid; check that it was copied whole".to_string())?;
+    String::from_utf8(bytes).map_err(|_| "the data: URL does not hold UTF-8 text (JSON)".to_string())
+}
+
 /// Fetches `url` (the `param` of the link, `preset_url` or `mission_url`) and loads it.
 pub fn load_from_url(app: &Rc<App>, param: &'static str, url: &str) {
     let expect = if param == "mission_url" { "mission" } else { "preset" };
@@ -110,8 +121,19 @@ pub fn load_from_url(app: &Rc<App>, param: &'static str, url: &str) {
         fail(p);
         return;
     }
+    if url.get(..5).is_some_and(|p| p.eq_ignore_ascii_case("data:")) {
+        match data_url_text(url) {
+            Ok(text) => {
+                if load_document(app, &text, Some(expect)).is_ok() {
+                    errors::clear_error("link");
+                }
+            }
+            Err(e) => fail(e),
+        }
+        return;
+    }
     let resolved = web_sys::Url::new_with_base(url, &href).map(|u| u.href()).unwrap_or_else(|_| url.to_string());
-    let shown = if url.starts_with("data:") { "the data: URL".to_string() } else { format!("\"{url}\"") };
+    let shown = format!("\"{url}\"");
     let app = app.clone();
     let shown2 = shown.clone();
     let on_response = Closure::<dyn FnMut(JsValue)>::once(move |resp: JsValue| {

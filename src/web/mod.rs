@@ -13,10 +13,13 @@
 //!   [`hub`]: the missions page; [`storage`]: stars in localStorage (the engine's `StarStore`)
 //! - [`loader`]: presets and missions from a file, pasted JSON or the link
 //! - [`host`]: `postMessage` events and commands between an embedded lab and its host page
-//! - [`errors`]: messages for bad input and the panic report; [`export`], [`bench`]
+//! - [`errors`]: messages for bad input and the panic report; [`export`]
+//! - `test_hooks` and `bench` (feature `test-hooks` only, never in the release bundle): the
+//!   handle's `testPanic`, `benchFrames`, `benchSimulate` and `readyMs`
 //! - [`theme`]: light or dark, as the stylesheet decided, for the canvases
 
 pub mod app;
+#[cfg(feature = "test-hooks")]
 pub mod bench;
 pub mod chart;
 pub mod controls;
@@ -35,6 +38,8 @@ pub mod mission_view;
 pub mod missions;
 pub mod presets;
 pub mod storage;
+#[cfg(feature = "test-hooks")]
+pub mod test_hooks;
 pub mod theme;
 pub mod url_state;
 pub mod view;

@@ -293,13 +293,20 @@ impl View {
             .collect();
         let cursor = lab.t_us as f64 / 1e6;
         let theme = chart::ChartTheme::of(self.dark);
-        match chart::draw_kv(&self.kv_chart, &runs, duration_s, cursor, theme) {
-            Ok(b) => self.kv_box = b,
-            Err(e) => web_sys::console::error_1(&format!("chart: {e}").into()),
+        // A chart the stylesheet hides (embed mode, ?panels=) is not drawn: on a canvas with no
+        // box plotters would measure its labels with a styled <span>, which the page's
+        // Content-Security-Policy (no inline style) refuses.
+        if self.kv_chart.client_width() > 0 {
+            match chart::draw_kv(&self.kv_chart, &runs, duration_s, cursor, theme) {
+                Ok(b) => self.kv_box = b,
+                Err(e) => web_sys::console::error_1(&format!("chart: {e}").into()),
+            }
         }
-        match chart::draw_queues(&self.queue_chart, &runs, duration_s, cursor, &lab.state.hidden, theme) {
-            Ok(b) => self.queue_box = b,
-            Err(e) => web_sys::console::error_1(&format!("chart: {e}").into()),
+        if self.queue_chart.client_width() > 0 {
+            match chart::draw_queues(&self.queue_chart, &runs, duration_s, cursor, &lab.state.hidden, theme) {
+                Ok(b) => self.queue_box = b,
+                Err(e) => web_sys::console::error_1(&format!("chart: {e}").into()),
+            }
         }
     }
 
