@@ -193,7 +193,7 @@ try {
   // The 60 s default scenario simulated in wasm.
   for (const id of ["contiguous-default", "paged-default"]) {
     await exec(`kvlab.loadPresetId('${id}'); return null`);
-    const r = JSON.parse(await exec("return kvlab.benchSimulate(25)"));
+    const r = await exec("return kvlab.benchSimulate(25)");
     console.log(`wasm ${id} 60 s: median ${r.median_ms.toFixed(2)} ms, min ${r.min_ms.toFixed(2)} ms (${r.steps} steps, ${r.reps} runs)`);
     if (process.env.BENCH_VERBOSE) console.log(`  runs: ${r.times_ms.map((t) => t.toFixed(1)).join(" ")}`);
   }
@@ -211,7 +211,7 @@ try {
   ];
   for (const [name, setup] of cases) {
     await setup();
-    const r = JSON.parse(await exec("return kvlab.benchFrames(200)"));
+    const r = await exec("return kvlab.benchFrames(200)");
     console.log(`frame ${name}: median ${r.median_ms.toFixed(2)} ms, p95 ${r.p95_ms.toFixed(2)} ms; alone: map ${r.map_median_ms.toFixed(2)}, charts ${r.chart_median_ms.toFixed(2)}, metrics ${r.metrics_median_ms.toFixed(2)} ms (${r.cells} cells)`);
   }
 } finally {

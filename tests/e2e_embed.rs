@@ -162,6 +162,7 @@ async fn a_new_fragment_updates_the_lab_without_a_reload() {
     open(c, &format!("{base}?autoplay=0")).await;
     js(c, "kvlab.setCompare(true); kvlab.setField('@paged.block_size', '32'); kvlab.runTo(12); return null").await;
     let wanted = js(c, "return kvlab.state()").await;
+    let wanted_text = js(c, "return JSON.stringify(kvlab.state())").await;
     let link = js(c, "return kvlab.shareUrl()").await.as_str().unwrap().to_string();
     let fragment = &link[link.find('#').unwrap()..];
 
@@ -169,7 +170,7 @@ async fn a_new_fragment_updates_the_lab_without_a_reload() {
     js(c, "window.sameDocument = true; return null").await;
     assert_ne!(js(c, "return kvlab.state()").await, wanted);
     js(c, &format!("location.hash = {}; return null", serde_json::to_string(fragment).unwrap())).await;
-    wait_for(c, &format!("kvlab.state() === {}", wanted), "the lab to take the new fragment").await;
+    wait_for(c, &format!("JSON.stringify(kvlab.state()) === {wanted_text}"), "the lab to take the new fragment").await;
     assert_eq!(js(c, "return window.sameDocument === true").await, Value::Bool(true), "the page reloaded");
     assert_eq!(js(c, "return kvlab.now()").await.as_f64(), Some(12.0));
     assert!(js(c, "return !document.getElementById('map-panel-1').hidden").await.as_bool().unwrap());

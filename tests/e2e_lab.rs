@@ -25,7 +25,7 @@ async fn contiguous_to_paged_lifts_utilisation_and_errors_keep_the_lab() {
     open(c, &format!("{base}?autoplay=0")).await;
 
     // The default setup is the contiguous one, run to the end.
-    let state: Value = serde_json::from_str(js(c, "return kvlab.state()").await.as_str().unwrap()).unwrap();
+    let state: Value = js(c, "return kvlab.state()").await;
     assert_eq!(state["preset"]["id"], "contiguous-default");
     js(c, "kvlab.runToEnd(); return null").await;
     let contiguous = report(c).await;
@@ -167,7 +167,7 @@ async fn links_reproduce_the_lab_and_bad_links_are_reported() {
     open(c, &format!("{base}?autoplay=0&preset=bursty#lab=bm90IGpzb24")).await;
     let errors = js(c, "return kvlab.errors()").await;
     assert!(errors.to_string().contains("lab state"), "{errors}");
-    let s: Value = serde_json::from_str(js(c, "return kvlab.state()").await.as_str().unwrap()).unwrap();
+    let s: Value = js(c, "return kvlab.state()").await;
     assert_eq!(s["preset"]["id"], "bursty");
     js(c, "kvlab.runTo(5); return null").await;
     assert_eq!(report(c).await["sim_time_s"].as_f64().map(|t| t >= 5.0), Some(true));

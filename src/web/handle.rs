@@ -1,6 +1,6 @@
 //! The one object JavaScript sees: `window.kvlab`, a [`LabHandle`] over the running page
-//! (egui's `WebHandle` style). Engine types cross as JSON strings (`report()` is the report
-//! of docs/REPORT.md, `missionScore()` the mission score). Also the page's boot: read the
+//! (egui's `WebHandle` style). Engine types cross as plain JavaScript objects (js.rs):
+//! `report()` is the report of docs/REPORT.md, `missionScore()` the mission score. Also the page's boot: read the
 //! URL, build the lab (or the missions hub), wire the events. The measurement and test methods
 //! are in test_hooks.rs, compiled only with the `test-hooks` feature.
 
@@ -16,6 +16,7 @@ use super::dom;
 use super::errors;
 use super::events;
 use super::export;
+use super::js;
 use super::lab::{secs_to_us, Lab};
 use super::missions;
 use super::presets;
@@ -34,6 +35,11 @@ pub struct LabHandle {
 
 fn to_js(e: String) -> JsError {
     JsError::new(&e)
+}
+
+/// `value` as a plain JavaScript object (js.rs).
+fn object<T: serde::Serialize + ?Sized>(value: &T) -> Result<JsValue, JsError> {
+    js::to_js(value).map_err(to_js)
 }
 
 #[wasm_bindgen]
@@ -77,28 +83,33 @@ impl LabHandle {
         self.run_to(end as f64 / 1e6);
     }
 
-    /// The report (JSON, the contract of docs/REPORT.md) of the first run at the time shown.
-    pub fn report(&self) -> String {
+    /// The report (an object, the contract of docs/REPORT.md) of the first run at the time
+    /// shown; `null` when there is no run.
+    pub fn report(&self) -> Result<JsValue, JsError> {
         let lab = self.app.lab.borrow();
-        lab.runs.first().map(|r| serde_json::to_string(&r.report()).unwrap_or_default()).unwrap_or_default()
+        object(&lab.runs.first().map(|r| r.report()))
     }
 
-    /// Every run's report as a JSON array (two in compare mode: contiguous, paged).
-    pub fn reports(&self) -> String {
+    /// Every run's report, an array (two in compare mode: contiguous, paged).
+    pub fn reports(&self) -> Result<JsValue, JsError> {
         let lab = self.app.lab.borrow();
         let reports: Vec<_> = lab.runs.iter().map(|r| r.report()).collect();
-        serde_json::to_string(&reports).unwrap_or_default()
+        object(&reports)
     }
 
-    /// The whole lab state as JSON (what the link carries).
-    pub fn state(&self) -> String {
-        self.app.lab.borrow().snapshot().to_json()
+    /// The whole lab state, an object (what the link carries).
+    pub fn state(&self) -> Result<JsValue, JsError> {
+        object(&self.app.lab.borrow().snapshot())
     }
 
-    /// Replaces the whole lab state (JSON as `state()` returns it).
+    /// Replaces the whole lab state: an object as `state()` returns it, or its JSON text.
     #[wasm_bindgen(js_name = setState)]
-    pub fn set_state(&self, json: &str) -> Result<(), JsError> {
-        self.app.change("link", false, |_| LabState::from_json(json).map_err(|e| e.to_string())).map_err(to_js)
+    pub fn set_state(&self, state: JsValue) -> Result<(), JsError> {
+        let json = match state.as_string() {
+            Some(text) => text,
+            None => js_sys::JSON::stringify(&state).ok().and_then(|s| s.as_string()).unwrap_or_default(),
+        };
+        self.app.change("link", false, |_| LabState::from_json(&json).map_err(|e| e.to_string())).map_err(to_js)
     }
 
     /// The link that reproduces the lab as it is now.
@@ -196,12 +207,12 @@ impl LabHandle {
         errors::current_errors()
     }
 
-    /// Simulates `preset_json` from 0 to its end without touching the page: the report JSON.
+    /// Simulates `preset_json` from 0 to its end without touching the page: the report object.
     #[wasm_bindgen(js_name = simulatePreset)]
-    pub fn simulate_preset(&self, preset_json: &str) -> Result<String, JsError> {
+    pub fn simulate_preset(&self, preset_json: &str) -> Result<JsValue, JsError> {
         let config = crate::formats::preset::parse_preset(preset_json).map_err(|e| JsError::new(&e.to_string()))?;
         let mut sim = Simulation::new(config).map_err(|e| JsError::new(&e.to_string()))?;
-        serde_json::to_string(&sim.run_to_end()).map_err(|e| JsError::new(&e.to_string()))
+        object(&sim.run_to_end())
     }
 
     /// Loads a preset or a mission (told apart by `schema`), as the "Load…" dialog does: a preset
@@ -234,19 +245,21 @@ impl LabHandle {
         missions::ids()
     }
 
-    /// The mission's score of the run at the time shown, as JSON: the engine's `Score` plus
+    /// The mission's score of the run at the time shown, an object: the engine's `Score` plus
     /// `mission`, `final` (the run reached its end), `solution` and `best` (kept stars); `null`
     /// outside mission mode.
     #[wasm_bindgen(js_name = missionScore)]
-    pub fn mission_score(&self) -> String {
+    pub fn mission_score(&self) -> Result<JsValue, JsError> {
         let lab = self.app.lab.borrow();
-        let (Some(status), Some(r)) = (lab.mission_status(), lab.state.mission.as_ref()) else { return "null".into() };
+        let (Some(status), Some(r)) = (lab.mission_status(), lab.state.mission.as_ref()) else {
+            return Ok(JsValue::NULL);
+        };
         let mut v = serde_json::to_value(&status.score).unwrap_or_default();
         v["mission"] = r.id.clone().into();
         v["final"] = status.at_end.into();
         v["solution"] = r.solution.into();
         v["best"] = storage::with_keeper(|k| k.stars(&r.id)).into();
-        v.to_string()
+        object(&v)
     }
 
     /// The mission panel's buttons: `showSolution()`, `revealHint()`, `restartMission()`,
@@ -271,13 +284,11 @@ impl LabHandle {
         self.app.mission_action("exit").map_err(to_js)
     }
 
-    /// The stars kept in this browser: `{"m1-paging": 3, …}` (JSON).
-    pub fn stars(&self) -> String {
-        storage::with_keeper(|k| {
-            let m: serde_json::Map<String, serde_json::Value> =
-                k.record().iter().map(|(id, s)| (id.to_string(), s.into())).collect();
-            serde_json::Value::Object(m).to_string()
-        })
+    /// The stars kept in this browser, an object: `{"m1-paging": 3, …}`.
+    pub fn stars(&self) -> Result<JsValue, JsError> {
+        let record: std::collections::BTreeMap<String, u8> =
+            storage::with_keeper(|k| k.record().iter().map(|(id, s)| (id.to_string(), s)).collect());
+        object(&record)
     }
 
     /// Shipped step-time calibrations (the selector's choices besides the default model).

@@ -85,7 +85,7 @@ fn post(kind: &str, fields: Value) {
     if let (Some(m), Value::Object(f)) = (msg.as_object_mut(), fields) {
         m.extend(f);
     }
-    let Ok(data) = js_sys::JSON::parse(&msg.to_string()) else { return };
+    let Ok(data) = super::js::to_js(&msg) else { return };
     let allowed = HOST.with(|h| h.borrow().as_ref().map(|h| h.origins.clone()).unwrap_or_default());
     for target in targets(&allowed) {
         let _ = parent.post_message(&data, &target);
@@ -179,8 +179,7 @@ fn on_message(app: &Rc<App>, e: &MessageEvent) {
     if !from_parent {
         return;
     }
-    let Some(msg) = js_sys::JSON::stringify(&e.data()).ok().and_then(|s| s.as_string()) else { return };
-    let Ok(msg) = serde_json::from_str::<Value>(&msg) else { return };
+    let Ok(msg) = super::js::from_js::<Value>(e.data()) else { return };
     if msg.get("kvlab") != Some(&json!(1)) {
         return; // someone else's message
     }

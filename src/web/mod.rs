@@ -13,6 +13,7 @@
 //!   [`hub`]: the missions page; [`storage`]: stars in localStorage (the engine's `StarStore`)
 //! - [`loader`]: presets and missions from a file, pasted JSON or the link
 //! - [`host`]: `postMessage` events and commands between an embedded lab and its host page
+//! - [`js`]: values handed to JavaScript as plain objects (serde-wasm-bindgen)
 //! - [`errors`]: messages for bad input and the panic report; [`export`]
 //! - `test_hooks` and `bench` (feature `test-hooks` only, never in the release bundle): the
 //!   handle's `testPanic`, `benchFrames`, `benchSimulate` and `readyMs`
@@ -30,6 +31,7 @@ pub mod export;
 pub mod handle;
 pub mod host;
 pub mod hub;
+pub mod js;
 pub mod lab;
 pub mod loader;
 pub mod map;

@@ -16,17 +16,17 @@ impl LabHandle {
     }
 
     /// Times `frames` full redraws (maps, charts, metrics, inspector, transport) at the
-    /// current state and returns JSON `{frames, cells, median_ms, p95_ms, map_median_ms}`.
+    /// current state and returns `{frames, cells, median_ms, p95_ms, map_median_ms, …}`.
     #[wasm_bindgen(js_name = benchFrames)]
-    pub fn bench_frames(&self, frames: u32) -> String {
-        super::bench::frames(&self.app, frames.max(1))
+    pub fn bench_frames(&self, frames: u32) -> Result<JsValue, JsError> {
+        super::js::to_js(&super::bench::frames(&self.app, frames.max(1))).map_err(|e| JsError::new(&e))
     }
 
-    /// Times simulating the current preset from 0 to the end, `reps` times; JSON
-    /// `{reps, median_ms, min_ms, steps}`.
+    /// Times simulating the current preset from 0 to the end, `reps` times:
+    /// `{reps, median_ms, min_ms, steps, times_ms}` (`null` without a run).
     #[wasm_bindgen(js_name = benchSimulate)]
-    pub fn bench_simulate(&self, reps: u32) -> String {
-        super::bench::simulate(&self.app, reps.max(1))
+    pub fn bench_simulate(&self, reps: u32) -> Result<JsValue, JsError> {
+        super::js::to_js(&super::bench::simulate(&self.app, reps.max(1))).map_err(|e| JsError::new(&e))
     }
 
     /// Panics on purpose, to check that the page reports a panic.

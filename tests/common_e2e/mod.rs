@@ -221,9 +221,23 @@ pub async fn open(c: &Client, url: &str) {
     panic!("the lab did not become ready at {url}; page says: {body}");
 }
 
+/// Every number as a float. The page hands reports over as JavaScript objects, where 60.0 and
+/// 60 are one number, while the native report keeps integers and floats apart: compared in
+/// this form, two reports are equal when every number is (bit for bit up to 2^53).
+pub fn numbers_as_floats(v: Value) -> Value {
+    match v {
+        Value::Number(n) => json!(n.as_f64().expect("a JSON number")),
+        Value::Array(a) => Value::Array(a.into_iter().map(numbers_as_floats).collect()),
+        Value::Object(o) => Value::Object(o.into_iter().map(|(k, v)| (k, numbers_as_floats(v))).collect()),
+        other => other,
+    }
+}
+
+/// `kvlab.report()` (an object), numbers as floats (see [`numbers_as_floats`]).
 pub async fn report(c: &Client) -> Value {
-    let text = js(c, "return kvlab.report()").await;
-    serde_json::from_str(text.as_str().expect("report() is a string")).expect("report() is JSON")
+    let report = js(c, "return kvlab.report()").await;
+    assert!(report.is_object(), "report() is an object: {report}");
+    numbers_as_floats(report)
 }
 
 /// Share of the map canvas's pixels that are not background (white).
@@ -244,7 +258,7 @@ pub fn native_report(id: &str) -> Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("assets/presets/{id}.json"));
     let config = kvlab::formats::preset::parse_preset(&std::fs::read_to_string(path).unwrap()).unwrap();
     let mut sim = kvlab::engine::Simulation::new(config).unwrap();
-    serde_json::to_value(sim.run_to_end()).unwrap()
+    numbers_as_floats(serde_json::to_value(sim.run_to_end()).unwrap())
 }
 
 pub async fn save_screenshot(c: &Client, name: &str) {
@@ -272,13 +286,6 @@ pub async fn open_hub(c: &Client, base: &str) {
     wait_for(c, "document.getElementById('hub') && document.getElementById('hub').dataset.ready === 'true'", "the hub")
         .await;
     assert_no_csp_violations(c).await;
-}
-
-/// Parses a JSON string a page method returned.
-pub async fn js_json(c: &Client, script: &str) -> Value {
-    let v = js(c, script).await;
-    serde_json::from_str(v.as_str().unwrap_or_else(|| panic!("{script} did not return a string: {v}")))
-        .expect("JSON text")
 }
 
 pub fn repo_path(rel: &str) -> PathBuf {
