@@ -242,9 +242,9 @@ impl View {
     fn render_inspector(&mut self, lab: &Lab, maps: &[MemoryMap]) {
         let Some((run_i, cell_i)) = self.focus_cell() else {
             if self.last_inspected.take().is_some() {
-                self.inspector.set_inner_html(
-                    "<p class=\"insp-hint\">Hover or tap a cell (or focus the map and use the arrow keys) to see the request that owns it.</p>",
-                );
+                let hint =
+                    "Hover or tap a cell (or focus the map and use the arrow keys) to see the request that owns it.";
+                dom::replace_children(&self.inspector, [dom::node("p").class("insp-hint").text(hint)]);
             }
             return;
         };
@@ -255,15 +255,16 @@ impl View {
         self.last_inspected = Some(key);
         let (Some(run), Some(m)) = (lab.runs.get(run_i), maps.get(run_i)) else { return };
         let view = m.cells.get(cell_i).and_then(|c| c.request()).and_then(|r| run.sim.request_view(r));
-        let mut html = String::new();
+        let mut parts = Vec::new();
         if lab.runs.len() > 1 {
-            html.push_str(&format!("<p class=\"insp-run\">{}</p>", dom::escape(&run.title)));
+            parts.push(dom::node("p").class("insp-run").text(&run.title));
         }
-        html.push_str(&map::describe_cell(cell_i, m, view.as_ref(), &run.class_names, run.is_paged()));
+        parts.extend(map::describe_cell(cell_i, m, view.as_ref(), &run.class_names, run.is_paged()));
         if self.pinned.is_some() {
-            html.push_str("<p class=\"insp-hint\">Pinned: tap the map again or press Escape to release.</p>");
+            let hint = "Pinned: tap the map again or press Escape to release.";
+            parts.push(dom::node("p").class("insp-hint").text(hint));
         }
-        self.inspector.set_inner_html(&html);
+        dom::replace_children(&self.inspector, parts);
     }
 
     pub fn render_charts(&mut self, lab: &Lab) {
