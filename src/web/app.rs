@@ -10,7 +10,6 @@ use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use crate::formats::mission::MAX_STARS;
 use crate::missions::mission::Mission;
 
 use super::controls;
@@ -308,11 +307,11 @@ impl App {
     }
 }
 
-/// The header's link to the hub shows the stars earned so far.
+/// The header's link to the hub shows the stars earned so far, out of three per mission of
+/// the shipped index (the page holds no count of its own).
 pub fn update_hub_link() {
-    let ids = missions::ids();
-    let earned: u32 = storage::with_keeper(|k| ids.iter().map(|id| u32::from(k.stars(id))).sum());
+    let (earned, total) = super::hub::totals();
     if let Some(el) = dom::by_id::<web_sys::Element>("hub-link-stars") {
-        dom::set_text(&el, &format!("★ {earned}/{}", ids.len() as u32 * u32::from(MAX_STARS)));
+        dom::set_text(&el, &format!("★ {earned}/{total}"));
     }
 }
