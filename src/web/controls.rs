@@ -16,6 +16,7 @@ use crate::formats::calibration::shipped_calibration;
 use crate::formats::json::from_json_with_path;
 use crate::formats::paths::{self, Seg};
 use crate::formats::preset::{AllocatorDto, ArrivalDto, BurstDto, ClassDto};
+use crate::missions::mission::Mission;
 use crate::shipped;
 
 use super::dom::{self, Node};
@@ -342,8 +343,9 @@ pub fn fill_options(speeds: &[f64], speed: f64) {
     }
 }
 
-/// Puts `state` into the form: rows, values, which allocator settings show, the JSON text.
-pub fn sync(state: &LabState) {
+/// Puts `state` into the form: rows, values, which allocator settings show, the JSON text, and
+/// the locks of `mission` (the lab parsed it once; the form never parses it again).
+pub fn sync(state: &LabState, mission: Option<&Mission>) {
     let Some(form) = dom::by_id::<HtmlElement>("controls") else { return };
     // Rows of classes and bursts (rebuilt only when their number changes, so focus survives).
     let classes = state.preset.workload.classes.len();
@@ -399,12 +401,11 @@ pub fn sync(state: &LabState) {
             ta.set_value(&serde_json::to_string_pretty(&state.preset).unwrap_or_default());
         }
     }
-    let mission = state.mission.as_ref().and_then(|r| super::missions::resolve(r).ok());
-    lock(&form, mission.as_ref());
+    lock(&form, mission);
 }
 
 /// Disables the controls the mission's knobs do not cover (all enabled outside missions).
-fn lock(form: &HtmlElement, mission: Option<&crate::missions::mission::Mission>) {
+fn lock(form: &HtmlElement, mission: Option<&Mission>) {
     let knobs = mission.map(|m| m.knobs().to_vec());
     let locked = |path: &str| knobs.as_ref().is_some_and(|k| !control_unlocked(k, path));
     let set = |el: &Element, off: bool| {

@@ -11,7 +11,7 @@ use wasm_bindgen::prelude::*;
 use crate::engine::Simulation;
 use crate::shipped;
 
-use super::app::App;
+use super::app::{App, ChangeFrom, MissionAction};
 use super::dom;
 use super::errors;
 use super::events;
@@ -20,7 +20,7 @@ use super::js;
 use super::lab::{secs_to_us, Lab};
 use super::missions;
 use super::presets;
-use super::storage;
+use super::storage::Stars;
 use super::url_state::{LabState, PageOptions, QUERY_KEYS};
 use super::view::View;
 use super::{controls, map};
@@ -109,7 +109,9 @@ impl LabHandle {
             Some(text) => text,
             None => js_sys::JSON::stringify(&state).ok().and_then(|s| s.as_string()).unwrap_or_default(),
         };
-        self.app.change("link", false, |_| LabState::from_json(&json).map_err(|e| e.to_string())).map_err(to_js)
+        self.app
+            .change(ChangeFrom::Link, false, |_| LabState::from_json(&json).map_err(|e| e.to_string()))
+            .map_err(to_js)
     }
 
     /// The link that reproduces the lab as it is now.
@@ -120,7 +122,7 @@ impl LabHandle {
 
     #[wasm_bindgen(js_name = setCompare)]
     pub fn set_compare(&self, on: bool) -> Result<(), JsError> {
-        self.app.change("control", true, |s| Ok(LabState { compare: on, ..s.clone() })).map_err(to_js)
+        self.app.change(ChangeFrom::Control, true, |s| Ok(LabState { compare: on, ..s.clone() })).map_err(to_js)
     }
 
     /// Switches the allocator in use: "contiguous" or "paged" (the other's settings are kept).
@@ -132,7 +134,7 @@ impl LabHandle {
             _ => return Err(JsError::new(&format!("allocator \"{kind}\": use \"contiguous\" or \"paged\""))),
         };
         self.app
-            .change("control", true, |s| {
+            .change(ChangeFrom::Control, true, |s| {
                 let mut next = s.clone();
                 next.switch_allocator(paged);
                 Ok(next)
@@ -144,7 +146,7 @@ impl LabHandle {
     #[wasm_bindgen(js_name = setField)]
     pub fn set_field(&self, path: &str, json_value: &str) -> Result<(), JsError> {
         let value: serde_json::Value = serde_json::from_str(json_value).map_err(|e| JsError::new(&e.to_string()))?;
-        self.app.change("control", true, |s| controls::edit(s, path, value)).map_err(to_js)
+        self.app.change(ChangeFrom::Control, true, |s| controls::edit(s, path, value)).map_err(to_js)
     }
 
     pub fn play(&self) {
@@ -258,7 +260,7 @@ impl LabHandle {
         v["mission"] = r.id.clone().into();
         v["final"] = status.at_end.into();
         v["solution"] = r.solution.into();
-        v["best"] = storage::with_keeper(|k| k.stars(&r.id)).into();
+        v["best"] = self.app.stars.with(|k| k.stars(&r.id)).into();
         object(&v)
     }
 
@@ -266,28 +268,28 @@ impl LabHandle {
     /// `exitMission()`.
     #[wasm_bindgen(js_name = showSolution)]
     pub fn show_solution(&self) -> Result<(), JsError> {
-        self.app.mission_action("solution").map_err(to_js)
+        self.app.mission_action(MissionAction::Solution).map_err(to_js)
     }
 
     #[wasm_bindgen(js_name = revealHint)]
     pub fn reveal_hint(&self) -> Result<(), JsError> {
-        self.app.mission_action("hint").map_err(to_js)
+        self.app.mission_action(MissionAction::Hint).map_err(to_js)
     }
 
     #[wasm_bindgen(js_name = restartMission)]
     pub fn restart_mission(&self) -> Result<(), JsError> {
-        self.app.mission_action("restart").map_err(to_js)
+        self.app.mission_action(MissionAction::Restart).map_err(to_js)
     }
 
     #[wasm_bindgen(js_name = exitMission)]
     pub fn exit_mission(&self) -> Result<(), JsError> {
-        self.app.mission_action("exit").map_err(to_js)
+        self.app.mission_action(MissionAction::Exit).map_err(to_js)
     }
 
     /// The stars kept in this browser, an object: `{"m1-paging": 3, …}`.
     pub fn stars(&self) -> Result<JsValue, JsError> {
         let record: std::collections::BTreeMap<String, u8> =
-            storage::with_keeper(|k| k.record().iter().map(|(id, s)| (id.to_string(), s)).collect());
+            self.app.stars.with(|k| k.record().iter().map(|(id, s)| (id.to_string(), s)).collect());
         object(&record)
     }
 
@@ -370,18 +372,19 @@ pub fn boot() -> Result<(), String> {
         }
     };
     let autoplay = options.autoplay.unwrap_or(!dom::prefers_reduced_motion()) && lab.t_us == 0 && !options.bench;
-    let view = View::new()?;
-    let app = App::new(lab, view);
+    let stars = Stars::open();
+    let view = View::new(stars.clone())?;
+    let app = App::new(lab, view, stars);
     controls::fill_options(super::lab::SPEEDS, app.lab.borrow().speed);
-    controls::sync(&app.lab.borrow().state);
+    app.sync_controls();
     map::paint_swatches();
     events::wire(&app);
     super::loader::wire_dialog(&app);
     for (kind, text) in problems {
         errors::show_error(&kind, &text);
     }
-    storage::show_notices();
-    super::app::update_hub_link();
+    app.stars.show_notices();
+    app.update_hub_link();
     if !from_fragment {
         if let Some(url) = &options.mission_url {
             super::loader::load_from_url(&app, "mission_url", url);

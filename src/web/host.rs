@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::MessageEvent;
 
-use super::app::App;
+use super::app::{App, ChangeFrom};
 use super::controls;
 use super::dom;
 use super::lab::secs_to_us;
@@ -222,12 +222,12 @@ fn command(app: &Rc<App>, kind: &str, msg: &Value) -> Result<(), String> {
             let path = msg.get("path").and_then(Value::as_str).ok_or("set: path must be a preset path")?;
             let value = msg.get("value").cloned().ok_or("set: value is missing")?;
             let path = control_path(path);
-            app.change("control", true, |s| controls::edit(s, &path, value))?;
+            app.change(ChangeFrom::Control, true, |s| controls::edit(s, &path, value))?;
         }
         "load" => match msg.get("preset") {
             Some(Value::String(id)) => {
                 let id = id.clone();
-                app.change("preset", false, |s| {
+                app.change(ChangeFrom::Preset, false, |s| {
                     let mut next = LabState::new(presets::dto(&id)?);
                     next.compare = s.compare;
                     next.hidden = s.hidden.clone();
@@ -239,7 +239,7 @@ fn command(app: &Rc<App>, kind: &str, msg: &Value) -> Result<(), String> {
         },
         "compare" => {
             let on = msg.get("on").and_then(Value::as_bool).ok_or("compare: on must be true or false")?;
-            app.change("control", true, |s| Ok(LabState { compare: on, ..s.clone() }))?;
+            app.change(ChangeFrom::Control, true, |s| Ok(LabState { compare: on, ..s.clone() }))?;
         }
         "get" => {}
         other => return Err(format!("unknown command \"{other}\"; use play, pause, seek, set, load, compare or get")),

@@ -147,20 +147,7 @@ pub fn describe_cell(
         };
         return vec![dom::node("p").class("insp-main").text(&format!("{where_}: ")).child(strong(what))];
     };
-    let mut flags = Vec::new();
-    if cell.flags & MapCell::SLAB_START != 0 {
-        flags.push("first cell of a slab");
-    }
-    if cell.flags & MapCell::SHARED != 0 {
-        flags.push("shared by several sequences");
-    }
-    if cell.flags & MapCell::COPIED != 0 {
-        flags.push("made by copy-on-write");
-    }
-    where_.push_str(&format!(": {}/{ct} slots hold KV", cell.live_tokens));
-    if !flags.is_empty() {
-        where_.push_str(&format!(" · {}", flags.join(" · ")));
-    }
+    where_.push_str(&format!(": {}/{ct} slots hold KV{}", cell.live_tokens, cell_flags(cell)));
     let cell_line = dom::node("p").class("insp-cell").text(&where_);
     let Some(v) = view else {
         return vec![dom::node("p").class("insp-main").child(strong(&format!("Request #{request}"))), cell_line];
@@ -186,6 +173,16 @@ pub fn describe_cell(
         out.push(dom::node("p").text(&format!("… and {more} more samples")));
     }
     out
+}
+
+/// What a cell's flags say, each after " · " (empty when none is set).
+fn cell_flags(cell: &MapCell) -> String {
+    let named = [
+        (MapCell::SLAB_START, "first cell of a slab"),
+        (MapCell::SHARED, "shared by several sequences"),
+        (MapCell::COPIED, "made by copy-on-write"),
+    ];
+    named.iter().filter(|(bit, _)| cell.flags & bit != 0).map(|(_, name)| format!(" · {name}")).collect()
 }
 
 fn strong(text: &str) -> Node {

@@ -13,6 +13,7 @@ use super::lab::Lab;
 use super::map::{self, MapView};
 use super::metrics::{MetricsInput, MetricsView};
 use super::mission_view::MissionView;
+use super::storage::Stars;
 
 /// A cell the learner points at: (run index, cell index).
 pub type CellRef = (usize, usize);
@@ -52,7 +53,7 @@ pub struct View {
 }
 
 impl View {
-    pub fn new() -> Result<View, String> {
+    pub fn new(stars: Stars) -> Result<View, String> {
         let maps = (0..2)
             .map(|i| dom::need::<HtmlCanvasElement>(&format!("map-{i}")).map(MapView::new))
             .collect::<Result<_, _>>()?;
@@ -71,7 +72,7 @@ impl View {
             kv_box: PlotBox::default(),
             queue_box: PlotBox::default(),
             metrics: MetricsView::new()?,
-            mission: MissionView::new(),
+            mission: MissionView::new(stars),
             play_btn: dom::need("play-btn")?,
             scrubber: dom::need("scrubber")?,
             time_label: dom::need("time-label")?,
