@@ -5,7 +5,9 @@
 #   - the whole 60 s contiguous-default scenario simulated in wasm, next to native (criterion)
 #   - release bundle size (wasm + JS, gzip -9) and time to interactive from 127.0.0.1
 # Usage: scripts/bench-web.sh [--build] [--no-native] [--screenshots DIR]
-#   --build            rebuild dist/ with trunk first (it is built when missing anyway)
+#   --build            rebuild dist/ and target/dist-bench/ with trunk first (built when missing
+#                      anyway; target/dist-bench/ is the release bundle plus the test-hooks
+#                      feature, whose kvlab.benchFrames/benchSimulate/readyMs the page is timed by)
 #   --no-native        skip the criterion run of the native engine
 #   --screenshots DIR  instead of measuring, save the page's reference screenshots in DIR
 #                      (standalone 1400×900 and 1280×720, compare, embed 800×500, narrow 420)
@@ -42,6 +44,14 @@ if [ "$build" = 1 ] || [ ! -f dist/index.html ]; then
   echo "==> trunk build --release --offline"
   trunk build --release --offline
 fi
+# The measurements call kvlab.benchFrames/benchSimulate/readyMs, which only a bundle with the
+# `test-hooks` feature has: the same release build with it, in its own folder.
+bench_dist=target/dist-bench
+if [ "$build" = 1 ] || [ ! -f "$bench_dist/index.html" ] || [ -n "$(find src www Cargo.toml -newer "$bench_dist/index.html" -print -quit)" ]; then
+  command -v trunk >/dev/null || { echo "missing trunk: run scripts/setup.sh" >&2; exit 1; }
+  echo "==> trunk build --release --offline --features test-hooks --dist $bench_dist"
+  trunk build --release --offline --features test-hooks --dist "$bench_dist"
+fi
 
 if [ -z "$shots" ]; then
 echo "==> Release bundle (gzip -9)"
@@ -63,7 +73,7 @@ fi
 fi
 
 echo "==> Browser (headless Chromium via chromedriver)"
-SHOTS="$shots" DIST="$PWD/dist" CHROMEDRIVER="$(command -v chromedriver)" node --input-type=module - <<'JS'
+SHOTS="$shots" DIST="$PWD/$bench_dist" CHROMEDRIVER="$(command -v chromedriver)" node --input-type=module - <<'JS'
 import { spawn } from "node:child_process";
 import http from "node:http";
 import net from "node:net";
@@ -183,7 +193,7 @@ try {
   // The 60 s default scenario simulated in wasm.
   for (const id of ["contiguous-default", "paged-default"]) {
     await exec(`kvlab.loadPresetId('${id}'); return null`);
-    const r = JSON.parse(await exec("return kvlab.benchSimulate(25)"));
+    const r = await exec("return kvlab.benchSimulate(25)");
     console.log(`wasm ${id} 60 s: median ${r.median_ms.toFixed(2)} ms, min ${r.min_ms.toFixed(2)} ms (${r.steps} steps, ${r.reps} runs)`);
     if (process.env.BENCH_VERBOSE) console.log(`  runs: ${r.times_ms.map((t) => t.toFixed(1)).join(" ")}`);
   }
@@ -201,7 +211,7 @@ try {
   ];
   for (const [name, setup] of cases) {
     await setup();
-    const r = JSON.parse(await exec("return kvlab.benchFrames(200)"));
+    const r = await exec("return kvlab.benchFrames(200)");
     console.log(`frame ${name}: median ${r.median_ms.toFixed(2)} ms, p95 ${r.p95_ms.toFixed(2)} ms; alone: map ${r.map_median_ms.toFixed(2)}, charts ${r.chart_median_ms.toFixed(2)}, metrics ${r.metrics_median_ms.toFixed(2)} ms (${r.cells} cells)`);
   }
 } finally {

@@ -2,6 +2,8 @@
 # The browser lab's tests: builds the release bundle with trunk (offline) into dist/, runs the
 # wasm-bindgen tests (tests/web_*.rs) in headless Chromium, then the end-to-end tests
 # (tests/e2e_*.rs: fantoccini + chromedriver against dist/ served from 127.0.0.1).
+# A second, debug bundle with the `test-hooks` feature goes to target/dist-test-hooks/ for the
+# one end-to-end test that needs `kvlab.testPanic()`.
 # Needs the tools of scripts/setup.sh (run it first on a fresh machine).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +21,11 @@ trunk build --release --offline
 wasm_gz=$(cat dist/*.wasm | gzip -9 | wc -c)
 js_gz=$(cat dist/*.js | gzip -9 | wc -c)
 echo "bundle: wasm $wasm_gz + js $js_gz bytes gzipped"
+
+step "Test-hooks bundle: trunk build --offline --features test-hooks (target/dist-test-hooks/)"
+# A debug build (no LTO, no wasm-opt): only the panic test of tests/e2e_lab.rs loads it. The
+# release bundle above has no test hooks.
+trunk build --offline --features test-hooks --dist target/dist-test-hooks
 
 step "wasm tests in headless Chromium (tests/web_*.rs)"
 web_tests=()

@@ -165,7 +165,7 @@ async fn no_explanation_hint_or_solution_shows_before_it_is_earned_or_asked_for(
         for moment in ["start", "end"] {
             if moment == "end" {
                 js(c, "kvlab.runToEnd(); return null").await;
-                wait_for(c, "JSON.parse(kvlab.missionScore()).final === true", "the end").await;
+                wait_for(c, "kvlab.missionScore().final === true", "the end").await;
             }
             let page = js(c, "return document.body.innerText").await.as_str().unwrap().to_string();
             for secret in &secrets {

@@ -11,8 +11,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use common_e2e::{
-    browser, js, map_coverage, native_report, open, report, require_dist, save_screenshot, serve, set_viewport,
-    wait_for,
+    browser, csp_violations, js, map_coverage, native_report, numbers_as_floats, open, report, require_dist,
+    require_test_hooks_dist, save_screenshot, serve, set_viewport, wait_for, LAB_CSP,
 };
 use fantoccini::Locator;
 use serde_json::{json, Value};
@@ -25,7 +25,7 @@ async fn contiguous_to_paged_lifts_utilisation_and_errors_keep_the_lab() {
     open(c, &format!("{base}?autoplay=0")).await;
 
     // The default setup is the contiguous one, run to the end.
-    let state: Value = serde_json::from_str(js(c, "return kvlab.state()").await.as_str().unwrap()).unwrap();
+    let state: Value = js(c, "return kvlab.state()").await;
     assert_eq!(state["preset"]["id"], "contiguous-default");
     js(c, "kvlab.runToEnd(); return null").await;
     let contiguous = report(c).await;
@@ -66,8 +66,7 @@ async fn contiguous_to_paged_lifts_utilisation_and_errors_keep_the_lab() {
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/presets/parallel-sampling.json"))
             .unwrap();
     let off_page = js(c, &format!("return kvlab.simulatePreset({})", serde_json::to_string(&json).unwrap())).await;
-    let off_page: Value = serde_json::from_str(off_page.as_str().unwrap()).unwrap();
-    assert_eq!(off_page, native_report("parallel-sampling"));
+    assert_eq!(numbers_as_floats(off_page), native_report("parallel-sampling"));
 
     // A broken preset through the API: an error naming the field, the lab unchanged.
     let thrown = js(
@@ -106,11 +105,11 @@ async fn contiguous_to_paged_lifts_utilisation_and_errors_keep_the_lab() {
 
     js(c, "kvlab.runTo(30); return null").await;
     save_screenshot(c, "e2e-lab-paged.png").await;
-    b.client.close().await.unwrap();
+    b.close().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn links_reproduce_the_lab_and_bad_links_and_panics_are_reported() {
+async fn links_reproduce_the_lab_and_bad_links_are_reported() {
     let base = serve(require_dist()).await;
     let b = browser(1280, 720).await;
     let c = &b.client;
@@ -167,7 +166,7 @@ async fn links_reproduce_the_lab_and_bad_links_and_panics_are_reported() {
     open(c, &format!("{base}?autoplay=0&preset=bursty#lab=bm90IGpzb24")).await;
     let errors = js(c, "return kvlab.errors()").await;
     assert!(errors.to_string().contains("lab state"), "{errors}");
-    let s: Value = serde_json::from_str(js(c, "return kvlab.state()").await.as_str().unwrap()).unwrap();
+    let s: Value = js(c, "return kvlab.state()").await;
     assert_eq!(s["preset"]["id"], "bursty");
     js(c, "kvlab.runTo(5); return null").await;
     assert_eq!(report(c).await["sim_time_s"].as_f64().map(|t| t >= 5.0), Some(true));
@@ -175,11 +174,47 @@ async fn links_reproduce_the_lab_and_bad_links_and_panics_are_reported() {
     // An unknown preset id: a message naming the known ones.
     open(c, &format!("{base}?autoplay=0&preset=nope")).await;
     assert!(js(c, "return kvlab.errors()").await.to_string().contains("contiguous-default"));
+    // The release bundle has no test hooks.
+    assert_eq!(js(c, "return typeof kvlab.testPanic + typeof kvlab.benchFrames").await, json!("undefinedundefined"));
+    b.close().await;
+}
 
-    // A panic is reported on the page instead of freezing it.
+/// A panic is reported on the page instead of freezing it. Only the bundle built with the
+/// `test-hooks` feature (scripts/test-web.sh) can panic on demand.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panic_is_reported_on_the_page() {
+    let base = serve(require_test_hooks_dist()).await;
+    let b = browser(1280, 720).await;
+    let c = &b.client;
+    open(c, &format!("{base}?autoplay=0")).await;
     js(c, "try { kvlab.testPanic(); } catch (e) {} return null").await;
     let panic = c.find(Locator::Id("panic")).await.unwrap();
     assert!(panic.is_displayed().await.unwrap(), "the panic report is not visible");
     assert!(panic.text().await.unwrap().contains("internal error"));
-    b.client.close().await.unwrap();
+    b.close().await;
+}
+
+/// The CSP check of every test can fail: a page with an inline script and an inline style, in
+/// the page and in a frame, is caught.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_csp_check_catches_inline_script_and_style() {
+    let dir = std::env::temp_dir().join(format!("kvlab-csp-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let head = format!("<meta http-equiv=\"Content-Security-Policy\" content=\"{LAB_CSP}\">");
+    std::fs::write(
+        dir.join("index.html"),
+        format!("<!doctype html>{head}<script>1</script><iframe src=\"f.html\"></iframe>"),
+    )
+    .unwrap();
+    std::fs::write(dir.join("f.html"), format!("<!doctype html>{head}<p style=\"color: red\">frame</p>")).unwrap();
+    let base = serve(dir).await;
+    let b = browser(800, 600).await;
+    let c = &b.client;
+    c.goto(&base).await.unwrap();
+    wait_for(c, "document.querySelector('iframe').contentDocument.readyState === 'complete'", "the frame").await;
+    let v = csp_violations(c).await;
+    assert!(v.iter().any(|m| m.contains("inline script")), "{v:?}");
+    assert!(v.iter().any(|m| m.contains("f.html") && m.contains("inline style")), "{v:?}");
+    assert!(csp_violations(c).await.is_empty(), "each violation is reported once");
+    b.close().await;
 }

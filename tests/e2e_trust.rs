@@ -8,7 +8,7 @@
 
 mod common_e2e;
 
-use common_e2e::{browser, js, js_json, open, open_hub, repo_path, require_dist, serve, wait_for};
+use common_e2e::{browser, js, open, open_hub, repo_path, require_dist, serve, wait_for};
 use fantoccini::{Client, Locator};
 use kvlab::missions::check::check_mission;
 use kvlab::missions::mission::parse_mission;
@@ -139,7 +139,7 @@ async fn a_stale_refusal_clears_and_the_preset_title_shows_until_edited() {
 
     // A shipped preset: its id in the picker, its title in the header.
     c.find(Locator::Css("#preset-select option[value='paged-default']")).await.unwrap().click().await.unwrap();
-    let shipped = js_json(c, "return kvlab.state()").await["preset"]["title"].as_str().unwrap().to_string();
+    let shipped = js(c, "return kvlab.state()").await["preset"]["title"].as_str().unwrap().to_string();
     assert_eq!(js(c, picker).await[0], "paged-default");
     assert_eq!(text(c, "#preset-title").await, shipped);
     b.client.close().await.unwrap();
@@ -159,7 +159,7 @@ async fn custom_missions_played_are_on_the_hub_with_their_stars() {
     open(c, &format!("{base}?autoplay=0")).await;
     js(c, &format!("kvlab.load({}); return null", serde_json::to_string(&example()).unwrap())).await;
     js(c, "kvlab.setField('@contiguous.reserve', '\"prompt_plus_max_tokens\"'); kvlab.runToEnd(); return null").await;
-    wait_for(c, "JSON.parse(kvlab.missionScore()).final === true", "the end of the run").await;
+    wait_for(c, "kvlab.missionScore().final === true", "the end of the run").await;
     open_hub(c, &base).await;
     let card = "#hub-custom-list li[data-id='example-reserve-less']";
     assert!(shown(c, "hub-custom").await);
@@ -194,9 +194,9 @@ async fn the_embed_button_copies_a_snippet_that_reproduces_the_lab() {
     assert!(snippet.starts_with("<iframe src=\"") && snippet.ends_with("</iframe>"), "{snippet}");
     let src = snippet.split('"').nth(1).unwrap().replace("&amp;", "&");
     assert!(src.contains("embed=1") && src.contains("#lab="), "{src}");
-    let state = js_json(c, "return kvlab.state()").await;
+    let state = js(c, "return kvlab.state()").await;
     open(c, &src).await;
     assert_eq!(js(c, "return document.documentElement.classList.contains('embed')").await, true);
-    assert_eq!(js_json(c, "return kvlab.state()").await, state, "the snippet's lab is the lab that was shown");
+    assert_eq!(js(c, "return kvlab.state()").await, state, "the snippet's lab is the lab that was shown");
     b.client.close().await.unwrap();
 }

@@ -136,13 +136,19 @@ fn inspector_describes_owner_slab_and_free_cells() {
     let map = sim.memory_map();
     let i = map.cells.iter().position(|c| c.owner != 0).unwrap();
     let view = sim.request_view(map.cells[i].request().unwrap());
-    let html = describe_cell(i, &map, view.as_ref(), &["chat".to_string()], false);
-    assert!(html.contains("Request #"), "{html}");
-    assert!(html.contains("Slab at slots"), "{html}");
-    assert!(html.contains("class chat"), "{html}");
+    // A class name with markup in it (presets are anyone's files) stays text.
+    let nodes = describe_cell(i, &map, view.as_ref(), &["<b>chat</b>".to_string()], false);
+    let elements: Vec<_> = nodes.into_iter().map(|n| n.build()).collect();
+    let text: Vec<String> = elements.iter().map(|e| e.text_content().unwrap_or_default()).collect();
+    let text = text.join("\n");
+    assert!(text.contains("Request #"), "{text}");
+    assert!(text.contains("Slab at slots"), "{text}");
+    assert!(text.contains("class <b>chat</b>"), "{text}");
+    assert!(elements.iter().all(|e| e.query_selector("b").unwrap().is_none()), "markup was parsed");
     let free = map.cells.iter().position(|c| c.owner == 0).unwrap();
-    let html = describe_cell(free, &map, None, &[], false);
-    assert!(html.contains("free"), "{html}");
+    let text: Vec<String> =
+        describe_cell(free, &map, None, &[], false).into_iter().map(|n| n.build().text_content().unwrap()).collect();
+    assert!(text.join(" ").contains("free"), "{text:?}");
 }
 
 /// At 1× device pixel ratio the "allocated, empty" hatch shows in small cells: a 6-px pitch

@@ -10,7 +10,6 @@ use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use crate::formats::mission::MAX_STARS;
 use crate::missions::mission::Mission;
 
 use super::controls;
@@ -18,7 +17,7 @@ use super::dom;
 use super::errors;
 use super::lab::Lab;
 use super::missions;
-use super::storage;
+use super::storage::{self, Stars};
 use super::url_state::LabState;
 use super::view::View;
 
@@ -36,19 +35,67 @@ pub struct App {
     /// Called after every change, once the address bar follows it (the host page's `state`
     /// events: `host.rs`).
     pub on_change: RefCell<Option<ChangeHook>>,
+    /// The stars kept in this browser (localStorage, or memory when it cannot be used).
+    pub stars: Stars,
 }
 
 /// See [`App::on_change`].
 pub type ChangeHook = Box<dyn Fn(&App)>;
 
-/// Changes that replace the whole setup (a loaded preset or mission, a link).
-const SETUP_KINDS: [&str; 3] = ["preset", "mission", "link"];
+/// Where a proposed change comes from: it names the page message a refusal leaves (and an
+/// accepted change clears), and how that message starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChangeFrom {
+    /// A control of the form, a key, the JS handle's setters, a host page's command.
+    Control,
+    /// A preset (picker, JSON editor, file, `loadPreset`).
+    Preset,
+    /// A mission (start, hint, solution, restart, exit).
+    Mission,
+    /// A link (`#lab=` fragment, `setState`).
+    Link,
+}
+
+impl ChangeFrom {
+    /// The kind of the page message (errors.rs) this source leaves.
+    pub fn message_kind(self) -> &'static str {
+        match self {
+            ChangeFrom::Control => "control",
+            ChangeFrom::Preset => "preset",
+            ChangeFrom::Mission => "mission",
+            ChangeFrom::Link => "link",
+        }
+    }
+
+    fn refusal_prefix(self) -> &'static str {
+        match self {
+            ChangeFrom::Control => "",
+            ChangeFrom::Preset => "Preset not loaded: ",
+            ChangeFrom::Mission => "Mission not loaded: ",
+            ChangeFrom::Link => "Link not applied: ",
+        }
+    }
+}
+
+/// The mission panel's buttons (and `showSolution()`, `revealHint()`, `restartMission()`,
+/// `exitMission()` on the handle).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MissionAction {
+    /// One more hint.
+    Hint,
+    /// The documented fix, from 0 s; its stars are not kept.
+    Solution,
+    /// The broken setup again, from 0 s.
+    Restart,
+    /// Back to the free lab, keeping the setup.
+    Exit,
+}
 
 /// How long one frame may spend simulating at "max" speed.
 const MAX_SPEED_BUDGET_MS: f64 = 12.0;
 
 impl App {
-    pub fn new(lab: Lab, view: View) -> Rc<App> {
+    pub fn new(lab: Lab, view: View, stars: Stars) -> Rc<App> {
         let app = Rc::new(App {
             lab: RefCell::new(lab),
             view: RefCell::new(view),
@@ -57,6 +104,7 @@ impl App {
             ready_ms: Cell::new(0.0),
             recorded: RefCell::new(None),
             on_change: RefCell::new(None),
+            stars,
         });
         let weak = Rc::downgrade(&app);
         *app.frame.borrow_mut() = Some(Closure::new(move |ts: f64| {
@@ -90,6 +138,7 @@ impl App {
             lab.tick(ts, MAX_SPEED_BUDGET_MS, &dom::now_ms);
             lab.playing
         };
+        self.keep_mission_stars();
         self.draw();
         if playing {
             self.request_frame();
@@ -99,9 +148,9 @@ impl App {
         }
     }
 
-    /// Draws the current state now.
+    /// Draws the current state now. Drawing changes nothing but the page's pixels and text:
+    /// what a change of time or setup implies (a mission's stars kept) happens in that change.
     pub fn draw(&self) {
-        self.keep_mission_stars();
         let lab = self.lab.borrow();
         self.view.borrow_mut().render(&lab);
     }
@@ -110,7 +159,7 @@ impl App {
     /// follow. Invalid: the message appears under `kind` and everything stays as it was.
     pub fn change(
         &self,
-        kind: &str,
+        from: ChangeFrom,
         keep_time: bool,
         f: impl FnOnce(&LabState) -> Result<LabState, String>,
     ) -> Result<(), String> {
@@ -118,8 +167,8 @@ impl App {
         let result = proposed.and_then(|s| self.lab.borrow_mut().apply(s, keep_time));
         match &result {
             Ok(()) => {
-                errors::clear_error(kind);
-                if SETUP_KINDS.contains(&kind) {
+                errors::clear_error(from.message_kind());
+                if from != ChangeFrom::Control {
                     // A new setup replaces the old one: no earlier refusal is about it.
                     errors::clear_input_errors();
                     super::title::remember_loaded(&self.lab.borrow().state.preset);
@@ -127,21 +176,24 @@ impl App {
                 self.after_change();
             }
             Err(e) => {
-                let prefix = match kind {
-                    "preset" => "Preset not loaded: ",
-                    "mission" => "Mission not loaded: ",
-                    "link" => "Link not applied: ",
-                    _ => "",
-                };
-                errors::show_error(kind, &format!("{prefix}{e}. The lab keeps its previous setup."));
-                controls::sync(&self.lab.borrow().state);
+                let text = format!("{}{e}. The lab keeps its previous setup.", from.refusal_prefix());
+                errors::show_error(from.message_kind(), &text);
+                self.sync_controls();
             }
         }
         result
     }
 
+    /// Puts the state (and the mission's locks, from the mission the lab already parsed) into
+    /// the settings form.
+    pub fn sync_controls(&self) {
+        let lab = self.lab.borrow();
+        controls::sync(&lab.state, lab.mission.as_ref());
+    }
+
     fn after_change(&self) {
-        controls::sync(&self.lab.borrow().state);
+        self.sync_controls();
+        self.keep_mission_stars();
         self.view.borrow_mut().invalidate();
         self.update_url();
         self.request_frame();
@@ -154,12 +206,14 @@ impl App {
             lab.pause();
             lab.seek(t_us);
         }
+        self.keep_mission_stars();
         self.update_url();
         self.request_frame();
     }
 
     pub fn with_lab<R>(&self, f: impl FnOnce(&mut Lab) -> R) -> R {
         let r = f(&mut self.lab.borrow_mut());
+        self.keep_mission_stars();
         self.request_frame();
         r
     }
@@ -220,7 +274,8 @@ impl App {
         }
     }
 
-    /// At the end of a mission run (not the shown solution), keeps its stars once.
+    /// At the end of a mission run (not the shown solution), keeps its stars once. Called by
+    /// every action that moves time or changes the setup, never by drawing.
     fn keep_mission_stars(&self) {
         let (id, stars, key) = {
             let lab = self.lab.borrow();
@@ -236,9 +291,9 @@ impl App {
             (r.id.clone(), status.score.stars, key)
         };
         *self.recorded.borrow_mut() = Some(key);
-        storage::with_keeper(|k| k.earn(&id, stars));
-        storage::show_notices();
-        update_hub_link();
+        self.stars.with(|k| k.earn(&id, stars));
+        self.stars.show_notices();
+        self.update_hub_link();
         if let Some(v) = &mut self.view.borrow_mut().mission {
             v.invalidate();
         }
@@ -248,7 +303,7 @@ impl App {
     pub fn start_mission(&self, m: &Mission) -> Result<(), String> {
         let r = missions::reference(m);
         let r_custom = r.custom.is_some();
-        let result = self.change("mission", false, |s| {
+        let result = self.change(ChangeFrom::Mission, false, |s| {
             let mut next = LabState::new(m.preset().clone());
             next.hidden = s.hidden.clone();
             next.mission = Some(r);
@@ -270,8 +325,8 @@ impl App {
         lab.options.autoplay != Some(false) && !lab.options.bench && !dom::prefers_reduced_motion()
     }
 
-    /// The mission panel's buttons: `hint`, `solution`, `restart`, `exit`.
-    pub fn mission_action(&self, action: &str) -> Result<(), String> {
+    /// The mission panel's buttons.
+    pub fn mission_action(&self, action: MissionAction) -> Result<(), String> {
         let Some(m) = self.lab.borrow().mission.clone() else {
             return Err("no mission is being played; open one from the missions page".into());
         };
@@ -281,16 +336,16 @@ impl App {
             next
         };
         let result = match action {
-            "hint" => {
+            MissionAction::Hint => {
                 let next = edit(&|n| {
                     if let Some(r) = &mut n.mission {
                         r.hints = (r.hints + 1).min(m.hints().len() as u32);
                     }
                 });
-                self.change("mission", true, |_| Ok(next))
+                self.change(ChangeFrom::Mission, true, |_| Ok(next))
             }
-            "solution" | "restart" => {
-                let solution = action == "solution";
+            MissionAction::Solution | MissionAction::Restart => {
+                let solution = action == MissionAction::Solution;
                 let next = edit(&|n| {
                     n.preset = if solution { m.fix_preset().clone() } else { m.preset().clone() };
                     n.compare = false;
@@ -299,32 +354,31 @@ impl App {
                         r.solution = solution;
                     }
                 });
-                let r = self.change("mission", false, |_| Ok(next));
+                let r = self.change(ChangeFrom::Mission, false, |_| Ok(next));
                 if r.is_ok() && self.may_autoplay() {
                     self.with_lab(|lab| lab.play());
                 }
                 r
             }
-            "exit" => {
+            MissionAction::Exit => {
                 let next = edit(&|n| n.mission = None);
-                self.change("mission", true, |_| Ok(next))
+                self.change(ChangeFrom::Mission, true, |_| Ok(next))
             }
-            _ => Err(format!("unknown mission action \"{action}\"; use hint, solution, restart or exit")),
         };
-        if action == "solution" && result.is_ok() {
+        if action == MissionAction::Solution && result.is_ok() {
             if let Some(b) = dom::by_id::<web_sys::HtmlElement>("mission-solution") {
                 b.scroll_into_view_with_bool(false);
             }
         }
         result
     }
-}
 
-/// The header's link to the hub shows the stars earned so far.
-pub fn update_hub_link() {
-    let ids = missions::ids();
-    let earned: u32 = storage::with_keeper(|k| ids.iter().map(|id| u32::from(k.stars(id))).sum());
-    if let Some(el) = dom::by_id::<web_sys::Element>("hub-link-stars") {
-        dom::set_text(&el, &format!("★ {earned}/{}", ids.len() as u32 * u32::from(MAX_STARS)));
+    /// The header's link to the hub shows the stars earned so far, out of three per mission
+    /// of the shipped index (the page holds no count of its own).
+    pub fn update_hub_link(&self) {
+        let (earned, total) = super::hub::totals(&self.stars);
+        if let Some(el) = dom::by_id::<web_sys::Element>("hub-link-stars") {
+            dom::set_text(&el, &format!("★ {earned}/{total}"));
+        }
     }
 }

@@ -27,7 +27,7 @@ fn p95(v: &mut [f64]) -> f64 {
 }
 
 #[derive(Serialize)]
-struct FrameBench {
+pub struct FrameBench {
     frames: u32,
     cells: usize,
     median_ms: f64,
@@ -41,7 +41,7 @@ struct FrameBench {
 }
 
 /// Full redraws of the current state, each forced to redo every part.
-pub fn frames(app: &App, n: u32) -> String {
+pub fn frames(app: &App, n: u32) -> FrameBench {
     let lab = app.lab.borrow();
     let mut view = app.view.borrow_mut();
     for _ in 0..20 {
@@ -71,7 +71,7 @@ pub fn frames(app: &App, n: u32) -> String {
         metrics.push(dom::now_ms() - t3);
     }
     let cells = lab.runs.iter().map(|r| r.sim.memory_map().cells.len()).sum();
-    serde_json::to_string(&FrameBench {
+    FrameBench {
         frames: n,
         cells,
         median_ms: median(&mut total),
@@ -79,12 +79,11 @@ pub fn frames(app: &App, n: u32) -> String {
         map_median_ms: median(&mut map_only),
         chart_median_ms: median(&mut charts),
         metrics_median_ms: median(&mut metrics),
-    })
-    .unwrap_or_default()
+    }
 }
 
 #[derive(Serialize)]
-struct SimBench {
+pub struct SimBench {
     reps: u32,
     median_ms: f64,
     min_ms: f64,
@@ -94,10 +93,10 @@ struct SimBench {
 }
 
 /// Simulating the first run's preset from 0 to its end, `reps` times (after 5 untimed runs).
-pub fn simulate(app: &App, reps: u32) -> String {
+pub fn simulate(app: &App, reps: u32) -> Option<SimBench> {
     let config = match app.lab.borrow().runs.first() {
         Some(r) => r.config.clone(),
-        None => return "{}".into(),
+        None => return None,
     };
     // Untimed runs first, so that V8 has tiered the hot code up from its baseline compiler.
     for _ in 0..5 {
@@ -117,6 +116,5 @@ pub fn simulate(app: &App, reps: u32) -> String {
     }
     let min = times.iter().copied().fold(f64::INFINITY, f64::min);
     let times_ms = times.clone();
-    serde_json::to_string(&SimBench { reps, median_ms: median(&mut times), min_ms: min, steps, times_ms })
-        .unwrap_or_default()
+    Some(SimBench { reps, median_ms: median(&mut times), min_ms: min, steps, times_ms })
 }

@@ -17,9 +17,10 @@ use crate::formats::calibration::shipped_calibration;
 use crate::formats::json::from_json_with_path;
 use crate::formats::paths::{self, Seg};
 use crate::formats::preset::{AllocatorDto, ArrivalDto, BurstDto, ClassDto};
+use crate::missions::mission::Mission;
 use crate::shipped;
 
-use super::dom;
+use super::dom::{self, Node};
 use super::presets;
 use super::url_state::LabState;
 
@@ -245,51 +246,73 @@ pub fn remove_row(state: &LabState, what: &str, index: usize) -> LabState {
     next
 }
 
-fn num_input(path: &str, label: &str, kind: &str, extra: &str) -> String {
-    format!(
-        "<label class=\"field\"><span>{}</span><input type=\"number\" {extra} data-path=\"{path}\" data-type=\"{kind}\"></label>",
-        dom::escape(label)
-    )
+/// A labelled input bound to a preset path (`kind`: the `data-type` the form reads it as).
+fn field(path: &str, label: &str, input_type: &str, kind: &str, limits: &[(&str, &str)]) -> Node {
+    let input = limits
+        .iter()
+        .fold(dom::node("input").attr("type", input_type), |n, (k, v)| n.attr(k, v))
+        .attr("data-path", path)
+        .attr("data-type", kind);
+    dom::node("label").class("field").child(dom::node("span").text(label)).child(input)
 }
 
-fn class_row(i: usize, removable: bool) -> String {
+/// A row's "Remove …" button (`action`: `remove-class` or `remove-burst`).
+fn remove_button(action: &str, i: usize, label: &str) -> Node {
+    dom::node("button")
+        .attr("type", "button")
+        .class("btn small ghost")
+        .attr("data-action", action)
+        .attr("data-index", &i.to_string())
+        .text(label)
+}
+
+const ANY_FROM_0: &[(&str, &str)] = &[("min", "0"), ("step", "any")];
+const ANY_FROM_1: &[(&str, &str)] = &[("min", "1"), ("step", "any")];
+const WHOLE_FROM_1: &[(&str, &str)] = &[("min", "1"), ("step", "1")];
+
+fn class_row(i: usize, removable: bool) -> Node {
     let p = |f: &str| format!("workload.classes.{i}.{f}");
-    let mut h = format!("<fieldset class=\"row class-row\" data-index=\"{i}\"><legend>User class {}</legend>", i + 1);
-    h.push_str(&format!(
-        "<label class=\"field\"><span>Name</span><input type=\"text\" data-path=\"{}\" data-type=\"str\"></label>",
-        p("name")
-    ));
-    h.push_str("<div class=\"grid2\">");
-    h.push_str(&num_input(&p("weight"), "Weight", "num", "min=\"0\" step=\"any\""));
-    h.push_str(&num_input(&p("n"), "Samples n", "int", "min=\"1\" max=\"16\" step=\"1\""));
-    h.push_str(&num_input(&p("prompt_tokens.mean"), "Prompt mean", "num", "min=\"1\" step=\"any\""));
-    h.push_str(&num_input(&p("prompt_tokens.p99"), "Prompt p99", "num", "min=\"1\" step=\"any\""));
-    h.push_str(&num_input(&p("output_tokens.mean"), "Output mean", "num", "min=\"1\" step=\"any\""));
-    h.push_str(&num_input(&p("output_tokens.p99"), "Output p99", "num", "min=\"1\" step=\"any\""));
-    h.push_str(&num_input(&p("max_tokens"), "max_tokens", "int", "min=\"1\" step=\"1\""));
-    h.push_str(&num_input(&p("shared_prefix_tokens"), "Shared prefix", "int", "min=\"0\" step=\"1\""));
-    h.push_str("</div>");
+    let numbers = [
+        field(&p("weight"), "Weight", "number", "num", ANY_FROM_0),
+        field(&p("n"), "Samples n", "number", "int", &[("min", "1"), ("max", "16"), ("step", "1")]),
+        field(&p("prompt_tokens.mean"), "Prompt mean", "number", "num", ANY_FROM_1),
+        field(&p("prompt_tokens.p99"), "Prompt p99", "number", "num", ANY_FROM_1),
+        field(&p("output_tokens.mean"), "Output mean", "number", "num", ANY_FROM_1),
+        field(&p("output_tokens.p99"), "Output p99", "number", "num", ANY_FROM_1),
+        field(&p("max_tokens"), "max_tokens", "number", "int", WHOLE_FROM_1),
+        field(&p("shared_prefix_tokens"), "Shared prefix", "number", "int", &[("min", "0"), ("step", "1")]),
+    ];
+    let row = dom::node("fieldset")
+        .class("row class-row")
+        .attr("data-index", &i.to_string())
+        .child(dom::node("legend").text(&format!("User class {}", i + 1)))
+        .child(field(&p("name"), "Name", "text", "str", &[]))
+        .child(dom::node("div").class("grid2").children(numbers));
     if removable {
-        h.push_str(&format!(
-            "<button type=\"button\" class=\"btn small ghost\" data-action=\"remove-class\" data-index=\"{i}\">Remove class {}</button>",
-            i + 1
-        ));
+        row.child(remove_button("remove-class", i, &format!("Remove class {}", i + 1)))
+    } else {
+        row
     }
-    h.push_str("</fieldset>");
-    h
 }
 
-fn burst_row(i: usize) -> String {
+fn burst_row(i: usize) -> Node {
     let p = |f: &str| format!("workload.arrival.bursts.{i}.{f}");
-    format!(
-        "<fieldset class=\"row burst-row\" data-index=\"{i}\"><legend>Burst {}</legend><div class=\"grid3\">{}{}{}</div>\
-         <button type=\"button\" class=\"btn small ghost\" data-action=\"remove-burst\" data-index=\"{i}\">Remove burst {}</button></fieldset>",
-        i + 1,
-        num_input(&p("start_s"), "From (s)", "num", "min=\"0\" step=\"any\""),
-        num_input(&p("end_s"), "To (s)", "num", "min=\"0\" step=\"any\""),
-        num_input(&p("rate_per_s"), "Rate /s", "num", "min=\"0\" step=\"any\""),
-        i + 1
-    )
+    let numbers = [
+        field(&p("start_s"), "From (s)", "number", "num", ANY_FROM_0),
+        field(&p("end_s"), "To (s)", "number", "num", ANY_FROM_0),
+        field(&p("rate_per_s"), "Rate /s", "number", "num", ANY_FROM_0),
+    ];
+    dom::node("fieldset")
+        .class("row burst-row")
+        .attr("data-index", &i.to_string())
+        .child(dom::node("legend").text(&format!("Burst {}", i + 1)))
+        .child(dom::node("div").class("grid3").children(numbers))
+        .child(remove_button("remove-burst", i, &format!("Remove burst {}", i + 1)))
+}
+
+/// An `<option>` of a selector.
+fn option(value: &str, label: &str) -> Node {
+    dom::node("option").attr("value", value).text(label)
 }
 
 const ATTENTION_BACKEND_PATH: &str = "attention_backend";
@@ -326,67 +349,51 @@ fn add_attention_backend_control() {
 pub fn fill_options(speeds: &[f64], speed: f64) {
     add_attention_backend_control();
     if let Some(sel) = dom::by_id::<HtmlSelectElement>("ctl-model") {
-        let mut h: String = MODEL_IDS.iter().map(|m| format!("<option value=\"{m}\">{m}</option>")).collect();
-        h.push_str(&format!("<option value=\"{CUSTOM_MODEL}\" disabled>custom (from the preset JSON)</option>"));
-        sel.set_inner_html(&h);
+        let custom = option(CUSTOM_MODEL, "custom (from the preset JSON)").attr("disabled", "");
+        dom::replace_children(&sel, MODEL_IDS.iter().map(|m| option(m, m)).chain([custom]));
     }
     if let Some(sel) = dom::by_id::<HtmlSelectElement>("ctl-gpu") {
-        let h: String = GPU_IDS
-            .iter()
-            .map(|g| {
-                let name = gpu_preset(g).map(|s| s.name).unwrap_or_default();
-                format!("<option value=\"{g}\">{}</option>", dom::escape(&name))
-            })
-            .collect();
-        sel.set_inner_html(&h);
+        let gpus = GPU_IDS.iter().map(|g| option(g, &gpu_preset(g).map(|s| s.name).unwrap_or_default()));
+        dom::replace_children(&sel, gpus);
     }
     if let Some(sel) = dom::by_id::<HtmlSelectElement>("ctl-calibration") {
-        let mut h = String::from("<option value=\"\">none (default model)</option>");
+        let mut options = vec![option("", "none (default model)")];
         for name in shipped::names(shipped::CALIBRATIONS) {
             // The label leads with the device the constants were measured on ("NVIDIA H200",
             // "host memory"), so a narrow selector still shows it; the title says it all.
             let Ok(c) = shipped_calibration(name) else { continue };
             let short = c.device.strip_prefix("cuda: ").unwrap_or(&c.device);
             let short = short.split(':').next().unwrap_or(short);
-            h.push_str(&format!(
-                "<option value=\"{0}\" title=\"{0}: measured on {1} ({2})\">{3} ({0})</option>",
-                dom::escape(name),
-                dom::escape(&c.device),
-                dom::escape(&c.date),
-                dom::escape(short)
-            ));
+            let title = format!("{name}: measured on {} ({})", c.device, c.date);
+            options.push(option(name, &format!("{short} ({name})")).attr("title", &title));
         }
-        sel.set_inner_html(&h);
+        dom::replace_children(&sel, options);
     }
     if let Some(sel) = dom::by_id::<HtmlSelectElement>("preset-select") {
-        let mut h = String::from("<option value=\"\" disabled>custom (edited)</option>");
-        for (id, _) in presets::SHIPPED {
-            let title = presets::dto(id).map(|d| d.title).unwrap_or_default();
-            h.push_str(&format!("<option value=\"{id}\" title=\"{}\">{id}</option>", dom::escape(&title)));
-        }
-        sel.set_inner_html(&h);
+        let shipped = presets::SHIPPED
+            .iter()
+            .map(|(id, _)| option(id, id).attr("title", &presets::dto(id).map(|d| d.title).unwrap_or_default()));
+        dom::replace_children(&sel, [option("", "custom (edited)").attr("disabled", "")].into_iter().chain(shipped));
     }
     if let Some(sel) = dom::by_id::<HtmlSelectElement>("speed-select") {
-        let h: String = speeds
-            .iter()
-            .map(|s| {
-                let label = if *s == 0.0 { "max".to_string() } else { format!("{s}×") };
-                format!("<option value=\"{s}\">{label}</option>")
-            })
-            .collect();
-        sel.set_inner_html(&h);
+        let options = speeds.iter().map(|s| {
+            let label = if *s == 0.0 { "max".to_string() } else { format!("{s}×") };
+            option(&s.to_string(), &label)
+        });
+        dom::replace_children(&sel, options);
         sel.set_value(&speed.to_string());
     }
 }
 
-/// Puts `state` into the form: rows, values, which allocator settings show, the JSON text.
-pub fn sync(state: &LabState) {
+/// Puts `state` into the form: rows, values, which allocator settings show, the JSON text, and
+/// the locks of `mission` (the lab parsed it once; the form never parses it again).
+pub fn sync(state: &LabState, mission: Option<&Mission>) {
     let Some(form) = dom::by_id::<HtmlElement>("controls") else { return };
     // Rows of classes and bursts (rebuilt only when their number changes, so focus survives).
     let classes = state.preset.workload.classes.len();
     if let Some(box_) = dom::by_id::<HtmlElement>("classes") {
         if box_.child_element_count() as usize != classes {
-            box_.set_inner_html(&(0..classes).map(|i| class_row(i, classes > 1)).collect::<String>());
+            dom::replace_children(&box_, (0..classes).map(|i| class_row(i, classes > 1)));
         }
     }
     let (poisson, bursts) = match &state.preset.workload.arrival {
@@ -395,7 +402,7 @@ pub fn sync(state: &LabState) {
     };
     if let Some(box_) = dom::by_id::<HtmlElement>("bursts") {
         if box_.child_element_count() as usize != bursts {
-            box_.set_inner_html(&(0..bursts).map(burst_row).collect::<String>());
+            dom::replace_children(&box_, (0..bursts).map(burst_row));
         }
     }
     if let Some(el) = dom::by_id::<HtmlElement>("arrival-poisson") {
@@ -434,12 +441,11 @@ pub fn sync(state: &LabState) {
             ta.set_value(&serde_json::to_string_pretty(&state.preset).unwrap_or_default());
         }
     }
-    let mission = state.mission.as_ref().and_then(|r| super::missions::resolve(r).ok());
-    lock(&form, mission.as_ref());
+    lock(&form, mission);
 }
 
 /// Disables the controls the mission's knobs do not cover (all enabled outside missions).
-fn lock(form: &HtmlElement, mission: Option<&crate::missions::mission::Mission>) {
+fn lock(form: &HtmlElement, mission: Option<&Mission>) {
     let knobs = mission.map(|m| m.knobs().to_vec());
     let locked = |path: &str| knobs.as_ref().is_some_and(|k| !control_unlocked(k, path));
     let set = |el: &Element, off: bool| {

@@ -1,6 +1,7 @@
 //! Small DOM helpers the lab's modules share: finding elements by id, setting text only when
-//! it changes, toggling classes and attributes, and attaching event listeners that live as
-//! long as the page.
+//! it changes, toggling classes and attributes, attaching event listeners that live as long as
+//! the page, and [`Node`], the one builder every module makes elements with (text nodes only;
+//! the lab never writes HTML strings).
 
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -51,22 +52,6 @@ pub fn listen<E: JsCast + wasm_bindgen::convert::FromWasmAbi + 'static>(
     let closure = Closure::<dyn FnMut(E)>::new(f);
     let _ = target.add_event_listener_with_callback(event, closure.as_ref().unchecked_ref());
     closure.forget();
-}
-
-/// HTML-escapes text for the few places that build markup from strings.
-pub fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for ch in s.chars() {
-        match ch {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            _ => out.push(ch),
-        }
-    }
-    out
 }
 
 /// Milliseconds from the page's high-resolution clock (presentation and benchmarks only).
@@ -130,4 +115,61 @@ fn el_star(on: bool) -> Element {
     let s = el("span", if on { "star on" } else { "star" }, Some(if on { "★" } else { "☆" }));
     let _ = s.set_attribute("aria-hidden", "true");
     s
+}
+
+/// An element under construction, the one way the lab builds DOM: `dom::node("p")
+/// .class("insp-main").child(dom::node("strong").text("Request #7")).text(" · running")`.
+/// Text goes in as text nodes, never parsed as HTML: preset and mission strings come from
+/// files anyone can write.
+pub struct Node(Element);
+
+/// A new element `tag` to build on.
+pub fn node(tag: &str) -> Node {
+    Node(document().create_element(tag).expect("the document creates elements"))
+}
+
+impl Node {
+    pub fn class(self, class: &str) -> Node {
+        if !class.is_empty() {
+            self.0.set_class_name(class);
+        }
+        self
+    }
+
+    pub fn attr(self, name: &str, value: &str) -> Node {
+        let _ = self.0.set_attribute(name, value);
+        self
+    }
+
+    /// Appends `text` as a text node (`Element.append` with a string).
+    pub fn text(self, text: &str) -> Node {
+        if !text.is_empty() {
+            let _ = self.0.append_with_str_1(text);
+        }
+        self
+    }
+
+    pub fn child(self, child: Node) -> Node {
+        let _ = self.0.append_child(&child.0);
+        self
+    }
+
+    pub fn children(self, children: impl IntoIterator<Item = Node>) -> Node {
+        for c in children {
+            let _ = self.0.append_child(&c.0);
+        }
+        self
+    }
+
+    pub fn build(self) -> Element {
+        self.0
+    }
+}
+
+/// Replaces every child of `parent` with `children`.
+pub fn replace_children(parent: &Element, children: impl IntoIterator<Item = Node>) {
+    clear(parent);
+    for c in children {
+        let _ = parent.append_child(&c.0);
+    }
 }

@@ -76,15 +76,19 @@ fn show_message(kind: &str, text: &str, class: &str) {
         return;
     };
     clear_error(kind);
-    let doc = dom::document();
-    let Ok(msg) = doc.create_element("div") else { return };
-    msg.set_class_name(&format!("msg {class}"));
-    let _ = msg.set_attribute("data-kind", kind);
-    let _ = msg.set_attribute("role", if class == "error" { "alert" } else { "status" });
-    msg.set_inner_html(&format!(
-        "<span class=\"msg-text\">{}</span><button type=\"button\" class=\"msg-close\" aria-label=\"Dismiss message\">×</button>",
-        dom::escape(text)
-    ));
+    let msg = dom::node("div")
+        .class(&format!("msg {class}"))
+        .attr("data-kind", kind)
+        .attr("role", if class == "error" { "alert" } else { "status" })
+        .child(dom::node("span").class("msg-text").text(text))
+        .child(
+            dom::node("button")
+                .attr("type", "button")
+                .class("msg-close")
+                .attr("aria-label", "Dismiss message")
+                .text("×"),
+        )
+        .build();
     if let Ok(Some(btn)) = msg.query_selector(".msg-close") {
         let m = msg.clone();
         dom::listen::<web_sys::Event>(&btn, "click", move |_| m.remove());

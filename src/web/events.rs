@@ -11,7 +11,7 @@ use web_sys::{
     Element, Event, EventTarget, HtmlInputElement, HtmlSelectElement, HtmlTextAreaElement, KeyboardEvent, MouseEvent,
 };
 
-use super::app::App;
+use super::app::{App, ChangeFrom, MissionAction};
 use super::controls;
 use super::dom;
 use super::errors;
@@ -57,9 +57,12 @@ fn keep_forms_on_the_page() {
 }
 
 fn wire_mission(app: &Rc<App>) {
-    for (id, action) in
-        [("hint-btn", "hint"), ("solution-btn", "solution"), ("restart-btn", "restart"), ("exit-mission-btn", "exit")]
-    {
+    for (id, action) in [
+        ("hint-btn", MissionAction::Hint),
+        ("solution-btn", MissionAction::Solution),
+        ("restart-btn", MissionAction::Restart),
+        ("exit-mission-btn", MissionAction::Exit),
+    ] {
         let a = app.clone();
         on::<Event>(id, "click", move |_| {
             let _ = a.mission_action(action);
@@ -97,7 +100,7 @@ fn wire_header(app: &Rc<App>) {
     on::<Event>("preset-select", "change", move |e: Event| {
         let Some(sel) = target_el(&e).and_then(|t| t.dyn_into::<HtmlSelectElement>().ok()) else { return };
         let id = sel.value();
-        let _ = a.change("preset", false, |s| {
+        let _ = a.change(ChangeFrom::Preset, false, |s| {
             let mut next = LabState::new(presets::dto(&id)?);
             next.compare = s.compare;
             next.hidden = s.hidden.clone();
@@ -108,7 +111,7 @@ fn wire_header(app: &Rc<App>) {
     on::<Event>("compare-toggle", "change", move |e: Event| {
         let Some(cb) = target_el(&e).and_then(|t| t.dyn_into::<HtmlInputElement>().ok()) else { return };
         let on = cb.checked();
-        let _ = a.change("control", true, |s| Ok(LabState { compare: on, ..s.clone() }));
+        let _ = a.change(ChangeFrom::Control, true, |s| Ok(LabState { compare: on, ..s.clone() }));
     });
     let a = app.clone();
     on::<Event>("share-btn", "click", move |_| {
@@ -138,53 +141,65 @@ fn wire_header(app: &Rc<App>) {
 }
 
 fn wire_form(app: &Rc<App>) {
-    let handler = {
-        let a = app.clone();
-        move |e: Event| {
-            let Some(el) = target_el(&e) else { return };
-            if e.type_() == "input" && el.get_attribute("type").as_deref() != Some("range") {
-                return; // number fields apply on change (Enter or leaving the field)
-            }
-            match controls::read_control(&el) {
-                None => {}
-                Some(Err(msg)) => {
-                    errors::show_error("control", &format!("{msg}. The lab keeps its previous setup."));
-                    controls::sync(&a.lab.borrow().state);
-                }
-                Some(Ok((path, value))) => {
-                    let _ = a.change("control", true, |s| controls::edit(s, &path, value));
-                }
-            }
-        }
-    };
-    let h2 = handler.clone();
-    on::<Event>("controls", "change", handler);
-    on::<Event>("controls", "input", h2);
+    let a = app.clone();
+    on::<Event>("controls", "change", move |e: Event| on_control(&a, &e));
+    let a = app.clone();
+    on::<Event>("controls", "input", move |e: Event| on_control(&a, &e));
     let a = app.clone();
     on::<Event>("controls", "click", move |e: Event| {
         let Some(btn) = target_el(&e).and_then(|t| t.closest("[data-action]").ok().flatten()) else { return };
         let action = btn.get_attribute("data-action").unwrap_or_default();
         let index: usize = btn.get_attribute("data-index").and_then(|i| i.parse().ok()).unwrap_or(0);
-        match action.as_str() {
-            "add-class" => drop(a.change("control", true, |s| controls::add_row(s, "class"))),
-            "add-burst" => drop(a.change("control", true, |s| controls::add_row(s, "burst"))),
-            "remove-class" => drop(a.change("control", true, |s| Ok(controls::remove_row(s, "class", index)))),
-            "remove-burst" => drop(a.change("control", true, |s| Ok(controls::remove_row(s, "burst", index)))),
-            "apply-json" => {
-                if let Some(ta) = dom::by_id::<HtmlTextAreaElement>("preset-json") {
-                    let _ = super::loader::load_preset_text(&a, &ta.value());
-                }
-            }
-            "download-json" => {
-                let text = serde_json::to_string_pretty(&a.lab.borrow().state.preset).unwrap_or_default();
-                let name = format!("{}.json", a.lab.borrow().state.preset.id);
-                if let Err(err) = export::download_text(&name, "application/json", &text) {
-                    errors::show_error("export", &format!("Download failed: {err}"));
-                }
-            }
-            _ => {}
-        }
+        on_form_action(&a, &action, index);
     });
+    wire_preset_file(app);
+}
+
+/// A control of the form changed: its value goes to its preset path (sliders as they move,
+/// other fields on change: Enter or leaving the field).
+fn on_control(a: &App, e: &Event) {
+    let Some(el) = target_el(e) else { return };
+    if e.type_() == "input" && el.get_attribute("type").as_deref() != Some("range") {
+        return;
+    }
+    match controls::read_control(&el) {
+        None => {}
+        Some(Err(msg)) => {
+            errors::show_error("control", &format!("{msg}. The lab keeps its previous setup."));
+            a.sync_controls();
+        }
+        Some(Ok((path, value))) => {
+            let _ = a.change(ChangeFrom::Control, true, |s| controls::edit(s, &path, value));
+        }
+    }
+}
+
+/// The form's buttons (`data-action`): rows added and removed, the JSON editor's load and
+/// download.
+fn on_form_action(a: &App, action: &str, index: usize) {
+    match action {
+        "add-class" => drop(a.change(ChangeFrom::Control, true, |s| controls::add_row(s, "class"))),
+        "add-burst" => drop(a.change(ChangeFrom::Control, true, |s| controls::add_row(s, "burst"))),
+        "remove-class" => drop(a.change(ChangeFrom::Control, true, |s| Ok(controls::remove_row(s, "class", index)))),
+        "remove-burst" => drop(a.change(ChangeFrom::Control, true, |s| Ok(controls::remove_row(s, "burst", index)))),
+        "apply-json" => {
+            if let Some(ta) = dom::by_id::<HtmlTextAreaElement>("preset-json") {
+                let _ = super::loader::load_preset_text(a, &ta.value());
+            }
+        }
+        "download-json" => {
+            let text = serde_json::to_string_pretty(&a.lab.borrow().state.preset).unwrap_or_default();
+            let name = format!("{}.json", a.lab.borrow().state.preset.id);
+            if let Err(err) = export::download_text(&name, "application/json", &text) {
+                errors::show_error("export", &format!("Download failed: {err}"));
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The JSON editor's "Open a file…": the file's preset is loaded.
+fn wire_preset_file(app: &Rc<App>) {
     let a = app.clone();
     on::<Event>("preset-file", "change", move |e: Event| {
         let Some(input) = target_el(&e).and_then(|t| t.dyn_into::<HtmlInputElement>().ok()) else { return };
@@ -205,75 +220,91 @@ fn wire_form(app: &Rc<App>) {
 
 fn wire_maps(app: &Rc<App>) {
     for i in 0..2 {
-        let id = format!("map-{i}");
-        let a = app.clone();
-        let cell_at = move |a: &App, e: &MouseEvent| -> Option<usize> {
-            let view = a.view.borrow();
-            let canvas = &view.maps[i].canvas;
-            let rect = canvas.get_bounding_client_rect();
-            view.maps[i].cell_at_css(f64::from(e.client_x()) - rect.left(), f64::from(e.client_y()) - rect.top())
-        };
-        let hover = move |a: &App, cell: Option<usize>| {
+        wire_map_pointer(app, i);
+        wire_map_keys(app, i);
+    }
+}
+
+/// The cell of map `i` under the pointer.
+fn cell_at(a: &App, i: usize, e: &MouseEvent) -> Option<usize> {
+    let view = a.view.borrow();
+    let rect = view.maps[i].canvas.get_bounding_client_rect();
+    view.maps[i].cell_at_css(f64::from(e.client_x()) - rect.left(), f64::from(e.client_y()) - rect.top())
+}
+
+/// Hover shows a cell of map `i` in the inspector; a click pins it (a second click releases it).
+fn wire_map_pointer(app: &Rc<App>, i: usize) {
+    let id = format!("map-{i}");
+    let hover = move |a: &App, cell: Option<usize>| {
+        let mut view = a.view.borrow_mut();
+        let next = cell.map(|c| (i, c));
+        if view.hover != next {
+            view.hover = next;
+            drop(view);
+            a.request_frame();
+        }
+    };
+    let a = app.clone();
+    on::<MouseEvent>(&id, "mousemove", move |e: MouseEvent| hover(&a, cell_at(&a, i, &e)));
+    let a = app.clone();
+    on::<MouseEvent>(&id, "mouseleave", move |_| hover(&a, None));
+    let a = app.clone();
+    on::<MouseEvent>(&id, "click", move |e: MouseEvent| {
+        let cell = cell_at(&a, i, &e).map(|c| (i, c));
+        {
             let mut view = a.view.borrow_mut();
-            let next = cell.map(|c| (i, c));
-            if view.hover != next {
-                view.hover = next;
+            view.pinned = if view.pinned == cell { None } else { cell };
+            view.hover = cell;
+        }
+        a.request_frame();
+    });
+}
+
+/// Arrow keys and PageUp/PageDown move a cell cursor over focused map `i`; Escape releases it.
+fn wire_map_keys(app: &Rc<App>, i: usize) {
+    let id = format!("map-{i}");
+    let a = app.clone();
+    on::<KeyboardEvent>(&id, "keydown", move |e: KeyboardEvent| {
+        let cols = a.view.borrow().maps[i].layout.cols as isize;
+        let delta = match e.key().as_str() {
+            "ArrowLeft" => -1,
+            "ArrowRight" => 1,
+            "ArrowUp" => -cols,
+            "ArrowDown" => cols,
+            "PageUp" => -cols * 8,
+            "PageDown" => cols * 8,
+            "Escape" => {
+                let mut view = a.view.borrow_mut();
+                view.cursor = None;
+                view.pinned = None;
                 drop(view);
                 a.request_frame();
+                return;
             }
+            _ => return,
         };
-        on::<MouseEvent>(&id, "mousemove", move |e: MouseEvent| hover(&a, cell_at(&a, &e)));
-        let a = app.clone();
-        on::<MouseEvent>(&id, "mouseleave", move |_| hover(&a, None));
-        let a = app.clone();
-        on::<MouseEvent>(&id, "click", move |e: MouseEvent| {
-            let cell = cell_at(&a, &e).map(|c| (i, c));
-            {
-                let mut view = a.view.borrow_mut();
-                view.pinned = if view.pinned == cell { None } else { cell };
-                view.hover = cell;
-            }
-            a.request_frame();
-        });
-        let a = app.clone();
-        on::<KeyboardEvent>(&id, "keydown", move |e: KeyboardEvent| {
-            let cols = a.view.borrow().maps[i].layout.cols as isize;
-            let n = a.view.borrow().maps[i].cell_count() as isize;
-            let delta = match e.key().as_str() {
-                "ArrowLeft" => -1,
-                "ArrowRight" => 1,
-                "ArrowUp" => -cols,
-                "ArrowDown" => cols,
-                "PageUp" => -cols * 8,
-                "PageDown" => cols * 8,
-                "Escape" => {
-                    let mut view = a.view.borrow_mut();
-                    view.cursor = None;
-                    view.pinned = None;
-                    drop(view);
-                    a.request_frame();
-                    return;
-                }
-                _ => return,
-            };
-            e.prevent_default();
-            e.stop_propagation();
-            {
-                let mut view = a.view.borrow_mut();
-                let cur = view.cursor.filter(|c| c.0 == i).map_or(0, |c| c.1 as isize);
-                let next =
-                    if view.cursor.is_some_and(|c| c.0 == i) { (cur + delta).clamp(0, (n - 1).max(0)) } else { 0 };
-                view.cursor = Some((i, next as usize));
-                view.pinned = None;
-            }
-            a.request_frame();
-        });
-        let a = app.clone();
-        on::<Event>(&id, "blur", move |_| {
-            a.view.borrow_mut().cursor = None;
-            a.request_frame();
-        });
+        e.prevent_default();
+        e.stop_propagation();
+        move_cursor(&a, i, delta);
+    });
+    let a = app.clone();
+    on::<Event>(&id, "blur", move |_| {
+        a.view.borrow_mut().cursor = None;
+        a.request_frame();
+    });
+}
+
+/// Moves map `i`'s cell cursor by `delta` cells (to the first cell when it was elsewhere).
+fn move_cursor(a: &App, i: usize, delta: isize) {
+    {
+        let mut view = a.view.borrow_mut();
+        let n = view.maps[i].cell_count() as isize;
+        let cur = view.cursor.filter(|c| c.0 == i).map_or(0, |c| c.1 as isize);
+        let next = if view.cursor.is_some_and(|c| c.0 == i) { (cur + delta).clamp(0, (n - 1).max(0)) } else { 0 };
+        view.cursor = Some((i, next as usize));
+        view.pinned = None;
     }
+    a.request_frame();
 }
 
 fn wire_charts(app: &Rc<App>) {
@@ -298,7 +329,7 @@ fn wire_charts(app: &Rc<App>) {
             let Some(cb) = target_el(&e).and_then(|t| t.dyn_into::<HtmlInputElement>().ok()) else { return };
             let Some(series) = cb.get_attribute("data-series") else { return };
             let show = cb.checked();
-            let _ = a.change("control", true, |s| {
+            let _ = a.change(ChangeFrom::Control, true, |s| {
                 let mut next = s.clone();
                 next.hidden.retain(|h| h != &series);
                 if !show {
@@ -341,7 +372,7 @@ fn wire_keys(app: &Rc<App>) {
             }
             "r" | "R" => a.set_time(0),
             "c" | "C" => {
-                let _ = a.change("control", true, |s| Ok(LabState { compare: !s.compare, ..s.clone() }));
+                let _ = a.change(ChangeFrom::Control, true, |s| Ok(LabState { compare: !s.compare, ..s.clone() }));
             }
             "[" | "]" => a.with_lab(|lab| {
                 let i = SPEEDS.iter().position(|s| *s == lab.speed).unwrap_or(2);
@@ -402,7 +433,7 @@ fn wire_hash(app: &Rc<App>) {
         match LabState::from_fragment(&hash) {
             Ok(Some(state)) => {
                 if state != a.lab.borrow().snapshot() {
-                    let _ = a.change("link", false, |_| Ok(state));
+                    let _ = a.change(ChangeFrom::Link, false, |_| Ok(state));
                 }
             }
             Ok(None) => {}

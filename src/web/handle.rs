@@ -1,7 +1,8 @@
 //! The one object JavaScript sees: `window.kvlab`, a [`LabHandle`] over the running page
-//! (egui's `WebHandle` style). Engine types cross as JSON strings (`report()` is the report
-//! of docs/REPORT.md, `missionScore()` the mission score). Also the page's boot: read the
-//! URL, build the lab (or the missions hub), wire the events.
+//! (egui's `WebHandle` style). Engine types cross as plain JavaScript objects (js.rs):
+//! `report()` is the report of docs/REPORT.md, `missionScore()` the mission score. Also the page's boot: read the
+//! URL, build the lab (or the missions hub), wire the events. The measurement and test methods
+//! are in test_hooks.rs, compiled only with the `test-hooks` feature.
 
 use std::rc::Rc;
 
@@ -10,15 +11,16 @@ use wasm_bindgen::prelude::*;
 use crate::engine::Simulation;
 use crate::shipped;
 
-use super::app::App;
+use super::app::{App, ChangeFrom, MissionAction};
 use super::dom;
 use super::errors;
 use super::events;
 use super::export;
+use super::js;
 use super::lab::{secs_to_us, Lab};
 use super::missions;
 use super::presets;
-use super::storage;
+use super::storage::Stars;
 use super::url_state::{LabState, PageOptions, QUERY_KEYS};
 use super::view::View;
 use super::{controls, map};
@@ -28,11 +30,16 @@ use super::{controls, map};
 /// an `Error` with the same message.
 #[wasm_bindgen]
 pub struct LabHandle {
-    app: Rc<App>,
+    pub(super) app: Rc<App>,
 }
 
 fn to_js(e: String) -> JsError {
     JsError::new(&e)
+}
+
+/// `value` as a plain JavaScript object (js.rs).
+fn object<T: serde::Serialize + ?Sized>(value: &T) -> Result<JsValue, JsError> {
+    js::to_js(value).map_err(to_js)
 }
 
 #[wasm_bindgen]
@@ -76,28 +83,35 @@ impl LabHandle {
         self.run_to(end as f64 / 1e6);
     }
 
-    /// The report (JSON, the contract of docs/REPORT.md) of the first run at the time shown.
-    pub fn report(&self) -> String {
+    /// The report (an object, the contract of docs/REPORT.md) of the first run at the time
+    /// shown; `null` when there is no run.
+    pub fn report(&self) -> Result<JsValue, JsError> {
         let lab = self.app.lab.borrow();
-        lab.runs.first().map(|r| serde_json::to_string(&r.report()).unwrap_or_default()).unwrap_or_default()
+        object(&lab.runs.first().map(|r| r.report()))
     }
 
-    /// Every run's report as a JSON array (two in compare mode: contiguous, paged).
-    pub fn reports(&self) -> String {
+    /// Every run's report, an array (two in compare mode: contiguous, paged).
+    pub fn reports(&self) -> Result<JsValue, JsError> {
         let lab = self.app.lab.borrow();
         let reports: Vec<_> = lab.runs.iter().map(|r| r.report()).collect();
-        serde_json::to_string(&reports).unwrap_or_default()
+        object(&reports)
     }
 
-    /// The whole lab state as JSON (what the link carries).
-    pub fn state(&self) -> String {
-        self.app.lab.borrow().snapshot().to_json()
+    /// The whole lab state, an object (what the link carries).
+    pub fn state(&self) -> Result<JsValue, JsError> {
+        object(&self.app.lab.borrow().snapshot())
     }
 
-    /// Replaces the whole lab state (JSON as `state()` returns it).
+    /// Replaces the whole lab state: an object as `state()` returns it, or its JSON text.
     #[wasm_bindgen(js_name = setState)]
-    pub fn set_state(&self, json: &str) -> Result<(), JsError> {
-        self.app.change("link", false, |_| LabState::from_json(json).map_err(|e| e.to_string())).map_err(to_js)
+    pub fn set_state(&self, state: JsValue) -> Result<(), JsError> {
+        let json = match state.as_string() {
+            Some(text) => text,
+            None => js_sys::JSON::stringify(&state).ok().and_then(|s| s.as_string()).unwrap_or_default(),
+        };
+        self.app
+            .change(ChangeFrom::Link, false, |_| LabState::from_json(&json).map_err(|e| e.to_string()))
+            .map_err(to_js)
     }
 
     /// The link that reproduces the lab as it is now.
@@ -114,7 +128,7 @@ impl LabHandle {
 
     #[wasm_bindgen(js_name = setCompare)]
     pub fn set_compare(&self, on: bool) -> Result<(), JsError> {
-        self.app.change("control", true, |s| Ok(LabState { compare: on, ..s.clone() })).map_err(to_js)
+        self.app.change(ChangeFrom::Control, true, |s| Ok(LabState { compare: on, ..s.clone() })).map_err(to_js)
     }
 
     /// Switches the allocator in use: "contiguous" or "paged" (the other's settings are kept).
@@ -126,7 +140,7 @@ impl LabHandle {
             _ => return Err(JsError::new(&format!("allocator \"{kind}\": use \"contiguous\" or \"paged\""))),
         };
         self.app
-            .change("control", true, |s| {
+            .change(ChangeFrom::Control, true, |s| {
                 let mut next = s.clone();
                 next.switch_allocator(paged);
                 Ok(next)
@@ -138,7 +152,7 @@ impl LabHandle {
     #[wasm_bindgen(js_name = setField)]
     pub fn set_field(&self, path: &str, json_value: &str) -> Result<(), JsError> {
         let value: serde_json::Value = serde_json::from_str(json_value).map_err(|e| JsError::new(&e.to_string()))?;
-        self.app.change("control", true, |s| controls::edit(s, path, value)).map_err(to_js)
+        self.app.change(ChangeFrom::Control, true, |s| controls::edit(s, path, value)).map_err(to_js)
     }
 
     pub fn play(&self) {
@@ -201,32 +215,12 @@ impl LabHandle {
         errors::current_errors()
     }
 
-    /// `performance.now()` when the lab became interactive (ms since navigation start).
-    #[wasm_bindgen(js_name = readyMs)]
-    pub fn ready_ms(&self) -> f64 {
-        self.app.ready_ms.get()
-    }
-
-    /// Times `frames` full redraws (maps, charts, metrics, inspector, transport) at the
-    /// current state and returns JSON `{frames, cells, median_ms, p95_ms, map_median_ms}`.
-    #[wasm_bindgen(js_name = benchFrames)]
-    pub fn bench_frames(&self, frames: u32) -> String {
-        super::bench::frames(&self.app, frames.max(1))
-    }
-
-    /// Times simulating the current preset from 0 to the end, `reps` times; JSON
-    /// `{reps, median_ms, min_ms, steps}`.
-    #[wasm_bindgen(js_name = benchSimulate)]
-    pub fn bench_simulate(&self, reps: u32) -> String {
-        super::bench::simulate(&self.app, reps.max(1))
-    }
-
-    /// Simulates `preset_json` from 0 to its end without touching the page: the report JSON.
+    /// Simulates `preset_json` from 0 to its end without touching the page: the report object.
     #[wasm_bindgen(js_name = simulatePreset)]
-    pub fn simulate_preset(&self, preset_json: &str) -> Result<String, JsError> {
+    pub fn simulate_preset(&self, preset_json: &str) -> Result<JsValue, JsError> {
         let config = crate::formats::preset::parse_preset(preset_json).map_err(|e| JsError::new(&e.to_string()))?;
         let mut sim = Simulation::new(config).map_err(|e| JsError::new(&e.to_string()))?;
-        serde_json::to_string(&sim.run_to_end()).map_err(|e| JsError::new(&e.to_string()))
+        object(&sim.run_to_end())
     }
 
     /// Loads a preset or a mission (told apart by `schema`), as the "Load…" dialog does: a preset
@@ -259,61 +253,55 @@ impl LabHandle {
         missions::ids()
     }
 
-    /// The mission's score of the run at the time shown, as JSON: the engine's `Score` plus
+    /// The mission's score of the run at the time shown, an object: the engine's `Score` plus
     /// `mission`, `final` (the run reached its end), `solution` and `best` (kept stars); `null`
     /// outside mission mode.
     #[wasm_bindgen(js_name = missionScore)]
-    pub fn mission_score(&self) -> String {
+    pub fn mission_score(&self) -> Result<JsValue, JsError> {
         let lab = self.app.lab.borrow();
-        let (Some(status), Some(r)) = (lab.mission_status(), lab.state.mission.as_ref()) else { return "null".into() };
+        let (Some(status), Some(r)) = (lab.mission_status(), lab.state.mission.as_ref()) else {
+            return Ok(JsValue::NULL);
+        };
         let mut v = serde_json::to_value(&status.score).unwrap_or_default();
         v["mission"] = r.id.clone().into();
         v["final"] = status.at_end.into();
         v["solution"] = r.solution.into();
-        v["best"] = storage::with_keeper(|k| k.stars(&r.id)).into();
-        v.to_string()
+        v["best"] = self.app.stars.with(|k| k.stars(&r.id)).into();
+        object(&v)
     }
 
     /// The mission panel's buttons: `showSolution()`, `revealHint()`, `restartMission()`,
     /// `exitMission()`.
     #[wasm_bindgen(js_name = showSolution)]
     pub fn show_solution(&self) -> Result<(), JsError> {
-        self.app.mission_action("solution").map_err(to_js)
+        self.app.mission_action(MissionAction::Solution).map_err(to_js)
     }
 
     #[wasm_bindgen(js_name = revealHint)]
     pub fn reveal_hint(&self) -> Result<(), JsError> {
-        self.app.mission_action("hint").map_err(to_js)
+        self.app.mission_action(MissionAction::Hint).map_err(to_js)
     }
 
     #[wasm_bindgen(js_name = restartMission)]
     pub fn restart_mission(&self) -> Result<(), JsError> {
-        self.app.mission_action("restart").map_err(to_js)
+        self.app.mission_action(MissionAction::Restart).map_err(to_js)
     }
 
     #[wasm_bindgen(js_name = exitMission)]
     pub fn exit_mission(&self) -> Result<(), JsError> {
-        self.app.mission_action("exit").map_err(to_js)
+        self.app.mission_action(MissionAction::Exit).map_err(to_js)
     }
 
-    /// The stars kept in this browser: `{"m1-paging": 3, …}` (JSON).
-    pub fn stars(&self) -> String {
-        storage::with_keeper(|k| {
-            let m: serde_json::Map<String, serde_json::Value> =
-                k.record().iter().map(|(id, s)| (id.to_string(), s.into())).collect();
-            serde_json::Value::Object(m).to_string()
-        })
+    /// The stars kept in this browser, an object: `{"m1-paging": 3, …}`.
+    pub fn stars(&self) -> Result<JsValue, JsError> {
+        let record: std::collections::BTreeMap<String, u8> =
+            self.app.stars.with(|k| k.record().iter().map(|(id, s)| (id.to_string(), s)).collect());
+        object(&record)
     }
 
     /// Shipped step-time calibrations (the selector's choices besides the default model).
     pub fn calibrations(&self) -> Vec<String> {
         shipped::names(shipped::CALIBRATIONS).into_iter().map(String::from).collect()
-    }
-
-    /// Panics on purpose, to check that the page reports a panic (tests only).
-    #[wasm_bindgen(js_name = testPanic)]
-    pub fn test_panic(&self) {
-        panic!("testPanic() was called: this is the page's panic report");
     }
 }
 
@@ -390,18 +378,19 @@ pub fn boot() -> Result<(), String> {
         }
     };
     let autoplay = options.autoplay.unwrap_or(!dom::prefers_reduced_motion()) && lab.t_us == 0 && !options.bench;
-    let view = View::new()?;
-    let app = App::new(lab, view);
+    let stars = Stars::open();
+    let view = View::new(stars.clone())?;
+    let app = App::new(lab, view, stars);
     controls::fill_options(super::lab::SPEEDS, app.lab.borrow().speed);
-    controls::sync(&app.lab.borrow().state);
+    app.sync_controls();
     map::paint_swatches();
     events::wire(&app);
     super::loader::wire_dialog(&app);
     for (kind, text) in problems {
         errors::show_error(&kind, &text);
     }
-    storage::show_notices();
-    super::app::update_hub_link();
+    app.stars.show_notices();
+    app.update_hub_link();
     if !from_fragment {
         if let Some(url) = &options.mission_url {
             super::loader::load_from_url(&app, "mission_url", url);

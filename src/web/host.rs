@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::MessageEvent;
 
-use super::app::App;
+use super::app::{App, ChangeFrom};
 use super::controls;
 use super::dom;
 use super::lab::secs_to_us;
@@ -85,7 +85,7 @@ fn post(kind: &str, fields: Value) {
     if let (Some(m), Value::Object(f)) = (msg.as_object_mut(), fields) {
         m.extend(f);
     }
-    let Ok(data) = js_sys::JSON::parse(&msg.to_string()) else { return };
+    let Ok(data) = super::js::to_js(&msg) else { return };
     let allowed = HOST.with(|h| h.borrow().as_ref().map(|h| h.origins.clone()).unwrap_or_default());
     for target in targets(&allowed) {
         let _ = parent.post_message(&data, &target);
@@ -179,8 +179,7 @@ fn on_message(app: &Rc<App>, e: &MessageEvent) {
     if !from_parent {
         return;
     }
-    let Some(msg) = js_sys::JSON::stringify(&e.data()).ok().and_then(|s| s.as_string()) else { return };
-    let Ok(msg) = serde_json::from_str::<Value>(&msg) else { return };
+    let Ok(msg) = super::js::from_js::<Value>(e.data()) else { return };
     if msg.get("kvlab") != Some(&json!(1)) {
         return; // someone else's message
     }
@@ -223,12 +222,12 @@ fn command(app: &Rc<App>, kind: &str, msg: &Value) -> Result<(), String> {
             let path = msg.get("path").and_then(Value::as_str).ok_or("set: path must be a preset path")?;
             let value = msg.get("value").cloned().ok_or("set: value is missing")?;
             let path = control_path(path);
-            app.change("control", true, |s| controls::edit(s, &path, value))?;
+            app.change(ChangeFrom::Control, true, |s| controls::edit(s, &path, value))?;
         }
         "load" => match msg.get("preset") {
             Some(Value::String(id)) => {
                 let id = id.clone();
-                app.change("preset", false, |s| {
+                app.change(ChangeFrom::Preset, false, |s| {
                     let mut next = LabState::new(presets::dto(&id)?);
                     next.compare = s.compare;
                     next.hidden = s.hidden.clone();
@@ -240,7 +239,7 @@ fn command(app: &Rc<App>, kind: &str, msg: &Value) -> Result<(), String> {
         },
         "compare" => {
             let on = msg.get("on").and_then(Value::as_bool).ok_or("compare: on must be true or false")?;
-            app.change("control", true, |s| Ok(LabState { compare: on, ..s.clone() }))?;
+            app.change(ChangeFrom::Control, true, |s| Ok(LabState { compare: on, ..s.clone() }))?;
         }
         "get" => {}
         other => return Err(format!("unknown command \"{other}\"; use play, pause, seek, set, load, compare or get")),

@@ -5,13 +5,12 @@
 
 use web_sys::{Element, Event, HtmlElement};
 
-use super::storage::STARS_KEY;
+use super::storage::{self, Stars, STARS_KEY};
 use crate::formats::mission::MAX_STARS;
 
 use super::dom;
 use super::errors;
 use super::missions;
-use super::storage;
 
 /// One row of the hub: what the index and the mission file say.
 pub struct HubEntry {
@@ -36,23 +35,24 @@ pub fn entries() -> Result<Vec<HubEntry>, String> {
 }
 
 /// Stars earned over the shipped missions, and the most there are.
-pub fn totals() -> (u32, u32) {
+pub fn totals(keeper: &Stars) -> (u32, u32) {
     let ids = missions::ids();
-    let earned = storage::with_keeper(|k| ids.iter().map(|id| u32::from(k.stars(id))).sum());
+    let earned = keeper.with(|k| ids.iter().map(|id| u32::from(k.stars(id))).sum());
     (earned, ids.len() as u32 * u32::from(MAX_STARS))
 }
 
 /// Builds the hub into `#hub` and marks it ready.
 pub fn boot() -> Result<(), String> {
+    let keeper = Stars::open();
     let hub: HtmlElement = dom::need("hub")?;
     // One messages box for the whole page: it moves into the hub.
     if let (Some(msgs), Some(slot)) = (dom::by_id::<Element>("messages"), dom::by_id::<Element>("hub-messages")) {
         let _ = slot.append_child(&msgs);
     }
     let list: Element = dom::need("hub-list")?;
-    render(&list)?;
-    wire_reset(&list);
-    show_storage_notices();
+    render(&list, &keeper)?;
+    wire_reset(&list, &keeper);
+    keeper.show_notices();
     let _ = hub.set_attribute("data-ready", "true");
     if let Ok(ev) = Event::new("kvlab-hub-ready") {
         let _ = dom::window().dispatch_event(&ev);
@@ -61,11 +61,11 @@ pub fn boot() -> Result<(), String> {
 }
 
 /// (Re)draws the mission cards and the total.
-pub fn render(list: &Element) -> Result<(), String> {
+pub fn render(list: &Element, keeper: &Stars) -> Result<(), String> {
     dom::clear(list);
     for e in entries()? {
-        let stars = storage::with_keeper(|k| k.stars(&e.id));
-        let played = storage::with_keeper(|k| k.record().contains(&e.id));
+        let stars = keeper.with(|k| k.stars(&e.id));
+        let played = keeper.with(|k| k.record().contains(&e.id));
         let li = dom::append(list, dom::el("li", "card", None));
         let _ = li.set_attribute("data-id", &e.id);
         let _ = li.set_attribute("data-stars", &stars.to_string());
@@ -85,8 +85,8 @@ pub fn render(list: &Element) -> Result<(), String> {
         };
         dom::append(&side, dom::el("span", "card-cta", Some(&format!("{cta} →"))));
     }
-    render_custom();
-    let (earned, max) = totals();
+    render_custom(keeper);
+    let (earned, max) = totals(keeper);
     if let Some(total) = dom::by_id::<Element>("hub-total") {
         dom::set_text(&total, &format!("{earned} of {max} stars"));
     }
@@ -95,7 +95,7 @@ pub fn render(list: &Element) -> Result<(), String> {
         let _ = bar.style().set_property("width", &format!("{pct:.1}%"));
     }
     if let Some(where_) = dom::by_id::<Element>("hub-storage") {
-        let text = if storage::with_keeper(|k| k.persistent()) {
+        let text = if keeper.with(|k| k.persistent()) {
             format!("Stars are saved in this browser only (localStorage, key {STARS_KEY}); they never decrease.")
         } else {
             "Stars are kept for this visit only (this browser's storage cannot be used).".to_string()
@@ -118,16 +118,16 @@ pub struct CustomEntry {
 /// The custom missions played in this browser: the played list's names, then any other mission
 /// id the star record holds, each with its stars (they count in no total: the total is over the
 /// shipped missions).
-pub fn custom_entries() -> Vec<CustomEntry> {
+pub fn custom_entries(keeper: &Stars) -> Vec<CustomEntry> {
     let shipped = missions::ids();
-    let stars_of = |id: &str| storage::with_keeper(|k| k.stars(id));
+    let stars_of = |id: &str| keeper.with(|k| k.stars(id));
     let mut out: Vec<CustomEntry> = storage::played()
         .missions()
         .iter()
         .filter(|m| !shipped.contains(&m.id))
         .map(|m| CustomEntry { id: m.id.clone(), number: m.number, title: m.title.clone(), stars: stars_of(&m.id) })
         .collect();
-    let others: Vec<(String, u8)> = storage::with_keeper(|k| {
+    let others: Vec<(String, u8)> = keeper.with(|k| {
         k.record().iter().map(|(id, s)| (id.to_string(), s)).filter(|(id, _)| !shipped.contains(id)).collect()
     });
     for (id, stars) in others {
@@ -138,14 +138,14 @@ pub fn custom_entries() -> Vec<CustomEntry> {
     out
 }
 
-fn render_custom() {
+fn render_custom(keeper: &Stars) {
     let (Some(section), Some(list)) =
         (dom::by_id::<HtmlElement>("hub-custom"), dom::by_id::<Element>("hub-custom-list"))
     else {
         return;
     };
     dom::clear(&list);
-    let entries = custom_entries();
+    let entries = custom_entries(keeper);
     dom::set_hidden(&section, entries.is_empty());
     for CustomEntry { id, number, title, stars } in entries {
         let li = dom::append(&list, dom::el("li", "card custom", None));
@@ -166,11 +166,7 @@ fn render_custom() {
     }
 }
 
-fn show_storage_notices() {
-    storage::show_notices();
-}
-
-fn wire_reset(list: &Element) {
+fn wire_reset(list: &Element, keeper: &Stars) {
     let confirm = dom::by_id::<HtmlElement>("reset-confirm");
     let show = move |on: bool| {
         if let Some(c) = dom::by_id::<HtmlElement>("reset-confirm") {
@@ -199,11 +195,12 @@ fn wire_reset(list: &Element) {
     }
     if let Some(b) = dom::by_id::<HtmlElement>("reset-yes") {
         let list = list.clone();
+        let keeper = keeper.clone();
         dom::listen::<Event>(&b, "click", move |_| {
-            storage::with_keeper(|k| k.reset());
+            keeper.with(|k| k.reset());
             errors::clear_error("");
-            show_storage_notices();
-            let _ = render(&list);
+            keeper.show_notices();
+            let _ = render(&list, &keeper);
             show(false);
             if let Some(s) = dom::by_id::<Element>("hub-status") {
                 dom::set_text(&s, "Every star was reset.");

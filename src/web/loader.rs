@@ -17,7 +17,7 @@ use crate::formats::sniff::{sniff_text, Document as Schema};
 use crate::missions::check::check_mission;
 use crate::missions::mission::{parse_mission, Mission};
 
-use super::app::App;
+use super::app::{App, ChangeFrom};
 use super::dom;
 use super::errors;
 use super::url_state::{LabState, MissionRef};
@@ -45,7 +45,7 @@ pub fn parse_document(text: &str) -> Result<Document, String> {
 /// Loads preset JSON (from the API, the JSON editor or a file), keeping compare mode and the
 /// mission being played (whose locks then apply).
 pub fn load_preset_text(app: &App, text: &str) -> Result<(), String> {
-    app.change("preset", false, |s| {
+    app.change(ChangeFrom::Preset, false, |s| {
         let dto = parse_preset_dto(text).map_err(|e| e.to_string())?;
         let mut next = LabState::new(dto);
         next.compare = s.compare;
@@ -101,14 +101,17 @@ pub fn load_document(app: &App, text: &str, expect: Option<&str>) -> Result<Opti
             Ok(Some(check_and_report(&m, expect.is_none())))
         }
         Ok(Document::Preset(dto)) => app
-            .change("preset", false, |s| {
+            .change(ChangeFrom::Preset, false, |s| {
                 let mut next = LabState::new(*dto);
                 next.compare = s.compare;
                 next.hidden = s.hidden.clone();
                 Ok(next)
             })
             .map(|()| None),
-        Err(e) => app.change(kind, false, |_| Err(e)).map(|()| None),
+        Err(e) => {
+            let from = if kind == "mission" { ChangeFrom::Mission } else { ChangeFrom::Preset };
+            app.change(from, false, |_| Err(e)).map(|()| None)
+        }
     }
 }
 
@@ -134,7 +137,19 @@ pub fn url_problem(url: &str, page_href: &str) -> Option<String> {
     None
 }
 
-/// Fetches `url` (the `param` of the link, `preset_url` or `mission_url`) and loads it.
+/// The text a `data:` URL carries, decoded here rather than fetched: the page's
+/// Content-Security-Policy (`connect-src 'self'`) does not let `fetch()` read `data:` URLs.
+pub fn data_url_text(url: &str) -> Result<String, String> {
+    let parsed = data_url::DataUrl::process(url)
+        .map_err(|_| "the data: URL is malformed: write data:application/json,<the JSON, URL-encoded>".to_string())?;
+    let (bytes, _) = parsed
+        .decode_to_vec()
+        .map_err(|_| "the data: URL's base64 is invalid; check that it was copied whole".to_string())?;
+    String::from_utf8(bytes).map_err(|_| "the data: URL does not hold UTF-8 text (JSON)".to_string())
+}
+
+/// Loads the document at `url` (the `param` of the link, `preset_url` or `mission_url`): a
+/// `data:` URL decoded here, a path on this site fetched.
 pub fn load_from_url(app: &Rc<App>, param: &'static str, url: &str) {
     let expect = if param == "mission_url" { "mission" } else { "preset" };
     let fail = move |e: String| {
@@ -145,10 +160,31 @@ pub fn load_from_url(app: &Rc<App>, param: &'static str, url: &str) {
         fail(p);
         return;
     }
+    if url.get(..5).is_some_and(|p| p.eq_ignore_ascii_case("data:")) {
+        match data_url_text(url) {
+            Ok(text) => load_linked(app, &text, expect),
+            Err(e) => fail(e),
+        }
+        return;
+    }
     let resolved = web_sys::Url::new_with_base(url, &href).map(|u| u.href()).unwrap_or_else(|_| url.to_string());
-    let shown = if url.starts_with("data:") { "the data: URL".to_string() } else { format!("\"{url}\"") };
+    fetch_and_load(app, &resolved, format!("\"{url}\""), expect, fail);
+}
+
+/// Loads a linked document's text; a success clears the message about an earlier link.
+fn load_linked(app: &App, text: &str, expect: &str) {
+    if load_document(app, text, Some(expect)).is_ok() {
+        errors::clear_error("link");
+    }
+}
+
+/// Fetches `resolved` (shown in messages as `shown`) and loads its text as a document of kind
+/// `expect`; `fail` reports what went wrong.
+fn fetch_and_load(app: &Rc<App>, resolved: &str, shown: String, expect: &'static str, fail: impl Fn(String) + 'static) {
+    let fail = Rc::new(fail);
     let app = app.clone();
     let shown2 = shown.clone();
+    let fail2 = fail.clone();
     let on_response = Closure::<dyn FnMut(JsValue)>::once(move |resp: JsValue| {
         let Ok(resp) = resp.dyn_into::<web_sys::Response>() else {
             fail(format!("fetching {shown} gave no response"));
@@ -163,10 +199,7 @@ pub fn load_from_url(app: &Rc<App>, param: &'static str, url: &str) {
             return;
         };
         let on_text = Closure::<dyn FnMut(JsValue)>::once(move |t: JsValue| {
-            let text = t.as_string().unwrap_or_default();
-            if load_document(&app, &text, Some(expect)).is_ok() {
-                errors::clear_error("link");
-            }
+            load_linked(&app, &t.as_string().unwrap_or_default(), expect);
         });
         let _ = text.then(&on_text);
         on_text.forget();
@@ -174,12 +207,9 @@ pub fn load_from_url(app: &Rc<App>, param: &'static str, url: &str) {
     let on_error = Closure::<dyn FnMut(JsValue)>::once(move |e: JsValue| {
         let why =
             e.dyn_ref::<js_sys::Error>().map(|e| String::from(e.message())).unwrap_or_else(|| "network error".into());
-        errors::show_error(
-            if param == "mission_url" { "mission" } else { "preset" },
-            &format!("Link not applied: {param}: could not fetch {shown2} ({why}). The lab keeps its previous setup."),
-        );
+        fail2(format!("could not fetch {shown2} ({why})"));
     });
-    let _ = dom::window().fetch_with_str(&resolved).then2(&on_response, &on_error);
+    let _ = dom::window().fetch_with_str(resolved).then2(&on_response, &on_error);
     // Each runs at most once; they live as long as the page.
     on_response.forget();
     on_error.forget();
@@ -239,23 +269,27 @@ pub fn wire_dialog(app: &Rc<App>) {
             }
         });
     }
-    if let Some(input) = dom::by_id::<HtmlInputElement>("load-file") {
-        dom::listen::<Event>(&input.clone(), "change", move |_| {
-            let Some(file) = input.files().and_then(|f| f.get(0)) else { return };
-            let Ok(reader) = web_sys::FileReader::new() else { return };
-            let r2 = reader.clone();
-            let apply = apply.clone();
-            let onload = Closure::once_into_js(move || {
-                if let Some(text) = r2.result().ok().and_then(|v| v.as_string()) {
-                    if let Some(ta) = dom::by_id::<HtmlTextAreaElement>("load-text") {
-                        ta.set_value(&text);
-                    }
-                    apply(text);
+    wire_dialog_file(apply);
+}
+
+/// The dialog's "Open a file…": the file's text goes into the text box and is loaded.
+fn wire_dialog_file(apply: impl Fn(String) + Clone + 'static) {
+    let Some(input) = dom::by_id::<HtmlInputElement>("load-file") else { return };
+    dom::listen::<Event>(&input.clone(), "change", move |_| {
+        let Some(file) = input.files().and_then(|f| f.get(0)) else { return };
+        let Ok(reader) = web_sys::FileReader::new() else { return };
+        let r2 = reader.clone();
+        let apply = apply.clone();
+        let onload = Closure::once_into_js(move || {
+            if let Some(text) = r2.result().ok().and_then(|v| v.as_string()) {
+                if let Some(ta) = dom::by_id::<HtmlTextAreaElement>("load-text") {
+                    ta.set_value(&text);
                 }
-            });
-            reader.set_onload(Some(onload.unchecked_ref()));
-            let _ = reader.read_as_text(&file);
-            input.set_value("");
+                apply(text);
+            }
         });
-    }
+        reader.set_onload(Some(onload.unchecked_ref()));
+        let _ = reader.read_as_text(&file);
+        input.set_value("");
+    });
 }

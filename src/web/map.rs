@@ -11,7 +11,7 @@ use crate::engine::sim::observe::SampleView;
 use crate::engine::{MapCell, MemoryMap, RequestView};
 use crate::render::{render_map, MapLayout, RenderOptions};
 
-use super::dom;
+use super::dom::{self, Node};
 
 /// Sizes `canvas` to `layout` and draws `cells` into it through one `ImageData`.
 pub fn paint_map(
@@ -133,9 +133,9 @@ pub fn describe_cell(
     view: Option<&RequestView>,
     class_names: &[String],
     paged: bool,
-) -> String {
+) -> Vec<Node> {
     let Some(cell) = map.cells.get(index) else {
-        return String::new();
+        return Vec::new();
     };
     let ct = map.cell_tokens;
     let first = index as u64 * u64::from(ct);
@@ -152,72 +152,69 @@ pub fn describe_cell(
         } else {
             "free"
         };
-        return format!("<p class=\"insp-main\">{where_}: <strong>{what}</strong></p>");
+        return vec![dom::node("p").class("insp-main").text(&format!("{where_}: ")).child(strong(what))];
     };
-    let mut flags = Vec::new();
-    if cell.flags & MapCell::SLAB_START != 0 {
-        flags.push("first cell of a slab");
-    }
-    if cell.flags & MapCell::SHARED != 0 {
-        flags.push("shared by several sequences");
-    }
-    if cell.flags & MapCell::COPIED != 0 {
-        flags.push("made by copy-on-write");
-    }
-    where_.push_str(&format!(": {}/{ct} slots hold KV", cell.live_tokens));
-    if !flags.is_empty() {
-        where_.push_str(&format!(" · {}", flags.join(" · ")));
-    }
-    let mut html = format!("<p class=\"insp-cell\">{where_}</p>");
+    where_.push_str(&format!(": {}/{ct} slots hold KV{}", cell.live_tokens, cell_flags(cell)));
+    let cell_line = dom::node("p").class("insp-cell").text(&where_);
     let Some(v) = view else {
-        html.insert_str(0, &format!("<p class=\"insp-main\"><strong>Request #{request}</strong></p>"));
-        return html;
+        return vec![dom::node("p").class("insp-main").child(strong(&format!("Request #{request}"))), cell_line];
     };
     let class = class_names.get(usize::from(v.class)).map_or("", String::as_str);
     let generated: u32 = v.samples.iter().map(|s| s.generated).max().unwrap_or(0);
-    let head = format!(
-        "<p class=\"insp-main\"><strong>Request #{}</strong> · {} · class {} · arrived {:.2} s</p>\
-         <p>Prompt {} tokens · generated {} of max_tokens {}{}{}</p>",
-        v.request,
-        dom::escape(&v.status),
-        dom::escape(class),
-        v.arrival_s,
+    let main = dom::node("p")
+        .class("insp-main")
+        .child(strong(&format!("Request #{}", v.request)))
+        .text(&format!(" · {} · class {class} · arrived {:.2} s", v.status, v.arrival_s));
+    let lengths = format!(
+        "Prompt {} tokens · generated {} of max_tokens {}{}{}",
         group_thousands(u64::from(v.prompt_tokens)),
         group_thousands(u64::from(generated)),
         group_thousands(u64::from(v.max_tokens)),
         if v.n > 1 { format!(" · n = {} samples", v.n) } else { String::new() },
         if v.preemptions > 0 { format!(" · preempted {}×", v.preemptions) } else { String::new() },
     );
-    let samples: Vec<String> = v.samples.iter().take(4).map(|s| describe_sample(s, v.n > 1)).collect();
+    let mut out = vec![main, dom::node("p").text(&lengths), cell_line];
+    out.extend(v.samples.iter().take(4).map(|s| describe_sample(s, v.n > 1)));
     let more = v.samples.len().saturating_sub(4);
-    let mut out = head;
-    out.push_str(&html);
-    for s in samples {
-        out.push_str(&format!("<p class=\"insp-table\">{s}</p>"));
-    }
     if more > 0 {
-        out.push_str(&format!("<p>… and {more} more samples</p>"));
+        out.push(dom::node("p").text(&format!("… and {more} more samples")));
     }
     out
 }
 
-fn describe_sample(s: &SampleView, many: bool) -> String {
+/// What a cell's flags say, each after " · " (empty when none is set).
+fn cell_flags(cell: &MapCell) -> String {
+    let named = [
+        (MapCell::SLAB_START, "first cell of a slab"),
+        (MapCell::SHARED, "shared by several sequences"),
+        (MapCell::COPIED, "made by copy-on-write"),
+    ];
+    named.iter().filter(|(bit, _)| cell.flags & bit != 0).map(|(_, name)| format!(" · {name}")).collect()
+}
+
+fn strong(text: &str) -> Node {
+    dom::node("strong").text(text)
+}
+
+/// One sample's memory: its slab, or its block table (in `<code>`), as a `p.insp-table`.
+fn describe_sample(s: &SampleView, many: bool) -> Node {
+    let line = dom::node("p").class("insp-table");
     let who = if many { format!("Sample {}: ", s.seq) } else { String::new() };
     if s.finished {
-        return format!("{who}finished, its memory is freed");
+        return line.text(&format!("{who}finished, its memory is freed"));
     }
     if let Some([start, len, live]) = s.slab {
         let pct = if len > 0 { 100.0 * f64::from(live) / f64::from(len) } else { 0.0 };
-        return format!(
+        return line.text(&format!(
             "{who}Slab at slots {}–{}: {} reserved, {} hold KV ({pct:.0}%)",
             group_thousands(u64::from(start)),
             group_thousands(u64::from(start + len.max(1) - 1)),
             group_thousands(u64::from(len)),
             group_thousands(u64::from(live)),
-        );
+        ));
     }
     if s.block_table.is_empty() {
-        return format!("{who}no KV in memory (waiting, or swapped out)");
+        return line.text(&format!("{who}no KV in memory (waiting, or swapped out)"));
     }
     const SHOWN: usize = 24;
     let mut table: Vec<String> = s.block_table.iter().take(SHOWN).map(|b| b.to_string()).collect();
@@ -231,10 +228,10 @@ fn describe_sample(s: &SampleView, many: bool) -> String {
     if s.copied_blocks > 0 {
         extra.push_str(&format!(" · {} copied on write", s.copied_blocks));
     }
-    format!(
-        "{who}Block table ({} blocks, {} tokens){extra}: <code>{}</code>",
+    let head = format!(
+        "{who}Block table ({} blocks, {} tokens){extra}: ",
         s.block_table.len(),
         group_thousands(u64::from(s.kv_tokens)),
-        table.join(" ")
-    )
+    );
+    line.text(&head).child(dom::node("code").text(&table.join(" ")))
 }

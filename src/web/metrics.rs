@@ -131,28 +131,25 @@ impl MetricsView {
 
     fn build(&mut self, labels: Vec<String>) {
         let columns = labels.len();
-        let mut html = String::from("<thead><tr><th scope=\"col\">metric</th>");
-        for i in 0..columns {
-            html.push_str(&format!("<th scope=\"col\" class=\"col-run\" data-col=\"{i}\"></th>"));
-        }
-        html.push_str("</tr></thead><tbody>");
-        for (key, name, hint, key_row) in ROWS {
-            html.push_str(&format!(
-                "<tr data-key=\"{key}\"{}><th scope=\"row\"><code>{}</code><span class=\"hint\">{}</span></th>",
-                if *key_row { " class=\"key\"" } else { "" },
-                dom::escape(name),
-                dom::escape(hint)
-            ));
-            for (i, label) in labels.iter().enumerate() {
-                html.push_str(&format!(
-                    "<td data-col=\"{i}\" data-label=\"{}\"><span class=\"v\"></span><span class=\"m\"></span></td>",
-                    dom::escape(label)
-                ));
-            }
-            html.push_str("</tr>");
-        }
-        html.push_str("</tbody>");
-        self.table.set_inner_html(&html);
+        let head_cells = (0..columns)
+            .map(|i| dom::node("th").attr("scope", "col").class("col-run").attr("data-col", &i.to_string()));
+        let head = dom::node("thead")
+            .child(dom::node("tr").child(dom::node("th").attr("scope", "col").text("metric")).children(head_cells));
+        let rows = ROWS.iter().map(|(key, name, hint, key_row)| {
+            let title = dom::node("th")
+                .attr("scope", "row")
+                .child(dom::node("code").text(name))
+                .child(dom::node("span").class("hint").text(hint));
+            let values = labels.iter().enumerate().map(|(i, label)| {
+                dom::node("td")
+                    .attr("data-col", &i.to_string())
+                    .attr("data-label", label)
+                    .child(dom::node("span").class("v"))
+                    .child(dom::node("span").class("m"))
+            });
+            dom::node("tr").attr("data-key", key).class(if *key_row { "key" } else { "" }).child(title).children(values)
+        });
+        dom::replace_children(&self.table, [head, dom::node("tbody").children(rows)]);
         self.headers = (0..columns)
             .filter_map(|i| self.table.query_selector(&format!("thead th[data-col=\"{i}\"]")).ok().flatten())
             .collect();

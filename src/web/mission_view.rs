@@ -11,9 +11,11 @@ use crate::missions::mission::{GoalResult, Mission};
 
 use super::dom;
 use super::lab::{Lab, MissionStatus};
-use super::storage;
+use super::storage::Stars;
 
 pub struct MissionView {
+    /// The stars kept in this browser (read here, written by `App` when a run ends).
+    stars: Stars,
     root: HtmlElement,
     /// (mission id, custom) the static parts were built for.
     built: Option<(String, bool)>,
@@ -88,8 +90,9 @@ fn button(id: &str) -> Option<HtmlButtonElement> {
 
 impl MissionView {
     /// The panel, when the page has one.
-    pub fn new() -> Option<MissionView> {
+    pub fn new(stars: Stars) -> Option<MissionView> {
         Some(MissionView {
+            stars,
             root: dom::by_id("mission")?,
             built: None,
             goals: Vec::new(),
@@ -219,7 +222,7 @@ impl MissionView {
         self.was_final = status.at_end;
         // A goal's explanation opens by itself once its star is earned: by this run at its end,
         // or earlier in this browser. Until then it stays closed unless the learner opens it.
-        let best = storage::with_keeper(|k| k.stars(m.id()));
+        let best = self.stars.with(|k| k.stars(m.id()));
         let earned = if status.at_end { status.score.stars.max(best) } else { best };
         let mut ordered: Vec<&GoalResult> = status.score.goals.iter().collect();
         ordered.sort_by_key(|g| g.stars);
@@ -253,32 +256,43 @@ impl MissionView {
             dom::fill_stars(&stars, if status.at_end { status.score.stars } else { 0 }, MAX_STARS);
             dom::toggle_class(&stars, "final", status.at_end);
         }
-        let t = lab.t_us as f64 / 1e6;
-        let d = lab.duration_us() as f64 / 1e6;
-        let line = if let Some(words) = refusal {
-            format!("The server did not start: {words}")
-        } else if solution {
-            "This is the documented fix, shown by the solution button: its stars are not saved. Set it up yourself to earn them.".to_string()
-        } else if !started {
-            format!("Not run yet: press Play, or End to jump to the end of the {d:.0} s.")
-        } else if status.at_end {
-            format!("Final score of this setup: {} of {MAX_STARS} stars.", status.score.stars)
-        } else {
-            format!("Running: {t:.1} s of {d:.0} s. The goals and the stars are scored when the run reaches its end.")
+        render_status_line(lab, status, solution, refusal, started);
+        render_best(m, &self.stars);
+    }
+}
+
+/// The line under the stars: vLLM's refusal, not run yet, running, the final score, or the
+/// solution shown.
+fn render_status_line(lab: &Lab, status: &MissionStatus, solution: bool, refusal: Option<&str>, started: bool) {
+    let t = lab.t_us as f64 / 1e6;
+    let d = lab.duration_us() as f64 / 1e6;
+    let line = if let Some(words) = refusal {
+        format!("The server did not start: {words}")
+    } else if solution {
+        "This is the documented fix, shown by the solution button: its stars are not saved. Set it up yourself to earn them.".to_string()
+    } else if !started {
+        format!("Not run yet: press Play, or End to jump to the end of the {d:.0} s.")
+    } else if status.at_end {
+        format!("Final score of this setup: {} of {MAX_STARS} stars.", status.score.stars)
+    } else {
+        format!("Running: {t:.1} s of {d:.0} s. The goals and the stars are scored when the run reaches its end.")
+    };
+    if let Some(s) = dom::by_id::<Element>("mission-status") {
+        dom::set_text(&s, &line);
+    }
+}
+
+/// The mission's best stars kept in this browser (or this visit, without storage).
+fn render_best(m: &Mission, stars: &Stars) {
+    if let Some(best) = dom::by_id::<Element>("mission-best") {
+        let (stars, played, persistent) =
+            stars.with(|k| (k.stars(m.id()), k.record().contains(m.id()), k.persistent()));
+        let text = match (played, persistent) {
+            (false, _) => "Best: not scored yet".to_string(),
+            (true, true) => format!("Best in this browser: {}", star_text(stars)),
+            (true, false) => format!("Best this visit: {}", star_text(stars)),
         };
-        if let Some(s) = dom::by_id::<Element>("mission-status") {
-            dom::set_text(&s, &line);
-        }
-        if let Some(best) = dom::by_id::<Element>("mission-best") {
-            let (stars, played, persistent) =
-                storage::with_keeper(|k| (k.stars(m.id()), k.record().contains(m.id()), k.persistent()));
-            let text = match (played, persistent) {
-                (false, _) => "Best: not scored yet".to_string(),
-                (true, true) => format!("Best in this browser: {}", star_text(stars)),
-                (true, false) => format!("Best this visit: {}", star_text(stars)),
-            };
-            dom::set_text(&best, &text);
-        }
+        dom::set_text(&best, &text);
     }
 }
 

@@ -15,11 +15,15 @@
 //! - [`loader`]: presets and missions from a file, pasted JSON or the link
 //! - [`host`]: `postMessage` events and commands between an embedded lab and its host page
 //! - [`menu`]: the Export menu button (keyboard, Escape, a click elsewhere)
-//! - [`errors`]: messages for bad input and the panic report; [`export`], [`bench`]
+//! - [`js`]: values handed to JavaScript as plain objects (serde-wasm-bindgen)
+//! - [`errors`]: messages for bad input and the panic report; [`export`]
+//! - `test_hooks` and `bench` (feature `test-hooks` only, never in the release bundle): the
+//!   handle's `testPanic`, `benchFrames`, `benchSimulate` and `readyMs`
 //! - [`theme`]: light or dark, as the stylesheet decided, for the canvases
 //! - [`title`]: the preset's title in the header and the preset picker
 
 pub mod app;
+#[cfg(feature = "test-hooks")]
 pub mod bench;
 pub mod chart;
 pub mod controls;
@@ -30,6 +34,7 @@ pub mod export;
 pub mod handle;
 pub mod host;
 pub mod hub;
+pub mod js;
 pub mod knobs;
 pub mod lab;
 pub mod loader;
@@ -40,6 +45,8 @@ pub mod mission_view;
 pub mod missions;
 pub mod presets;
 pub mod storage;
+#[cfg(feature = "test-hooks")]
+pub mod test_hooks;
 pub mod theme;
 pub mod title;
 pub mod url_state;

@@ -10,6 +10,7 @@
 //! It also keeps the names of the custom missions played (`kvlab.played.v1`, `missions::played`).
 
 use std::cell::RefCell;
+use std::rc::Rc;
 
 use wasm_bindgen::{JsCast, JsValue};
 
@@ -94,16 +95,30 @@ pub fn open_keeper() -> StarKeeper {
     }
 }
 
-thread_local! {
-    static KEEPER: RefCell<Option<StarKeeper>> = const { RefCell::new(None) };
-}
+/// The page's stars: one keeper, opened at boot and owned by whoever the page hands it to (the
+/// lab's `App`, or the hub); clones share it.
+#[derive(Clone)]
+pub struct Stars(Rc<RefCell<StarKeeper>>);
 
-/// Runs `f` on the page's keeper (opened on first use).
-pub fn with_keeper<R>(f: impl FnOnce(&mut StarKeeper) -> R) -> R {
-    KEEPER.with(|k| {
-        let mut k = k.borrow_mut();
-        f(k.get_or_insert_with(open_keeper))
-    })
+impl Stars {
+    /// Opens the keeper over localStorage (or memory, see [`open_keeper`]).
+    pub fn open() -> Stars {
+        Stars(Rc::new(RefCell::new(open_keeper())))
+    }
+
+    /// Runs `f` on the keeper.
+    pub fn with<R>(&self, f: impl FnOnce(&mut StarKeeper) -> R) -> R {
+        f(&mut self.0.borrow_mut())
+    }
+
+    /// Shows the notices about stars on the page (replacing earlier ones).
+    pub fn show_notices(&self) {
+        errors::clear_error("stars");
+        errors::clear_error("stars-memory");
+        for (kind, text) in self.with(|k| notices(k)) {
+            errors::show_notice(kind, &text);
+        }
+    }
 }
 
 /// What the learner should know about their stars: (message kind, sentence) pairs, empty when
@@ -141,16 +156,6 @@ pub fn notices(k: &StarKeeper) -> Vec<(&'static str, String)> {
     }
     out
 }
-
-/// Shows the notices about stars on the page (replacing earlier ones).
-pub fn show_notices() {
-    errors::clear_error("stars");
-    errors::clear_error("stars-memory");
-    for (kind, text) in with_keeper(|k| notices(k)) {
-        errors::show_notice(kind, &text);
-    }
-}
-
 /// The localStorage key of the custom missions played (`missions::played`).
 pub const PLAYED_KEY: &str = "kvlab.played.v1";
 

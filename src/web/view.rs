@@ -13,6 +13,7 @@ use super::lab::Lab;
 use super::map::{self, MapView};
 use super::metrics::{MetricsInput, MetricsView};
 use super::mission_view::MissionView;
+use super::storage::Stars;
 
 /// A cell the learner points at: (run index, cell index).
 pub type CellRef = (usize, usize);
@@ -50,7 +51,7 @@ pub struct View {
 }
 
 impl View {
-    pub fn new() -> Result<View, String> {
+    pub fn new(stars: Stars) -> Result<View, String> {
         let maps = (0..2)
             .map(|i| dom::need::<HtmlCanvasElement>(&format!("map-{i}")).map(MapView::new))
             .collect::<Result<_, _>>()?;
@@ -69,7 +70,7 @@ impl View {
             kv_box: PlotBox::default(),
             queue_box: PlotBox::default(),
             metrics: MetricsView::new()?,
-            mission: MissionView::new(),
+            mission: MissionView::new(stars),
             play_btn: dom::need("play-btn")?,
             scrubber: dom::need("scrubber")?,
             time_label: dom::need("time-label")?,
@@ -227,9 +228,9 @@ impl View {
         }
         let Some((run_i, cell_i)) = self.focus_cell() else {
             if self.last_inspected.take().is_some() {
-                self.inspector.set_inner_html(
-                    "<p class=\"insp-hint\">Hover or tap a cell (or focus the map and use the arrow keys) to see the request that owns it.</p>",
-                );
+                let hint =
+                    "Hover or tap a cell (or focus the map and use the arrow keys) to see the request that owns it.";
+                dom::replace_children(&self.inspector, [dom::node("p").class("insp-hint").text(hint)]);
             }
             return;
         };
@@ -240,15 +241,16 @@ impl View {
         self.last_inspected = Some(key);
         let (Some(run), Some(m)) = (lab.runs.get(run_i), maps.get(run_i)) else { return };
         let view = m.cells.get(cell_i).and_then(|c| c.request()).and_then(|r| run.sim.request_view(r));
-        let mut html = String::new();
+        let mut parts = Vec::new();
         if lab.runs.len() > 1 {
-            html.push_str(&format!("<p class=\"insp-run\">{}</p>", dom::escape(&run.title)));
+            parts.push(dom::node("p").class("insp-run").text(&run.title));
         }
-        html.push_str(&map::describe_cell(cell_i, m, view.as_ref(), &run.class_names, run.is_paged()));
+        parts.extend(map::describe_cell(cell_i, m, view.as_ref(), &run.class_names, run.is_paged()));
         if self.pinned.is_some() {
-            html.push_str("<p class=\"insp-hint\">Pinned: tap the map again or press Escape to release.</p>");
+            let hint = "Pinned: tap the map again or press Escape to release.";
+            parts.push(dom::node("p").class("insp-hint").text(hint));
         }
-        self.inspector.set_inner_html(&html);
+        dom::replace_children(&self.inspector, parts);
     }
 
     pub fn render_charts(&mut self, lab: &Lab) {
@@ -278,13 +280,20 @@ impl View {
             .collect();
         let cursor = lab.t_us as f64 / 1e6;
         let theme = chart::ChartTheme::of(self.dark);
-        match chart::draw_kv(&self.kv_chart, &runs, duration_s, cursor, theme) {
-            Ok(b) => self.kv_box = b,
-            Err(e) => web_sys::console::error_1(&format!("chart: {e}").into()),
+        // A chart the stylesheet hides (embed mode, ?panels=) is not drawn: on a canvas with no
+        // box plotters would measure its labels with a styled <span>, which the page's
+        // Content-Security-Policy (no inline style) refuses.
+        if self.kv_chart.client_width() > 0 {
+            match chart::draw_kv(&self.kv_chart, &runs, duration_s, cursor, theme) {
+                Ok(b) => self.kv_box = b,
+                Err(e) => web_sys::console::error_1(&format!("chart: {e}").into()),
+            }
         }
-        match chart::draw_queues(&self.queue_chart, &runs, duration_s, cursor, &lab.state.hidden, theme) {
-            Ok(b) => self.queue_box = b,
-            Err(e) => web_sys::console::error_1(&format!("chart: {e}").into()),
+        if self.queue_chart.client_width() > 0 {
+            match chart::draw_queues(&self.queue_chart, &runs, duration_s, cursor, &lab.state.hidden, theme) {
+                Ok(b) => self.queue_box = b,
+                Err(e) => web_sys::console::error_1(&format!("chart: {e}").into()),
+            }
         }
     }
 

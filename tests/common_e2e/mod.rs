@@ -1,11 +1,18 @@
 //! Shared helpers of the browser end-to-end tests (tests/e2e_*.rs): the release bundle in
 //! dist/ served from 127.0.0.1 by a tiny static server, chromedriver started on a free port,
 //! a headless Chromium session through fantoccini, scripts, reports and screenshots.
+//!
+//! Every page runs under its strict Content-Security-Policy (the `<meta>` in www/index.html):
+//! [`open`] checks that the page carries it, and [`open`], [`open_hub`] and [`Browser::close`]
+//! fail the test when Chromium reported any violation since the last check (Chromium logs
+//! each one, from any frame, to the browser log that chromedriver hands out; nothing in the
+//! page listens for them).
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use fantoccini::wd::WebDriverCompatibleCommand;
 use fantoccini::{Client, ClientBuilder};
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -23,6 +30,18 @@ pub fn require_dist() -> PathBuf {
         dist.join("index.html").is_file(),
         "dist/index.html is missing: build the lab first with `scripts/test-web.sh` \
          (or `PATH=$PWD/.tools/bin:$PATH trunk build --release --offline` after scripts/setup.sh)"
+    );
+    dist
+}
+
+/// The bundle with the `test-hooks` feature (`kvlab.testPanic()`…), which scripts/test-web.sh
+/// builds beside the release bundle.
+pub fn require_test_hooks_dist() -> PathBuf {
+    let dist = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/dist-test-hooks");
+    assert!(
+        dist.join("index.html").is_file(),
+        "target/dist-test-hooks/index.html is missing: build it with `scripts/test-web.sh` (or \
+         `trunk build --offline --features test-hooks --dist target/dist-test-hooks`)"
     );
     dist
 }
@@ -88,6 +107,50 @@ pub struct Browser {
     _profile: PathBuf,
 }
 
+impl Browser {
+    /// Ends the session after checking that no page broke its Content-Security-Policy.
+    pub async fn close(self) {
+        assert_no_csp_violations(&self.client).await;
+        self.client.close().await.expect("close the browser session");
+    }
+}
+
+/// The policy every page of the lab carries: nothing inline, nothing from other sites.
+pub const LAB_CSP: &str = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; \
+    img-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'";
+
+/// chromedriver's `POST /session/{id}/se/log`: the browser log since the last read.
+#[derive(Debug)]
+struct BrowserLog;
+
+impl WebDriverCompatibleCommand for BrowserLog {
+    fn endpoint(&self, base: &url::Url, session: Option<&str>) -> Result<url::Url, url::ParseError> {
+        base.join(&format!("session/{}/se/log", session.unwrap_or_default()))
+    }
+
+    fn method_and_body(&self, _: &url::Url) -> (http::Method, Option<String>) {
+        (http::Method::POST, Some(json!({ "type": "browser" }).to_string()))
+    }
+}
+
+/// The Content-Security-Policy violations Chromium reported since the last call (any frame).
+pub async fn csp_violations(c: &Client) -> Vec<String> {
+    let log = c.issue_cmd(BrowserLog).await.expect("read the browser log");
+    let entries = log.as_array().cloned().unwrap_or_default();
+    entries
+        .iter()
+        .filter(|e| {
+            e["source"] == "security" && e["message"].as_str().is_some_and(|m| m.contains("Content Security Policy"))
+        })
+        .map(|e| e["message"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+pub async fn assert_no_csp_violations(c: &Client) {
+    let v = csp_violations(c).await;
+    assert!(v.is_empty(), "the page broke its Content-Security-Policy:\n{}", v.join("\n"));
+}
+
 pub async fn browser(width: u32, height: u32) -> Browser {
     browser_with(width, height, &[]).await
 }
@@ -125,6 +188,7 @@ pub async fn browser_with(width: u32, height: u32, extra: &[&str]) -> Browser {
     }
     let mut caps = serde_json::Map::new();
     caps.insert("goog:chromeOptions".into(), chrome);
+    caps.insert("goog:loggingPrefs".into(), json!({ "browser": "ALL" }));
     let url = format!("http://127.0.0.1:{port}");
     let mut last_err = String::new();
     for _ in 0..100 {
@@ -147,6 +211,9 @@ pub async fn open(c: &Client, url: &str) {
     c.goto(url).await.expect("load the lab");
     for _ in 0..200 {
         if js(c, "return !!(window.kvlab && document.getElementById('kvlab').dataset.ready)").await == json!(true) {
+            let csp = js(c, "const m = document.querySelector('meta[http-equiv=\"Content-Security-Policy\"]'); return m && m.content").await;
+            assert_eq!(csp.as_str(), Some(LAB_CSP), "the page does not carry the lab's Content-Security-Policy");
+            assert_no_csp_violations(c).await;
             return;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -155,9 +222,23 @@ pub async fn open(c: &Client, url: &str) {
     panic!("the lab did not become ready at {url}; page says: {body}");
 }
 
+/// Every number as a float. The page hands reports over as JavaScript objects, where 60.0 and
+/// 60 are one number, while the native report keeps integers and floats apart: compared in
+/// this form, two reports are equal when every number is (bit for bit up to 2^53).
+pub fn numbers_as_floats(v: Value) -> Value {
+    match v {
+        Value::Number(n) => json!(n.as_f64().expect("a JSON number")),
+        Value::Array(a) => Value::Array(a.into_iter().map(numbers_as_floats).collect()),
+        Value::Object(o) => Value::Object(o.into_iter().map(|(k, v)| (k, numbers_as_floats(v))).collect()),
+        other => other,
+    }
+}
+
+/// `kvlab.report()` (an object), numbers as floats (see [`numbers_as_floats`]).
 pub async fn report(c: &Client) -> Value {
-    let text = js(c, "return kvlab.report()").await;
-    serde_json::from_str(text.as_str().expect("report() is a string")).expect("report() is JSON")
+    let report = js(c, "return kvlab.report()").await;
+    assert!(report.is_object(), "report() is an object: {report}");
+    numbers_as_floats(report)
 }
 
 /// Share of the map canvas's pixels that are not background (white).
@@ -178,7 +259,7 @@ pub fn native_report(id: &str) -> Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("assets/presets/{id}.json"));
     let config = kvlab::formats::preset::parse_preset(&std::fs::read_to_string(path).unwrap()).unwrap();
     let mut sim = kvlab::engine::Simulation::new(config).unwrap();
-    serde_json::to_value(sim.run_to_end()).unwrap()
+    numbers_as_floats(serde_json::to_value(sim.run_to_end()).unwrap())
 }
 
 pub async fn save_screenshot(c: &Client, name: &str) {
@@ -205,13 +286,7 @@ pub async fn open_hub(c: &Client, base: &str) {
     c.goto(&format!("{base}hub.html")).await.expect("load the hub");
     wait_for(c, "document.getElementById('hub') && document.getElementById('hub').dataset.ready === 'true'", "the hub")
         .await;
-}
-
-/// Parses a JSON string a page method returned.
-pub async fn js_json(c: &Client, script: &str) -> Value {
-    let v = js(c, script).await;
-    serde_json::from_str(v.as_str().unwrap_or_else(|| panic!("{script} did not return a string: {v}")))
-        .expect("JSON text")
+    assert_no_csp_violations(c).await;
 }
 
 pub fn repo_path(rel: &str) -> PathBuf {
