@@ -1,8 +1,9 @@
 //! End-to-end tests (dist/ in headless Chromium) of how the page behaves for keyboard,
 //! screen-reader and phone users: the Export menu (arrow keys, Escape, a click elsewhere), the
 //! inspector as a live region only while paused, canvases as images, the favicon, mission knob
-//! chips that jump to their setting, and a mission on a phone (knobs under the goals, settings
-//! in the page's own scroll, no nested scroll area), with its screenshot; and no mission showing
+//! chips that jump to their setting, a mission on a phone (knobs under the goals, settings
+//! in the page's own scroll, no nested scroll area), with its screenshot, the settings one link
+//! away on a wide screen with the map still in view; and no mission showing
 //! an explanation, a hint or its fix before it is earned or asked for.
 #![cfg(not(target_arch = "wasm32"))]
 
@@ -14,6 +15,17 @@ use serde_json::json;
 
 async fn active_id(c: &Client) -> serde_json::Value {
     js(c, "const a = document.activeElement; return a.id || a.dataset.export || a.dataset.path || a.tagName").await
+}
+
+/// The elements between the settings form and the body that scroll on their own (by id or class).
+async fn scroll_areas_around_settings(c: &Client) -> serde_json::Value {
+    js(
+        c,
+        "let e = document.getElementById('controls'); const out = []; \
+        for (; e && e !== document.body; e = e.parentElement) { const s = getComputedStyle(e); \
+        if (/(auto|scroll)/.test(s.overflowY) && e.scrollHeight > e.clientHeight) out.push(e.id || e.className); } return out",
+    )
+    .await
 }
 
 async fn menu_open(c: &Client) -> bool {
@@ -107,10 +119,7 @@ async fn on_a_phone_a_missions_knobs_sit_under_its_goals_and_jump_to_their_setti
     let gap = gap.as_f64().unwrap();
     assert!((0.0..=24.0).contains(&gap), "the knobs are {gap} px under the goals");
     // No scroll area inside the page holds the settings: the page scrolls, nothing else does.
-    let nested = js(c, "let e = document.getElementById('controls'); const out = []; \
-        for (; e && e !== document.body; e = e.parentElement) { const s = getComputedStyle(e); \
-        if (/(auto|scroll)/.test(s.overflowY) && e.scrollHeight > e.clientHeight) out.push(e.id || e.className); } return out").await;
-    assert_eq!(nested, json!([]), "settings inside a nested scroll area");
+    assert_eq!(scroll_areas_around_settings(c).await, json!([]), "settings inside a nested scroll area");
     let wide = js(
         c,
         "return [...document.querySelectorAll('#kvlab *')].filter(e => e.getClientRects().length > 0) \
@@ -136,6 +145,44 @@ async fn on_a_phone_a_missions_knobs_sit_under_its_goals_and_jump_to_their_setti
     save_screenshot(c, "mission-phone-390x844-top.png").await;
     js(c, "document.getElementById('mission-goals').scrollIntoView(); return null").await;
     save_screenshot(c, "mission-phone-390x844.png").await;
+    b.client.close().await.unwrap();
+}
+
+/// On a wide screen the settings are in the page's own scroll too (no scroll area inside the
+/// page), the first view says they exist ("Settings ↓" in the transport bar), the link brings
+/// them into view, and the map stays in view while the page scrolls down to them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_wide_screen_the_settings_are_one_link_away_in_the_pages_own_scroll() {
+    let base = serve(require_dist()).await;
+    let b = browser(1400, 900).await;
+    let c = &b.client;
+    set_viewport(c, 1400, 900).await;
+    open(c, &format!("{base}?autoplay=0")).await;
+    assert_eq!(scroll_areas_around_settings(c).await, json!([]), "settings inside a nested scroll area");
+    let link = js(
+        c,
+        "const r = document.getElementById('settings-link').getBoundingClientRect(); \
+        return r.width > 0 && r.top >= 0 && r.bottom <= innerHeight",
+    )
+    .await;
+    assert_eq!(link, true, "the Settings link is in the first view");
+    c.find(Locator::Id("settings-link")).await.unwrap().click().await.unwrap();
+    wait_for(
+        c,
+        "(() => { const r = document.querySelector('#controls h2').getBoundingClientRect(); \
+        return r.top >= 0 && r.bottom <= innerHeight; })()",
+        "the settings to come into view",
+    )
+    .await;
+    let map = js(
+        c,
+        "const r = document.getElementById('map-0').getBoundingClientRect(); \
+        return [r.top, r.bottom, innerHeight]",
+    )
+    .await;
+    let (top, bottom) = (map[0].as_f64().unwrap(), map[1].as_f64().unwrap());
+    assert!(top >= 0.0 && bottom <= map[2].as_f64().unwrap(), "the map left the view: {map}");
+    save_screenshot(c, "settings-wide-1400x900.png").await;
     b.client.close().await.unwrap();
 }
 

@@ -10,7 +10,7 @@ mod common_e2e;
 
 use common_e2e::{
     browser, js, numbers_as_floats, open, open_hub, repo_path, report, require_dist, save_screenshot, serve,
-    set_viewport, wait_for,
+    set_viewport, urlencode, wait_for,
 };
 use fantoccini::{Client, Locator};
 use kvlab::formats::mission::parse_mission_index;
@@ -429,13 +429,4 @@ async fn instructors_documents_are_checked_and_the_calibration_selector_works() 
     assert!(js(c, "return kvlab.state()").await["preset"].get("calibration").is_none());
     assert_eq!(report(c).await["calibration"], Value::Null);
     b.close().await;
-}
-
-fn urlencode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }

@@ -8,7 +8,7 @@
 
 mod common_e2e;
 
-use common_e2e::{browser, js, open, open_hub, repo_path, require_dist, serve, wait_for};
+use common_e2e::{browser, js, open, open_hub, repo_path, require_dist, serve, urlencode, wait_for};
 use fantoccini::{Client, Locator};
 use kvlab::missions::check::check_mission;
 use kvlab::missions::mission::parse_mission;
@@ -33,15 +33,6 @@ async fn load_in_dialog(c: &Client, doc: &str) {
     )
     .await;
     c.find(Locator::Id("load-apply")).await.unwrap().click().await.unwrap();
-}
-
-fn urlencode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
 
 fn example() -> String {

@@ -301,3 +301,13 @@ pub async fn set_viewport(c: &Client, w: u32, h: u32) {
     let (iw, ih) = (v[0].as_u64().unwrap() as u32, v[1].as_u64().unwrap() as u32);
     c.set_window_size(2 * w - iw, 2 * h - ih).await.expect("resize");
 }
+
+/// Percent-encodes everything but RFC 3986's unreserved characters (for `?preset_url=` links).
+pub fn urlencode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
