@@ -20,7 +20,11 @@ fn h200_with_blocks(block_size: u32) -> SimConfig {
     config
 }
 
-fn bench_run(group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>, name: &str, config: SimConfig) {
+fn bench_run(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    name: &str,
+    config: SimConfig,
+) {
     group.bench_function(name, |b| {
         b.iter(|| {
             let mut sim = Simulation::new(black_box(config.clone())).expect("valid");
