@@ -2,7 +2,8 @@
 //! the CLI run it. `cargo bench --bench engine` (medians in target/criterion/); the figures and
 //! the commands behind them are in docs/PERFORMANCE.md.
 
-use criterion::{black_box, criterion_group, criterion_main, Criterion};
+use criterion::{black_box, criterion_group, criterion_main, BatchSize, Criterion};
+use kvlab::engine::sim::checkpoints::{Checkpoints, DEFAULT_BUDGET_BYTES};
 use kvlab::engine::{AllocatorConfig, SimConfig, Simulation};
 use kvlab::formats::preset::parse_preset;
 
@@ -53,11 +54,35 @@ fn h200_scale(c: &mut Criterion) {
     group.finish();
 }
 
+/// Scrubbing back: a run at its end, with the checkpoints its first pass recorded, seeks to 49%
+/// of its duration (a restore and a replay of less than one interval).
+fn scrub_back(c: &mut Criterion) {
+    let mut group = c.benchmark_group("seek_back_with_checkpoints");
+    group.sample_size(10);
+    for (name, config) in [("paged-default", preset("paged-default")), ("h200-scale_blocks_1", h200_with_blocks(1))] {
+        let mut sim = Simulation::new(config).expect("valid");
+        let mut checkpoints = Checkpoints::new(&mut sim, DEFAULT_BUDGET_BYTES);
+        let end = sim.duration_us();
+        checkpoints.seek(&mut sim, end);
+        group.bench_function(name, |b| {
+            b.iter_batched(
+                || (sim.clone(), checkpoints.clone()),
+                |(mut s, mut cp)| {
+                    cp.seek(&mut s, end * 49 / 100);
+                    black_box(s.now_us())
+                },
+                BatchSize::PerIteration,
+            )
+        });
+    }
+    group.finish();
+}
+
 fn memory_map(c: &mut Criterion) {
     let mut sim = Simulation::new(preset("paged-default")).expect("valid");
     sim.run_until(30_000_000);
     c.bench_function("memory_map_paged_5120_blocks", |b| b.iter(|| black_box(sim.memory_map())));
 }
 
-criterion_group!(benches, whole_runs, h200_scale, memory_map);
+criterion_group!(benches, whole_runs, h200_scale, scrub_back, memory_map);
 criterion_main!(benches);

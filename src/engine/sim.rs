@@ -12,6 +12,7 @@ use super::scheduler::{HolReason, Scheduler, SchedulerOutput, Target};
 use super::timing::{StepTimeModel, StepWork};
 use super::workload::{generate, RequestSpec};
 
+pub mod checkpoints;
 pub mod observe;
 
 /// Cell size (tokens) of the contiguous memory map, matching vLLM's default block size.
