@@ -7,6 +7,9 @@ mod common;
 
 use common::{preset, shipped_presets};
 use kvlab::engine::sim::checkpoints::{Checkpoints, DEFAULT_BUDGET_BYTES, MAX_SNAPSHOTS};
+
+/// Close snapshots, so that every preset takes many and the limits are reached.
+const SPACING: u64 = 2_000;
 use kvlab::engine::Simulation;
 use kvlab::formats::report::digest;
 
@@ -30,7 +33,7 @@ fn assert_same(a: &Simulation, b: &Simulation, what: &str) {
 fn seeking_through_checkpoints_equals_running_from_the_start() {
     for id in shipped_presets().into_iter().filter(|id| id != "h200-scale") {
         let mut sim = Simulation::new(preset(&id)).unwrap();
-        let mut cp = Checkpoints::new(&mut sim, DEFAULT_BUDGET_BYTES);
+        let mut cp = Checkpoints::with_spacing(&mut sim, DEFAULT_BUDGET_BYTES, SPACING);
         let d = sim.duration_us();
         // To the end (recording), then back and forth: each landing equals a fresh run.
         for t in [d, d / 3, d / 2 + 12_345, 1, d * 9 / 10, d / 7, d] {
@@ -48,14 +51,14 @@ fn seeking_through_checkpoints_equals_running_from_the_start() {
 #[test]
 fn stepping_past_checkpoint_times_outside_seek_still_records_them() {
     let mut sim = Simulation::new(preset("paged-default")).unwrap();
-    let mut cp = Checkpoints::new(&mut sim, DEFAULT_BUDGET_BYTES);
-    while sim.now_us() < 3 * cp.every_us() {
+    let mut cp = Checkpoints::with_spacing(&mut sim, DEFAULT_BUDGET_BYTES, SPACING);
+    while sim.now_us() < 5_000_000 {
         sim.step();
     }
     let d = sim.duration_us();
     cp.seek(&mut sim, d / 2);
     let held = cp.len();
-    assert!(held >= 2, "a snapshot is taken where the steps had gone, then every interval on");
+    assert!(held >= 3, "a snapshot is taken where the steps had gone, then at every spacing on");
     cp.seek(&mut sim, 10);
     assert_same(&sim, &fresh_to("paged-default", 10), "paged-default back at 10 µs");
 }
@@ -63,16 +66,16 @@ fn stepping_past_checkpoint_times_outside_seek_still_records_them() {
 #[test]
 fn a_small_budget_thins_the_snapshots_and_seeks_stay_exact() {
     let mut sim = Simulation::new(preset("paged-default")).unwrap();
-    let mut cp = Checkpoints::new(&mut sim, 0);
+    let mut cp = Checkpoints::with_spacing(&mut sim, 0, SPACING);
     let d = sim.duration_us();
     cp.seek(&mut sim, d);
     assert_eq!(cp.len(), 1, "no budget: only the start is kept");
     let mut sim = Simulation::new(preset("paged-default")).unwrap();
-    let mut cp = Checkpoints::new(&mut sim, 4 << 20);
-    let first_interval = cp.every_us();
+    let mut cp = Checkpoints::with_spacing(&mut sim, 4 << 20, SPACING);
+    let first_spacing = cp.work_per_snapshot();
     cp.seek(&mut sim, d);
     assert!(cp.bytes() <= 4 << 20, "{} bytes held", cp.bytes());
-    assert!(cp.every_us() > first_interval, "the interval doubled as snapshots were thinned");
+    assert!(cp.work_per_snapshot() > first_spacing, "the spacing doubled as snapshots were thinned");
     let t = d * 2 / 3;
     cp.seek(&mut sim, t);
     assert_same(&sim, &fresh_to("paged-default", t), "paged-default after thinning");
