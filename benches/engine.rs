@@ -54,9 +54,22 @@ fn h200_scale(c: &mut Criterion) {
     group.finish();
 }
 
-/// Scrubbing back: a run at its end, with the checkpoints its first pass recorded, seeks to 49%
-/// of its duration (a restore and a replay of less than one interval).
+/// Scrubbing: a first pass that records checkpoints (compare with `simulate_60s/paged-default`),
+/// and a run at its end seeking back to 49% of its duration (a restore and a short replay).
 fn scrub_back(c: &mut Criterion) {
+    let mut first = c.benchmark_group("first_pass_with_checkpoints");
+    first.sample_size(30);
+    let config = preset("paged-default");
+    first.bench_function("paged-default", |b| {
+        b.iter(|| {
+            let mut sim = Simulation::new(black_box(config.clone())).expect("valid");
+            let mut checkpoints = Checkpoints::new(&mut sim, DEFAULT_BUDGET_BYTES);
+            let end = sim.duration_us();
+            checkpoints.seek(&mut sim, end);
+            black_box(checkpoints.len())
+        })
+    });
+    first.finish();
     let mut group = c.benchmark_group("seek_back_with_checkpoints");
     group.sample_size(10);
     for (name, config) in [("paged-default", preset("paged-default")), ("h200-scale_blocks_1", h200_with_blocks(1))] {
