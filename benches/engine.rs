@@ -1,35 +1,101 @@
-//! Criterion benchmarks over the shipped presets: a whole 60 s simulation, headless, as the
-//! lab and the CLI run it. `cargo bench --bench engine` (medians in target/criterion/).
+//! Criterion benchmarks over the shipped presets: a whole simulation, headless, as the lab and
+//! the CLI run it. `cargo bench --bench engine` (medians in target/criterion/); the figures and
+//! the commands behind them are in docs/PERFORMANCE.md.
 
-use criterion::{black_box, criterion_group, criterion_main, Criterion};
-use kvlab::engine::Simulation;
+use criterion::{black_box, criterion_group, criterion_main, BatchSize, Criterion};
+use kvlab::engine::sim::checkpoints::{Checkpoints, DEFAULT_BUDGET_BYTES};
+use kvlab::engine::{AllocatorConfig, SimConfig, Simulation};
 use kvlab::formats::preset::parse_preset;
 
-fn preset(id: &str) -> kvlab::engine::SimConfig {
+fn preset(id: &str) -> SimConfig {
     let path = format!("{}/assets/presets/{id}.json", env!("CARGO_MANIFEST_DIR"));
     parse_preset(&std::fs::read_to_string(path).expect("preset file")).expect("valid preset")
 }
 
+/// `h200-scale` with another paged block size.
+fn h200_with_blocks(block_size: u32) -> SimConfig {
+    let mut config = preset("h200-scale");
+    if let AllocatorConfig::Paged { block_size: b, .. } = &mut config.allocator {
+        *b = block_size;
+    }
+    config
+}
+
+fn bench_run(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    name: &str,
+    config: SimConfig,
+) {
+    group.bench_function(name, |b| {
+        b.iter(|| {
+            let mut sim = Simulation::new(black_box(config.clone())).expect("valid");
+            black_box(sim.run_to_end())
+        })
+    });
+}
+
+/// The 60 s shipped presets, whole runs.
 fn whole_runs(c: &mut Criterion) {
     let mut group = c.benchmark_group("simulate_60s");
     group.sample_size(30);
     for id in ["contiguous-default", "paged-default", "long-report-2gb", "parallel-sampling", "prefix-caching"] {
-        let config = preset(id);
-        group.bench_function(id, |b| {
-            b.iter(|| {
-                let mut sim = Simulation::new(black_box(config.clone())).unwrap();
-                black_box(sim.run_to_end())
-            })
+        bench_run(&mut group, id, preset(id));
+    }
+    group.finish();
+}
+
+/// `h200-scale` (600 s, 40 requests/s, 100 GiB): 16-token blocks as shipped, and 1-token blocks
+/// (819,200 blocks, a block boundary every token).
+fn h200_scale(c: &mut Criterion) {
+    let mut group = c.benchmark_group("h200_scale_600s");
+    group.sample_size(10);
+    bench_run(&mut group, "blocks_16", h200_with_blocks(16));
+    bench_run(&mut group, "blocks_1", h200_with_blocks(1));
+    group.finish();
+}
+
+/// Scrubbing: a first pass that records checkpoints (compare with `simulate_60s/paged-default`),
+/// and a run at its end seeking back to 49% of its duration (a restore and a short replay).
+fn scrub_back(c: &mut Criterion) {
+    let mut first = c.benchmark_group("first_pass_with_checkpoints");
+    first.sample_size(30);
+    let config = preset("paged-default");
+    first.bench_function("paged-default", |b| {
+        b.iter(|| {
+            let mut sim = Simulation::new(black_box(config.clone())).expect("valid");
+            let mut checkpoints = Checkpoints::new(&mut sim, DEFAULT_BUDGET_BYTES);
+            let end = sim.duration_us();
+            checkpoints.seek(&mut sim, end);
+            black_box(checkpoints.len())
+        })
+    });
+    first.finish();
+    let mut group = c.benchmark_group("seek_back_with_checkpoints");
+    group.sample_size(10);
+    for (name, config) in [("paged-default", preset("paged-default")), ("h200-scale_blocks_1", h200_with_blocks(1))] {
+        let mut sim = Simulation::new(config).expect("valid");
+        let mut checkpoints = Checkpoints::new(&mut sim, DEFAULT_BUDGET_BYTES);
+        let end = sim.duration_us();
+        checkpoints.seek(&mut sim, end);
+        group.bench_function(name, |b| {
+            b.iter_batched(
+                || (sim.clone(), checkpoints.clone()),
+                |(mut s, mut cp)| {
+                    cp.seek(&mut s, end * 49 / 100);
+                    black_box(s.now_us())
+                },
+                BatchSize::PerIteration,
+            )
         });
     }
     group.finish();
 }
 
 fn memory_map(c: &mut Criterion) {
-    let mut sim = Simulation::new(preset("paged-default")).unwrap();
+    let mut sim = Simulation::new(preset("paged-default")).expect("valid");
     sim.run_until(30_000_000);
     c.bench_function("memory_map_paged_5120_blocks", |b| b.iter(|| black_box(sim.memory_map())));
 }
 
-criterion_group!(benches, whole_runs, memory_map);
+criterion_group!(benches, whole_runs, h200_scale, scrub_back, memory_map);
 criterion_main!(benches);

@@ -15,6 +15,7 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("prefix-caching", include_str!("../assets/presets/prefix-caching.json")),
     ("long-report-2gb", include_str!("../assets/presets/long-report-2gb.json")),
     ("long-report-chunked-512", include_str!("../assets/presets/long-report-chunked-512.json")),
+    ("h200-scale", include_str!("../assets/presets/h200-scale.json")),
 ];
 
 /// The preset a bare page opens with.

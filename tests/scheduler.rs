@@ -50,7 +50,7 @@ fn cfg(max_num_seqs: u32, max_num_batched_tokens: u32) -> SchedulerConfig {
 
 fn queued(s: &mut Scheduler, groups: &[SequenceGroup]) {
     for g in groups {
-        s.add_waiting(g.request);
+        s.add_waiting(g);
     }
 }
 

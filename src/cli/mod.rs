@@ -1,5 +1,5 @@
 //! The native command line: `kvlab run`, `kvlab plan`, `kvlab check`, `kvlab mission`,
-//! `kvlab calibrate` and `kvlab replay`, over the same engine the browser lab runs. Bad input exits non-zero with a message naming the field.
+//! `kvlab calibrate`, `kvlab replay` and `kvlab sweep`, over the same engine the browser lab runs. Bad input exits non-zero with a message naming the field.
 
 mod calibrate;
 mod check;
@@ -8,6 +8,7 @@ mod plan;
 mod plan_gpu;
 mod replay;
 mod run;
+mod sweep;
 
 use std::process::ExitCode;
 
@@ -39,6 +40,9 @@ pub enum Command {
     /// Replay a step-indexed trace on vLLM's step clock, with the vLLM reference harness's flags
     /// and JSON, so the two can be compared step for step.
     Replay(replay::ReplayArgs),
+    /// Sweep one knob of a preset over up to 32 values, both allocators side by side; or find the
+    /// smallest KV memory that meets a TTFT p95 target (--min-kv-for-ttft-p95-ms).
+    Sweep(sweep::SweepArgs),
 }
 
 /// Parses `std::env::args` and runs the command; every error becomes a message and exit code 1.
@@ -52,6 +56,7 @@ pub fn main() -> ExitCode {
         Command::Mission(args) => mission::mission(&args),
         Command::Calibrate(args) => calibrate::calibrate(&args),
         Command::Replay(args) => replay::replay(&args),
+        Command::Sweep(args) => sweep::sweep(&args),
     });
     match result {
         Ok(Ok(())) => ExitCode::SUCCESS,

@@ -22,6 +22,7 @@ pub mod request;
 pub mod scheduler;
 pub mod sim;
 pub mod startup_checks;
+pub mod sweep;
 pub mod timing;
 mod validate;
 pub mod version;

@@ -11,7 +11,9 @@ use super::request::{GroupStatus, Sequence, SequenceGroup};
 use super::scheduler::{HolReason, Scheduler, SchedulerOutput, Target};
 use super::timing::{StepTimeModel, StepWork};
 use super::workload::{generate, RequestSpec};
+use std::sync::Arc;
 
+pub mod checkpoints;
 pub mod observe;
 
 /// Cell size (tokens) of the contiguous memory map, matching vLLM's default block size.
@@ -20,7 +22,9 @@ pub const CONTIGUOUS_CELL_TOKENS: u32 = 16;
 #[derive(Clone, Debug)]
 pub struct Simulation {
     config: SimConfig,
-    requests: Vec<RequestSpec>,
+    /// Every request of the run, made up front and never changed: shared by clones (the
+    /// checkpoints' snapshots) instead of copied.
+    requests: Arc<Vec<RequestSpec>>,
     groups: Vec<SequenceGroup>,
     next_seq: SeqId,
     kv: KvCacheManager,
@@ -83,7 +87,7 @@ impl Simulation {
             timing,
             duration_us: config.duration_us(),
             config,
-            requests,
+            requests: Arc::new(requests),
             groups: Vec::new(),
             next_seq: 0,
             kv,

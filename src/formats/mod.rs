@@ -11,6 +11,8 @@
 //! - [`calibration`]: `kvlab/calibration@1` files and the shipped calibrations
 //! - [`mission`]: `kvlab/mission@1` and the mission index
 //! - [`report`]: the report as JSON (docs/REPORT.md) and the run digest
+//! - [`sweep`]: a sweep's knob (a preset path), its values and the configurations of both
+//!   allocators at every point; the KV grid of the smallest-KV search
 //! - [`step_trace`]: step-indexed trace CSV and the replay JSON `kvlab replay` and the vLLM
 //!   reference harness both write (docs/VLLM_PARITY.md)
 
@@ -23,3 +25,4 @@ pub mod preset_config;
 pub mod report;
 pub mod sniff;
 pub mod step_trace;
+pub mod sweep;

@@ -2,12 +2,13 @@
 //! simulating it (one, or contiguous and paged in compare mode), the time shown, and playback.
 //! Every change of state goes through [`Lab::apply`], which validates first and keeps the
 //! previous runs when the new state is rejected. Time only ever moves by asking the engine to
-//! step (re-simulating from 0 to go back; the engine is deterministic). In mission mode the lab
+//! step (going back replays from the engine's nearest checkpoint; the engine is deterministic). In mission mode the lab
 //! also holds the mission, refuses states that change a locked path, and scores the learner's run.
 //! A mission setup vLLM refuses to start (`missions::mission::start`) is scored, not rejected:
 //! the lab then holds no run, only vLLM's words (`Lab::refusal`), and the score is final at once.
 
 use crate::engine::plan::group_thousands;
+use crate::engine::sim::checkpoints::{Checkpoints, DEFAULT_BUDGET_BYTES};
 use crate::engine::workload::Arrival;
 use crate::engine::{AllocatorConfig, Report, SimConfig, Simulation, StepPoint};
 use crate::formats::preset::{AllocatorDto, FitDto, PresetDto, ReserveDto};
@@ -36,6 +37,8 @@ pub struct Run {
     pub preset: PresetDto,
     pub config: SimConfig,
     pub sim: Simulation,
+    /// Snapshots of this run, so going back in time replays from the nearest one.
+    checkpoints: Checkpoints,
     target_us: u64,
     pub class_names: Vec<String>,
 }
@@ -44,7 +47,8 @@ impl Run {
     pub fn new(preset: PresetDto) -> Result<Run, String> {
         let config = preset.to_config().map_err(|e| e.to_string())?;
         check_page_limits(&config)?;
-        let sim = Simulation::new(config.clone()).map_err(|e| e.to_string())?;
+        let mut sim = Simulation::new(config.clone()).map_err(|e| e.to_string())?;
+        let checkpoints = Checkpoints::new(&mut sim, DEFAULT_BUDGET_BYTES);
         let paged = matches!(preset.allocator, AllocatorDto::Paged { .. });
         Ok(Run {
             label: if paged { "paged" } else { "contiguous" },
@@ -53,6 +57,7 @@ impl Run {
             preset,
             config,
             sim,
+            checkpoints,
             target_us: 0,
         })
     }
@@ -61,16 +66,10 @@ impl Run {
         self.label == "paged"
     }
 
-    /// Brings the simulation to `t_us` (re-simulating from 0 when that is earlier).
+    /// Brings the simulation to `t_us` (from the nearest checkpoint when that is earlier).
     pub fn seek(&mut self, t_us: u64) {
-        if t_us < self.target_us {
-            match Simulation::new(self.config.clone()) {
-                Ok(sim) => self.sim = sim,
-                Err(_) => return, // validated when the run was made; keep what we have
-            }
-        }
         self.target_us = t_us;
-        self.sim.run_until(t_us);
+        self.checkpoints.seek(&mut self.sim, t_us);
     }
 
     /// One engine step; the new time becomes the target.

@@ -234,10 +234,11 @@ impl PagedAllocator {
     pub fn allocate_slots(&mut self, seq: SeqId, num_new_tokens: u32) -> Option<()> {
         let bs = self.block_size;
         let table = self.tables[seq as usize].as_mut().expect("allocate_slots on unknown seq");
-        // Fast path of every decode step: one token into a private, partly filled last block.
+        // Fast path of every decode step: one token into a private, partly filled last block
+        // (also the token that fills it, when no prefix cache needs the full block's hash).
         let cur = table.num_tokens;
         let offset = cur % bs;
-        if num_new_tokens == 1 && offset != 0 && offset + 1 != bs {
+        if num_new_tokens == 1 && offset != 0 && (offset + 1 != bs || !self.prefix_caching) {
             let last = *table.blocks.last().expect("a partial block exists");
             if self.pool.block(last).ref_cnt == 1 {
                 table.num_tokens += 1;

@@ -49,7 +49,7 @@ impl Scheduler {
     /// Queues an arrived request behind every waiting one (FCFS); v1 queues each sample.
     pub fn add_request(&mut self, g: &SequenceGroup) {
         match self {
-            Scheduler::V0(s) => s.add_waiting(g.request),
+            Scheduler::V0(s) => s.add_waiting(g),
             Scheduler::V1(s) => s.add_request(g),
         }
     }

@@ -36,6 +36,9 @@ pub struct V0Scheduler {
     scratch_work: Vec<ScheduledWork>,
     scratch_seqs: Vec<SeqId>,
     last_refusal: Option<Refusal>,
+    /// The largest `n` of any group queued so far: `running.len() × max_n` bounds the running
+    /// sequences from above, which spares counting them while admission is far from the limit.
+    max_n: u32,
 }
 
 /// The last admission the allocator refused, and the allocator epoch it was refused at.
@@ -65,6 +68,7 @@ impl V0Scheduler {
             scratch_work: Vec::new(),
             scratch_seqs: Vec::new(),
             last_refusal: None,
+            max_n: 0,
         }
     }
 
@@ -78,8 +82,9 @@ impl V0Scheduler {
     }
 
     /// Queues a request that arrived (FCFS: behind every waiting one).
-    pub fn add_waiting(&mut self, request: RequestId) {
-        self.waiting.push_back(request);
+    pub fn add_waiting(&mut self, g: &SequenceGroup) {
+        self.max_n = self.max_n.max(g.n());
+        self.waiting.push_back(g.request);
     }
 
     /// Takes the head of the waiting queue off it (the caller rejects it).
@@ -402,12 +407,18 @@ impl V0Scheduler {
         if self.waiting.is_empty() {
             return;
         }
-        let mut seqs = self.running_seqs(groups);
+        // Running sequences: an upper bound, and the exact count once the bound is not enough
+        // (the same decisions as counting every step, without the walk over running groups).
+        let mut seqs_bound = (self.running.len() as u32).saturating_mul(self.max_n);
+        let mut seqs: Option<u32> = None;
         while let Some(&r) = self.waiting.front() {
             let g = &groups[r as usize];
-            if seqs + g.n() > self.cfg.max_num_seqs {
-                out.hol = Some(HolReason::SeqLimit);
-                return;
+            if seqs_bound.saturating_add(g.n()) > self.cfg.max_num_seqs {
+                let exact = *seqs.get_or_insert_with(|| self.running_seqs(groups));
+                if exact + g.n() > self.cfg.max_num_seqs {
+                    out.hol = Some(HolReason::SeqLimit);
+                    return;
+                }
             }
             // An admission refused at this allocator epoch is refused again: nothing was placed
             // or released since, so skip the prefix lookup and the allocator's search.
@@ -452,7 +463,10 @@ impl V0Scheduler {
             let g = &mut groups[r as usize];
             g.status = GroupStatus::Running;
             g.prefill_computed = computed.num_tokens;
-            seqs += g.n();
+            seqs_bound = seqs_bound.saturating_add(g.n());
+            if let Some(exact) = seqs.as_mut() {
+                *exact += g.n();
+            }
             *budget -= first;
             out.work.push(ScheduledWork {
                 request: r,

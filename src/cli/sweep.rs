@@ -1,0 +1,242 @@
+//! `kvlab sweep`: one knob of a preset over up to 32 values, both allocators side by side, as a
+//! table, CSV or JSON; and `--min-kv-for-ttft-p95-ms`, the smallest KV memory that meets a TTFT
+//! p95 target. The points come from formats/sweep.rs and run in the engine (engine/sweep.rs,
+//! on every core); this file reads flags and prints (docs/SWEEP.md).
+
+use std::path::PathBuf;
+
+use clap::Args;
+use serde_json::{json, Value};
+
+use super::run::read;
+use crate::engine::config::ConfigError;
+use crate::engine::sweep::{run_all, smallest_meeting, NotFound, SweepMetrics};
+use crate::engine::Report;
+use crate::formats::preset::parse_preset_dto;
+use crate::formats::sweep::{kv_grid, plan, with_kv_memory, Knob, ALLOCATORS};
+
+#[derive(Args, Debug)]
+pub struct SweepArgs {
+    /// Preset JSON file (schema kvlab/preset@1).
+    pub preset: PathBuf,
+    /// The preset path to sweep: scheduler.max_num_seqs, allocator.block_size, kv_memory_gib,
+    /// workload.arrival.rate_per_s, scheduler.max_num_batched_tokens, …
+    #[arg(long, value_name = "PATH", required_unless_present = "min_kv_for_ttft_p95_ms")]
+    pub knob: Option<String>,
+    /// The values to try, comma-separated (at most 32).
+    #[arg(long, value_name = "A,B,C", conflicts_with = "range", required_unless_present_any = ["range", "min_kv_for_ttft_p95_ms"])]
+    pub values: Option<String>,
+    /// N evenly spaced values from LO to HI (at most 32).
+    #[arg(long, value_name = "LO:HI:N")]
+    pub range: Option<String>,
+    /// Print CSV (one row per point and allocator) instead of the table.
+    #[arg(long, conflicts_with = "json")]
+    pub csv: bool,
+    /// Print JSON instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Instead of a sweep: the smallest kv_memory_gib whose run has TTFT p95 at or below this
+    /// many milliseconds (bisection; the preset's own allocator).
+    #[arg(long, value_name = "MS", conflicts_with_all = ["knob", "values", "range", "csv"])]
+    pub min_kv_for_ttft_p95_ms: Option<f64>,
+    /// The KV memory the search looks in, GiB (default: one step up to the GPUs' memory).
+    #[arg(long, value_name = "LO:HI", requires = "min_kv_for_ttft_p95_ms")]
+    pub kv_range: Option<String>,
+    /// The search's resolution, GiB.
+    #[arg(long, value_name = "GIB", default_value_t = 0.25, requires = "min_kv_for_ttft_p95_ms")]
+    pub kv_step_gib: f64,
+}
+
+pub fn sweep(args: &SweepArgs) -> Result<(), String> {
+    let text = read(&args.preset)?;
+    let file = |e: ConfigError| format!("{}: {e}", args.preset.display());
+    parse_preset_dto(&text).map_err(file)?;
+    let preset: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", args.preset.display()))?;
+    if let Some(target) = args.min_kv_for_ttft_p95_ms {
+        return min_kv(args, &preset, target);
+    }
+    let knob = Knob::parse(args.knob.as_deref().unwrap_or_default()).map_err(|e| e.to_string())?;
+    let values = match (&args.values, &args.range) {
+        (Some(v), _) => knob.values(v),
+        (None, Some(r)) => knob.range(r),
+        (None, None) => Err(ConfigError::new("--values", "give --values A,B,C or --range LO:HI:N")),
+    }
+    .map_err(|e| e.to_string())?;
+    let points = plan(&preset, &knob, &values).map_err(file)?;
+    let configs: Vec<_> = points.iter().flat_map(|p| p.configs.iter().flatten().cloned()).collect();
+    let mut reports = run_all(&configs).into_iter();
+    let rows: Vec<[Result<SweepMetrics, String>; 2]> = points
+        .iter()
+        .map(|p| {
+            p.configs.each_ref().map(|c| match c {
+                Ok(_) => match reports.next().expect("one report per configuration") {
+                    Ok(r) => Ok(SweepMetrics::of(&r)),
+                    Err(e) => Err(e.to_string()),
+                },
+                Err(e) => Err(e.to_string()),
+            })
+        })
+        .collect();
+    let values: Vec<String> = points.iter().map(|p| text_of(&p.value)).collect();
+    if args.json {
+        println!("{}", sweep_json(&knob, &points.iter().map(|p| p.value.clone()).collect::<Vec<_>>(), &rows));
+    } else if args.csv {
+        print!("{}", sweep_csv(&values, &rows));
+    } else {
+        print!("{}", sweep_table(&knob, &values, &rows));
+    }
+    Ok(())
+}
+
+fn text_of(v: &Value) -> String {
+    v.as_str().map_or_else(|| v.to_string(), str::to_string)
+}
+
+fn metrics_json(m: &Result<SweepMetrics, String>) -> Value {
+    match m {
+        Ok(m) => json!({
+            "kv_utilization": m.kv_utilization,
+            "ttft_p95_ms": m.ttft_p95_ms,
+            "tpot_p95_ms": m.tpot_p95_ms,
+            "preemptions": m.preemptions,
+            "output_tokens_per_s": m.output_tokens_per_s,
+            "unfinished": m.unfinished,
+            "rejected": m.rejected,
+        }),
+        Err(e) => json!({ "error": e }),
+    }
+}
+
+fn sweep_json(knob: &Knob, values: &[Value], rows: &[[Result<SweepMetrics, String>; 2]]) -> String {
+    let points: Vec<Value> = values
+        .iter()
+        .zip(rows)
+        .map(|(v, r)| json!({ "value": v, ALLOCATORS[0]: metrics_json(&r[0]), ALLOCATORS[1]: metrics_json(&r[1]) }))
+        .collect();
+    serde_json::to_string_pretty(&json!({ "knob": knob.path(), "points": points })).expect("JSON of plain values")
+}
+
+/// One row per point and allocator; a refused point has its reason in `error`.
+pub fn sweep_csv(values: &[String], rows: &[[Result<SweepMetrics, String>; 2]]) -> String {
+    let mut out = String::from(
+        "value,allocator,kv_utilization,ttft_p95_ms,tpot_p95_ms,preemptions,output_tokens_per_s,unfinished,rejected,error\n",
+    );
+    for (v, r) in values.iter().zip(rows) {
+        for (a, m) in ALLOCATORS.iter().zip(r) {
+            let line = match m {
+                Ok(m) => format!(
+                    "{v},{a},{},{},{},{},{},{},{},\n",
+                    m.kv_utilization,
+                    m.ttft_p95_ms,
+                    m.tpot_p95_ms,
+                    m.preemptions,
+                    m.output_tokens_per_s,
+                    m.unfinished,
+                    m.rejected
+                ),
+                Err(e) => format!("{v},{a},,,,,,,,\"{}\"\n", e.replace('"', "\"\"")),
+            };
+            out.push_str(&line);
+        }
+    }
+    out
+}
+
+fn sweep_table(knob: &Knob, values: &[String], rows: &[[Result<SweepMetrics, String>; 2]]) -> String {
+    let mut out = format!(
+        "{:<12} {:<10} {:>8} {:>12} {:>12} {:>11} {:>10} {:>10}\n",
+        knob.path(),
+        "allocator",
+        "KV util",
+        "TTFT p95 ms",
+        "TPOT p95 ms",
+        "preemptions",
+        "tokens/s",
+        "unfinished"
+    );
+    for (v, r) in values.iter().zip(rows) {
+        for (a, m) in ALLOCATORS.iter().zip(r) {
+            let mark = if knob.applies_to(a) { "" } else { " (as the preset)" };
+            out.push_str(&match m {
+                Ok(m) => format!(
+                    "{v:<12} {a:<10} {:>7.1}% {:>12.1} {:>12.1} {:>11} {:>10.1} {:>10}{mark}\n",
+                    m.kv_utilization * 100.0,
+                    m.ttft_p95_ms,
+                    m.tpot_p95_ms,
+                    m.preemptions,
+                    m.output_tokens_per_s,
+                    m.unfinished
+                ),
+                Err(e) => format!("{v:<12} {a:<10} refused: {e}\n"),
+            });
+        }
+    }
+    out
+}
+
+/// A run meets the target when its TTFT p95 is at or below it and no request was refused.
+fn meets(r: &Report, target_ms: f64) -> bool {
+    r.latency_ms.ttft_p95 <= target_ms && r.requests.rejected == 0 && r.requests.finished > 0
+}
+
+fn min_kv(args: &SweepArgs, preset: &Value, target: f64) -> Result<(), String> {
+    if !(target.is_finite() && target > 0.0) {
+        return Err(format!("--min-kv-for-ttft-p95-ms: {target} is not a time; give milliseconds above 0"));
+    }
+    let config = crate::formats::sweep::config_of(preset).map_err(|e| format!("{}: {e}", args.preset.display()))?;
+    let step = args.kv_step_gib;
+    let (lo, hi) = match &args.kv_range {
+        Some(r) => {
+            let parts: Vec<f64> = r.split(':').filter_map(|x| x.trim().parse().ok()).collect();
+            let [lo, hi] = parts[..] else {
+                return Err(format!("--kv-range: \"{r}\" is not LO:HI in GiB; write e.g. --kv-range 1:80"));
+            };
+            (lo, hi)
+        }
+        None => (step, config.gpu.memory_gib * f64::from(config.tensor_parallel_size)),
+    };
+    let grid = kv_grid(lo, hi, step).map_err(|e| e.to_string())?;
+    let found = smallest_meeting(grid.len(), |i| with_kv_memory(preset, grid[i]), |r| meets(r, target));
+    let found = match found {
+        Ok(f) => f,
+        Err(NotFound::Config(e)) => return Err(format!("{}: {e}", args.preset.display())),
+        Err(NotFound::LastMisses(r)) => {
+            let why = match *r {
+                Ok(r) if r.requests.rejected > 0 => format!("{} requests are refused", r.requests.rejected),
+                Ok(r) => format!("TTFT p95 is {} ms", r.latency_ms.ttft_p95),
+                Err(e) => e.to_string(),
+            };
+            return Err(format!(
+                "--min-kv-for-ttft-p95-ms: even {} GiB misses {target} ms ({why}); raise the top of --kv-range or the target, or lower the traffic",
+                grid[grid.len() - 1]
+            ));
+        }
+    };
+    let gib = grid[found.index];
+    let below = found.index.checked_sub(1).map(|i| grid[i]);
+    if args.json {
+        let v = json!({
+            "target_ttft_p95_ms": target,
+            "allocator": found.report.allocator,
+            "kv_memory_gib": gib,
+            "ttft_p95_ms": found.report.latency_ms.ttft_p95,
+            "misses_at_gib": below,
+            "runs": found.probes.len(),
+            "grid": { "lo_gib": lo, "hi_gib": grid[grid.len() - 1], "step_gib": step },
+        });
+        println!("{}", serde_json::to_string_pretty(&v).expect("JSON of plain values"));
+        return Ok(());
+    }
+    println!(
+        "smallest kv_memory_gib with TTFT p95 ≤ {target} ms ({}): {gib} GiB (TTFT p95 {} ms)",
+        found.report.allocator, found.report.latency_ms.ttft_p95
+    );
+    match below {
+        Some(b) => println!(
+            "  {b} GiB misses it; {} runs, bisection over {lo}…{hi} GiB in {step} GiB steps",
+            found.probes.len()
+        ),
+        None => println!("  the bottom of the range already meets it; lower --kv-range's LO to look further"),
+    }
+    Ok(())
+}

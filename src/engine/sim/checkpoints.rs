@@ -1,0 +1,185 @@
+//! Checkpoints for scrubbing: snapshots of a run taken as it first goes forward, one each time
+//! the work done since the last (sequence-steps: each step's running requests plus one) reaches
+//! a spacing, so going back to any time replays at most about that much work from the nearest
+//! snapshot instead of the whole run from 0. The engine is deterministic, so a run restored from a snapshot and
+//! stepped on is the run that went there from the start, bit for bit (tests/checkpoints.rs).
+//!
+//! Memory stays bounded: snapshots leave the step series out (one copy of the longest series
+//! seen is kept here, and a restored run gets its prefix back), there are at most
+//! [`MAX_SNAPSHOTS`], and their estimated size stays under a byte budget: when a new snapshot
+//! would pass either limit, every other snapshot is dropped and the spacing doubles.
+
+use super::Simulation;
+use crate::engine::alloc::block_pool::KvCacheBlock;
+use crate::engine::metrics::StepPoint;
+use crate::engine::request::{Sequence, SequenceGroup};
+
+/// Sequence-steps between snapshots at first: replaying that many costs a few milliseconds on
+/// the shipped 60 s presets (docs/PERFORMANCE.md), a small share of a frame.
+pub const DEFAULT_WORK_PER_SNAPSHOT: u64 = 50_000;
+/// Most snapshots kept at once.
+pub const MAX_SNAPSHOTS: usize = 64;
+/// Default byte budget of all snapshots together (estimated).
+pub const DEFAULT_BUDGET_BYTES: usize = 256 << 20;
+
+/// A run without its series, and how long its series was.
+#[derive(Clone, Debug)]
+struct Snapshot {
+    sim: Simulation,
+    series_len: usize,
+    /// Estimated bytes ([`Snapshot::estimate_bytes`]).
+    bytes: usize,
+}
+
+impl Snapshot {
+    fn of(sim: &mut Simulation) -> Snapshot {
+        let series = std::mem::take(&mut sim.series);
+        let mut snap = Snapshot { sim: sim.clone(), series_len: series.len(), bytes: 0 };
+        sim.series = series;
+        snap.bytes = snap.estimate_bytes();
+        snap
+    }
+
+    fn now_us(&self) -> u64 {
+        self.sim.now_us()
+    }
+
+    /// Estimated bytes: the requests' state, latencies, and the KV pool's records (the request
+    /// list itself is shared by every snapshot).
+    fn estimate_bytes(&self) -> usize {
+        let s = &self.sim;
+        let samples: usize = s.groups.iter().map(|g| g.samples.len()).sum();
+        s.groups.len() * size_of::<SequenceGroup>()
+            + samples * size_of::<Sequence>()
+            + (s.ttft_us.len() + s.tpot_us.len()) * size_of::<f64>()
+            + s.config.run_bounds().kv_cells as usize * (size_of::<KvCacheBlock>() + size_of::<u32>())
+    }
+}
+
+/// The snapshots of one run, and the longest series that run has shown.
+#[derive(Clone, Debug)]
+pub struct Checkpoints {
+    /// Sequence-steps between snapshots (a step counts its running requests plus one: roughly
+    /// what replaying it costs).
+    work_per_snapshot: u64,
+    budget_bytes: usize,
+    /// In time order; the first is the run at time 0.
+    snapshots: Vec<Snapshot>,
+    /// The longest series seen (every run of this configuration shares its prefixes).
+    series: Vec<StepPoint>,
+    /// Sequence-steps counted past the last snapshot, up to series point `work_len`.
+    work: u64,
+    work_len: usize,
+}
+
+impl Checkpoints {
+    /// Checkpoints for `sim` (at time 0): a snapshot every [`DEFAULT_WORK_PER_SNAPSHOT`]
+    /// sequence-steps at first, within `budget_bytes`.
+    pub fn new(sim: &mut Simulation, budget_bytes: usize) -> Checkpoints {
+        Checkpoints::with_spacing(sim, budget_bytes, DEFAULT_WORK_PER_SNAPSHOT)
+    }
+
+    /// Checkpoints taking a snapshot every `work_per_snapshot` sequence-steps (each step counts
+    /// its running requests plus one) at first.
+    pub fn with_spacing(sim: &mut Simulation, budget_bytes: usize, work_per_snapshot: u64) -> Checkpoints {
+        let len = sim.series.len();
+        Checkpoints {
+            work_per_snapshot: work_per_snapshot.max(1),
+            budget_bytes,
+            snapshots: vec![Snapshot::of(sim)],
+            series: sim.series.clone(),
+            work: 0,
+            work_len: len,
+        }
+    }
+
+    /// Sequence-steps between snapshots now.
+    pub fn work_per_snapshot(&self) -> u64 {
+        self.work_per_snapshot
+    }
+
+    /// Snapshots held now.
+    pub fn len(&self) -> usize {
+        self.snapshots.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.snapshots.is_empty()
+    }
+
+    /// Estimated bytes the snapshots hold.
+    pub fn bytes(&self) -> usize {
+        self.snapshots.iter().map(|s| s.bytes).sum()
+    }
+
+    /// Brings `sim` to time `t_us` (as `run_until`): back in time from the latest snapshot at or
+    /// before `t_us`, and forward taking a snapshot whenever the work since the last one (past
+    /// the last one, where nothing was recorded yet) reaches the spacing.
+    pub fn seek(&mut self, sim: &mut Simulation, t_us: u64) {
+        self.keep_series(sim);
+        let t = t_us.min(sim.duration_us());
+        if t < sim.now_us() {
+            let snap = self.snapshots.iter().rev().find(|s| s.now_us() <= t).expect("the first snapshot is at 0");
+            let mut restored = snap.sim.clone();
+            restored.series = self.series[..snap.series_len].to_vec();
+            *sim = restored;
+        }
+        let mut full = false;
+        loop {
+            if !full && self.work_since_last(sim) >= self.work_per_snapshot && !sim.is_done() {
+                full = !self.record(sim);
+            }
+            if sim.now_us() >= t {
+                break;
+            }
+            sim.step();
+        }
+        self.keep_series(sim);
+    }
+
+    /// Sequence-steps the series shows past the last snapshot (counted once, incrementally).
+    fn work_since_last(&mut self, sim: &Simulation) -> u64 {
+        let last_len = self.snapshots.last().map_or(0, |s| s.series_len);
+        if self.work_len < last_len {
+            (self.work, self.work_len) = (0, last_len);
+        }
+        if sim.series.len() > self.work_len {
+            let new = &sim.series[self.work_len..];
+            self.work += new.iter().map(|p| u64::from(p.running) + 1).sum::<u64>();
+            self.work_len = sim.series.len();
+        }
+        self.work
+    }
+
+    fn keep_series(&mut self, sim: &Simulation) {
+        if sim.series.len() > self.series.len() {
+            self.series.extend_from_slice(&sim.series[self.series.len()..]);
+        }
+    }
+
+    /// Takes a snapshot of `sim`, thinning the older ones to stay within the limits; false when
+    /// even one more does not fit the budget.
+    fn record(&mut self, sim: &mut Simulation) -> bool {
+        self.keep_series(sim);
+        let snap = Snapshot::of(sim);
+        while self.snapshots.len() + 1 > MAX_SNAPSHOTS || self.bytes() + snap.bytes > self.budget_bytes {
+            if self.snapshots.len() <= 1 {
+                return false; // one snapshot over the budget: keep only the start
+            }
+            self.thin();
+        }
+        self.snapshots.push(snap);
+        (self.work, self.work_len) = (0, sim.series.len());
+        true
+    }
+
+    /// Drops every other snapshot (the one at time 0 stays) and doubles the spacing.
+    fn thin(&mut self) {
+        let mut k = 0;
+        self.snapshots.retain(|_| {
+            k += 1;
+            k % 2 == 1
+        });
+        self.work_per_snapshot = self.work_per_snapshot.saturating_mul(2);
+    }
+}

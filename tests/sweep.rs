@@ -1,0 +1,155 @@
+//! Sweeps, end to end: `kvlab sweep` over the real engine (both allocators at every point, the
+//! same numbers as running each point alone, in point order), the smallest-KV search checked
+//! against a plain sweep over the same grid, and bad flags refused naming the flag.
+#![cfg(not(target_arch = "wasm32"))]
+
+mod common;
+
+use std::process::{Command, Output};
+
+use common::{preset, repo_path, run, shipped_presets};
+use kvlab::engine::sweep::{run_all, run_one, SweepMetrics};
+use kvlab::engine::AllocatorConfig;
+use serde_json::Value;
+
+fn kvlab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kvlab")).args(args).output().expect("kvlab runs")
+}
+
+fn ok_json(args: &[&str]) -> Value {
+    let o = kvlab(args);
+    assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).expect("JSON")
+}
+
+fn err(args: &[&str]) -> String {
+    let o = kvlab(args);
+    assert!(!o.status.success(), "{args:?} should fail");
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn paged_default() -> String {
+    repo_path("assets/presets/paged-default.json").to_string_lossy().into_owned()
+}
+
+#[test]
+fn a_block_size_sweep_runs_both_allocators_and_matches_single_runs() {
+    let p = paged_default();
+    let v = ok_json(&["sweep", &p, "--knob", "allocator.block_size", "--values", "8,16,32", "--json"]);
+    assert_eq!(v["knob"], "allocator.block_size");
+    let points = v["points"].as_array().unwrap();
+    assert_eq!(points.len(), 3);
+    let contiguous = run(kvlab::formats::sweep::config_of(&{
+        let mut j: Value = serde_json::from_str(&common::preset_text("paged-default")).unwrap();
+        j["allocator"] = serde_json::json!({ "kind": "contiguous" });
+        j
+    })
+    .unwrap());
+    for (point, block_size) in points.iter().zip([8, 16, 32]) {
+        assert_eq!(point["value"], block_size);
+        let mut config = preset("paged-default");
+        let AllocatorConfig::Paged { block_size: b, .. } = &mut config.allocator else { panic!("paged preset") };
+        *b = block_size;
+        let alone = run(config);
+        assert_eq!(point["paged"]["ttft_p95_ms"].as_f64(), Some(alone.latency_ms.ttft_p95), "{block_size}");
+        assert_eq!(point["paged"]["preemptions"].as_u64(), Some(alone.preemptions), "{block_size}");
+        assert_eq!(point["paged"]["kv_utilization"].as_f64(), Some(alone.kv.utilization_mean), "{block_size}");
+        // The block size is the paged allocator's: the contiguous runs are the preset's traffic on
+        // the contiguous allocator, the same at every point.
+        assert_eq!(point["contiguous"]["ttft_p95_ms"].as_f64(), Some(contiguous.latency_ms.ttft_p95));
+        assert_eq!(point["contiguous"]["output_tokens_per_s"].as_f64(), Some(contiguous.output_tokens_per_s));
+    }
+    // More KV per block boundary lowers preemptions here; the table shows the knee.
+    assert_ne!(points[0]["paged"]["preemptions"], points[2]["paged"]["preemptions"]);
+}
+
+#[test]
+fn a_range_sweep_prints_csv_rows_in_point_order() {
+    let p = paged_default();
+    let o = kvlab(&["sweep", &p, "--knob", "scheduler.max_num_seqs", "--range", "16:64:4", "--csv"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8(o.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("value,allocator,kv_utilization,ttft_p95_ms"));
+    let firsts: Vec<String> = lines[1..].iter().map(|l| l.split(',').take(2).collect::<Vec<_>>().join(",")).collect();
+    assert_eq!(
+        firsts,
+        [
+            "16,contiguous",
+            "16,paged",
+            "32,contiguous",
+            "32,paged",
+            "48,contiguous",
+            "48,paged",
+            "64,contiguous",
+            "64,paged"
+        ]
+    );
+}
+
+#[test]
+fn parallel_runs_equal_runs_one_by_one_for_every_shipped_preset() {
+    let configs: Vec<_> = shipped_presets().iter().filter(|id| *id != "h200-scale").map(|id| preset(id)).collect();
+    let together = run_all(&configs);
+    for (config, report) in configs.iter().zip(together) {
+        let alone = run_one(config).unwrap();
+        let report = report.unwrap();
+        assert_eq!(report, alone, "{}", config.id);
+        assert_eq!(SweepMetrics::of(&report), SweepMetrics::of(&alone));
+    }
+}
+
+#[test]
+fn the_smallest_kv_search_agrees_with_a_plain_sweep_of_its_grid() {
+    let p = paged_default();
+    let target = 2000.0;
+    let found = ok_json(&[
+        "sweep",
+        &p,
+        "--min-kv-for-ttft-p95-ms",
+        "2000",
+        "--kv-range",
+        "4:12",
+        "--kv-step-gib",
+        "0.5",
+        "--json",
+    ]);
+    // The same 17 KV sizes, every one run.
+    let sweep = ok_json(&["sweep", &p, "--knob", "kv_memory_gib", "--range", "4.0:12.0:17", "--json"]);
+    let points = sweep["points"].as_array().unwrap();
+    assert_eq!(points.len(), 17);
+    let meets = |pt: &Value| {
+        let m = &pt["paged"];
+        m["ttft_p95_ms"].as_f64().unwrap() <= target && m["rejected"] == 0
+    };
+    let first = points.iter().position(meets).expect("some KV size meets 2 s");
+    assert!(points[first..].iter().all(meets), "TTFT p95 falls monotonically with KV memory here");
+    assert_eq!(found["kv_memory_gib"].as_f64(), points[first]["value"].as_f64());
+    assert_eq!(found["ttft_p95_ms"], points[first]["paged"]["ttft_p95_ms"]);
+    assert_eq!(found["misses_at_gib"].as_f64(), points[first - 1]["value"].as_f64());
+    assert!(found["runs"].as_u64().unwrap() <= 6, "bisection runs log2(17) + 1 points, not 17");
+}
+
+#[test]
+fn bad_sweeps_are_refused_naming_the_flag() {
+    let p = paged_default();
+    assert!(
+        err(&["sweep", &p, "--knob", "scheduler.max_seqs", "--values", "1"]).contains("--knob: no preset has the path")
+    );
+    assert!(err(&["sweep", &p, "--knob", "workload", "--values", "1"]).contains("sweep a field inside it"));
+    assert!(err(&["sweep", &p, "--knob", "allocator.kind", "--values", "paged"]).contains("both allocators"));
+    assert!(err(&["sweep", &p, "--knob", "kv_memory_gib", "--values", "8,lots"])
+        .contains("--values: \"lots\" is not a number for kv_memory_gib"));
+    assert!(err(&["sweep", &p, "--knob", "kv_memory_gib", "--range", "1:64:33"]).contains("a sweep takes 1 to 32"));
+    assert!(
+        err(&["sweep", &p, "--knob", "kv_memory_gib", "--range", "8-16"]).contains("--range: \"8-16\" is not LO:HI:N")
+    );
+    assert!(
+        err(&["sweep", &p, "--knob", "scheduler.engine", "--range", "0:1:2"]).contains("list its values with --values")
+    );
+    assert!(err(&["sweep", &p, "--min-kv-for-ttft-p95-ms", "1", "--kv-range", "4:5"]).contains("even 5 GiB misses"));
+    // A value the engine refuses is one refused point, the others run.
+    let v = ok_json(&["sweep", &p, "--knob", "scheduler.max_num_seqs", "--values", "0,64", "--json"]);
+    assert!(v["points"][0]["paged"]["error"].as_str().unwrap().contains("scheduler.max_num_seqs"));
+    assert!(v["points"][1]["paged"]["ttft_p95_ms"].is_number());
+}
