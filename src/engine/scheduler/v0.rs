@@ -200,75 +200,14 @@ impl V0Scheduler {
         let mut pairs = std::mem::take(&mut self.scratch_pairs);
         while i < self.running.len() && *budget > 0 {
             let r = self.running[i];
-            items.clear();
-            let g = &groups[r as usize];
-            let mut left = *budget;
-            if !g.forked {
-                let remaining = g.prompt_tokens - g.prefill_computed;
-                let new = if self.cfg.chunked_prefill { remaining.min(left) } else { remaining };
-                if new > left {
-                    i += 1;
-                    continue;
-                }
-                items.push((
-                    g.parent(),
-                    ScheduledWork {
-                        request: r,
-                        target: Target::Prefill,
-                        num_new_tokens: new,
-                        context_tokens: g.prefill_computed + new,
-                    },
-                ));
-            } else {
-                for (k, s) in g.samples.iter().enumerate() {
-                    if s.finished || left == 0 {
-                        continue;
-                    }
-                    let new = (s.num_tokens - s.num_computed).min(left);
-                    left -= new;
-                    items.push((
-                        s.seq,
-                        ScheduledWork {
-                            request: r,
-                            target: Target::Sample(k as u32),
-                            num_new_tokens: new,
-                            context_tokens: s.num_computed + new,
-                        },
-                    ));
-                }
-            }
-            // Preempt from the newest end until this group's tokens fit (or it is the victim).
-            if let [(seq, w)] = items[..] {
-                // One sequence (the common case): allocate_slots is all-or-nothing by itself.
-                let mut fits = true;
-                while kv.allocate_slots(seq, w.num_new_tokens).is_none() {
-                    if self.preempt_newest(r, groups, kv, out) {
-                        fits = false;
-                        break;
-                    }
-                }
-                if !fits {
-                    break;
-                }
-                *budget -= w.num_new_tokens;
-                out.work.push(w);
+            if !running_work(&groups[r as usize], r, *budget, self.cfg.chunked_prefill, &mut items) {
                 i += 1;
                 continue;
             }
-            pairs.clear();
-            pairs.extend(items.iter().map(|(s, w)| (*s, w.num_new_tokens)));
-            let mut self_preempted = false;
-            while !kv.can_allocate(&pairs) {
-                if self.preempt_newest(r, groups, kv, out) {
-                    self_preempted = true;
-                    break;
-                }
+            if !self.allocate_group(r, &items, &mut pairs, groups, kv, out) {
+                break; // the group itself was preempted
             }
-            if self_preempted {
-                break;
-            }
-            for (seq, w) in &items {
-                kv.allocate_slots(*seq, w.num_new_tokens).expect("checked by can_allocate");
+            for (_, w) in &items {
                 *budget -= w.num_new_tokens;
                 out.work.push(*w);
             }
@@ -276,6 +215,39 @@ impl V0Scheduler {
         }
         self.scratch_items = items;
         self.scratch_pairs = pairs;
+    }
+
+    /// Allocates the slots of a running group's work, preempting from the newest end until they
+    /// fit; false when the group itself was the victim.
+    fn allocate_group(
+        &mut self,
+        r: RequestId,
+        items: &[(SeqId, ScheduledWork)],
+        pairs: &mut Vec<(SeqId, u32)>,
+        groups: &mut [SequenceGroup],
+        kv: &mut KvCacheManager,
+        out: &mut SchedulerOutput,
+    ) -> bool {
+        if let [(seq, w)] = items[..] {
+            // One sequence (the common case): allocate_slots is all-or-nothing by itself.
+            while kv.allocate_slots(seq, w.num_new_tokens).is_none() {
+                if self.preempt_newest(r, groups, kv, out) {
+                    return false;
+                }
+            }
+            return true;
+        }
+        pairs.clear();
+        pairs.extend(items.iter().map(|(s, w)| (*s, w.num_new_tokens)));
+        while !kv.can_allocate(pairs) {
+            if self.preempt_newest(r, groups, kv, out) {
+                return false;
+            }
+        }
+        for (seq, w) in items {
+            kv.allocate_slots(*seq, w.num_new_tokens).expect("checked by can_allocate");
+        }
+        true
     }
 
     /// Preempts the most recently admitted running group; true if that was `r` itself.
@@ -412,70 +384,134 @@ impl V0Scheduler {
         let mut seqs_bound = (self.running.len() as u32).saturating_mul(self.max_n);
         let mut seqs: Option<u32> = None;
         while let Some(&r) = self.waiting.front() {
-            let g = &groups[r as usize];
-            if seqs_bound.saturating_add(g.n()) > self.cfg.max_num_seqs {
+            let n = groups[r as usize].n();
+            if seqs_bound.saturating_add(n) > self.cfg.max_num_seqs {
                 let exact = *seqs.get_or_insert_with(|| self.running_seqs(groups));
-                if exact + g.n() > self.cfg.max_num_seqs {
+                if exact + n > self.cfg.max_num_seqs {
                     out.hol = Some(HolReason::SeqLimit);
                     return;
                 }
             }
-            // An admission refused at this allocator epoch is refused again: nothing was placed
-            // or released since, so skip the prefix lookup and the allocator's search.
-            let epoch = kv.epoch();
-            let memo = self.last_refusal.filter(|m| m.request == r && m.epoch == epoch);
-            let identity = g.identity(g.parent());
-            let (computed, remaining) = match memo {
-                Some(m) => (None, m.remaining),
-                None => {
-                    let c = kv.computed_blocks(&identity, g.prompt_tokens);
-                    let remaining = g.prompt_tokens - c.num_tokens;
-                    (Some(c), remaining)
-                }
-            };
-            let first = if self.cfg.chunked_prefill { remaining.min(*budget) } else { remaining };
-            if first == 0 || first > *budget {
-                out.hol = Some(HolReason::TokenBudget);
+            if !self.admit_head(r, groups, kv, out, budget) {
                 return;
             }
-            if let Some(m) = memo.filter(|m| m.first == first) {
-                out.hol = Some(HolReason::Memory(m.blocked));
-                return;
-            }
-            let computed = computed.unwrap_or_else(|| kv.computed_blocks(&identity, g.prompt_tokens));
-            self.scratch_seqs.clear();
-            self.scratch_seqs.extend(g.samples.iter().map(|s| s.seq));
-            let req = AdmitRequest {
-                request: r,
-                parent: g.parent(),
-                samples: &self.scratch_seqs,
-                identity,
-                full_tokens: g.prompt_tokens,
-                reserve_tokens: self.reservation(g),
-                apply_watermark: true,
-                preempted_before: g.preemptions > 0,
-            };
-            if let Err(blocked) = kv.admit(&req, &computed, first) {
-                out.hol = Some(HolReason::Memory(blocked));
-                self.last_refusal = Some(Refusal { request: r, remaining, first, epoch, blocked });
-                return;
-            }
-            let g = &mut groups[r as usize];
-            g.status = GroupStatus::Running;
-            g.prefill_computed = computed.num_tokens;
-            seqs_bound = seqs_bound.saturating_add(g.n());
+            seqs_bound = seqs_bound.saturating_add(n);
             if let Some(exact) = seqs.as_mut() {
-                *exact += g.n();
+                *exact += n;
             }
-            *budget -= first;
-            out.work.push(ScheduledWork {
-                request: r,
-                target: Target::Prefill,
-                num_new_tokens: first,
-                context_tokens: computed.num_tokens + first,
-            });
-            self.waiting.pop_front();
-            self.running.push(r);
         }
     }
+
+    /// Admits the waiting queue's head `r` with its first prefill chunk, or records why it waits
+    /// (`out.hol`) and returns false.
+    fn admit_head(
+        &mut self,
+        r: RequestId,
+        groups: &mut [SequenceGroup],
+        kv: &mut KvCacheManager,
+        out: &mut SchedulerOutput,
+        budget: &mut u32,
+    ) -> bool {
+        let g = &groups[r as usize];
+        // An admission refused at this allocator epoch is refused again: nothing was placed
+        // or released since, so skip the prefix lookup and the allocator's search.
+        let epoch = kv.epoch();
+        let memo = self.last_refusal.filter(|m| m.request == r && m.epoch == epoch);
+        let identity = g.identity(g.parent());
+        let (computed, remaining) = match memo {
+            Some(m) => (None, m.remaining),
+            None => {
+                let c = kv.computed_blocks(&identity, g.prompt_tokens);
+                let remaining = g.prompt_tokens - c.num_tokens;
+                (Some(c), remaining)
+            }
+        };
+        let first = if self.cfg.chunked_prefill { remaining.min(*budget) } else { remaining };
+        if first == 0 || first > *budget {
+            out.hol = Some(HolReason::TokenBudget);
+            return false;
+        }
+        if let Some(m) = memo.filter(|m| m.first == first) {
+            out.hol = Some(HolReason::Memory(m.blocked));
+            return false;
+        }
+        let computed = computed.unwrap_or_else(|| kv.computed_blocks(&identity, g.prompt_tokens));
+        self.scratch_seqs.clear();
+        self.scratch_seqs.extend(g.samples.iter().map(|s| s.seq));
+        let req = AdmitRequest {
+            request: r,
+            parent: g.parent(),
+            samples: &self.scratch_seqs,
+            identity,
+            full_tokens: g.prompt_tokens,
+            reserve_tokens: self.reservation(g),
+            apply_watermark: true,
+            preempted_before: g.preemptions > 0,
+        };
+        if let Err(blocked) = kv.admit(&req, &computed, first) {
+            out.hol = Some(HolReason::Memory(blocked));
+            self.last_refusal = Some(Refusal { request: r, remaining, first, epoch, blocked });
+            return false;
+        }
+        let g = &mut groups[r as usize];
+        g.status = GroupStatus::Running;
+        g.prefill_computed = computed.num_tokens;
+        *budget -= first;
+        out.work.push(ScheduledWork {
+            request: r,
+            target: Target::Prefill,
+            num_new_tokens: first,
+            context_tokens: computed.num_tokens + first,
+        });
+        self.waiting.pop_front();
+        self.running.push(r);
+        true
+    }
+}
+
+/// This step's work for running group `r` within `budget`: the rest of its prompt (whole, unless
+/// prefill is chunked) or each unfinished sample's new tokens. False when the prompt does not fit.
+fn running_work(
+    g: &SequenceGroup,
+    r: RequestId,
+    budget: u32,
+    chunked_prefill: bool,
+    items: &mut Vec<(SeqId, ScheduledWork)>,
+) -> bool {
+    items.clear();
+    if !g.forked {
+        let remaining = g.prompt_tokens - g.prefill_computed;
+        let new = if chunked_prefill { remaining.min(budget) } else { remaining };
+        if new > budget {
+            return false;
+        }
+        items.push((
+            g.parent(),
+            ScheduledWork {
+                request: r,
+                target: Target::Prefill,
+                num_new_tokens: new,
+                context_tokens: g.prefill_computed + new,
+            },
+        ));
+        return true;
+    }
+    let mut left = budget;
+    for (k, s) in g.samples.iter().enumerate() {
+        if s.finished || left == 0 {
+            continue;
+        }
+        let new = (s.num_tokens - s.num_computed).min(left);
+        left -= new;
+        items.push((
+            s.seq,
+            ScheduledWork {
+                request: r,
+                target: Target::Sample(k as u32),
+                num_new_tokens: new,
+                context_tokens: s.num_computed + new,
+            },
+        ));
+    }
+    true
 }

@@ -232,14 +232,9 @@ impl V1Scheduler {
             let identity = g.identity(s.seq);
             let apply_watermark = !self.running.is_empty();
             let epoch = kv.epoch();
-            let memo = self.last_refusal.filter(|m| m.at == at && m.epoch == epoch);
-            if let Some(m) = memo {
-                let new = m.remaining.min(*budget);
-                let fits_budget = self.cfg.chunked_prefill || m.remaining <= *budget;
-                if fits_budget && new == m.num_new_tokens && m.apply_watermark == apply_watermark {
-                    out.hol = Some(HolReason::Memory(m.blocked));
-                    return;
-                }
+            if let Some(blocked) = self.refused_again(at, epoch, *budget, apply_watermark) {
+                out.hol = Some(HolReason::Memory(blocked));
+                return;
             }
             // Prefix-cache hits (whole blocks, at most num_tokens − 1 tokens), then the rest.
             let computed = kv.computed_blocks(&identity, s.num_tokens);
@@ -279,6 +274,16 @@ impl V1Scheduler {
             self.waiting.pop_front();
             self.running.push(at);
         }
+    }
+
+    /// The head's admission was refused at this allocator epoch with the same chunk and
+    /// watermark: nothing was placed or released since, so it is refused again (no prefix
+    /// lookup, no allocator search).
+    fn refused_again(&self, at: SampleRef, epoch: u64, budget: u32, apply_watermark: bool) -> Option<Blocked> {
+        let m = self.last_refusal.filter(|m| m.at == at && m.epoch == epoch)?;
+        let new = m.remaining.min(budget);
+        let fits_budget = self.cfg.chunked_prefill || m.remaining <= budget;
+        (fits_budget && new == m.num_new_tokens && m.apply_watermark == apply_watermark).then_some(m.blocked)
     }
 
     /// A group runs while any of its samples runs, waits while any is queued, else is done.
