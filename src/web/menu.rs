@@ -60,26 +60,7 @@ pub fn wire(btn_id: &str, menu_id: &str) {
         set_open(&b, &m, Some(true));
         focus_item(&m, first);
     });
-    let (b, m) = (btn.clone(), menu.clone());
-    dom::listen::<KeyboardEvent>(&menu, "keydown", move |e: KeyboardEvent| {
-        let at = focused(&m).unwrap_or(-1);
-        match e.key().as_str() {
-            "ArrowDown" => focus_item(&m, at + 1),
-            "ArrowUp" => focus_item(&m, if at < 0 { -1 } else { at - 1 }),
-            "Home" => focus_item(&m, 0),
-            "End" => focus_item(&m, -1),
-            "Escape" => {
-                set_open(&b, &m, Some(false));
-                let _ = b.focus();
-            }
-            "Tab" => {
-                set_open(&b, &m, Some(false));
-                return;
-            }
-            _ => return,
-        }
-        e.prevent_default();
-    });
+    wire_menu_keys(&btn, &menu);
     let (b, m) = (btn.clone(), menu.clone());
     dom::listen::<KeyboardEvent>(&dom::document(), "keydown", move |e: KeyboardEvent| {
         if e.key() == "Escape" && !m.hidden() {
@@ -106,5 +87,30 @@ pub fn wire(btn_id: &str, menu_id: &str) {
             set_open(&b, &m, Some(false));
             let _ = b.focus();
         }
+    });
+}
+
+/// Keys inside the open menu: arrows, Home and End move between items; Escape closes it and
+/// gives the button the focus; Tab closes it and lets the focus move on.
+fn wire_menu_keys(btn: &HtmlElement, menu: &HtmlElement) {
+    let (b, m) = (btn.clone(), menu.clone());
+    dom::listen::<KeyboardEvent>(menu, "keydown", move |e: KeyboardEvent| {
+        let at = focused(&m).unwrap_or(-1);
+        match e.key().as_str() {
+            "ArrowDown" => focus_item(&m, at + 1),
+            "ArrowUp" => focus_item(&m, if at < 0 { -1 } else { at - 1 }),
+            "Home" => focus_item(&m, 0),
+            "End" => focus_item(&m, -1),
+            "Escape" => {
+                set_open(&b, &m, Some(false));
+                let _ = b.focus();
+            }
+            "Tab" => {
+                set_open(&b, &m, Some(false));
+                return;
+            }
+            _ => return,
+        }
+        e.prevent_default();
     });
 }
