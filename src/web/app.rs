@@ -16,6 +16,7 @@ use super::controls;
 use super::dom;
 use super::errors;
 use super::lab::Lab;
+use super::messages::Messages;
 use super::missions;
 use super::storage::{self, Stars};
 use super::url_state::LabState;
@@ -37,6 +38,8 @@ pub struct App {
     pub on_change: RefCell<Option<ChangeHook>>,
     /// The stars kept in this browser (localStorage, or memory when it cannot be used).
     pub stars: Stars,
+    /// The messages shown in `#messages` (messages.rs).
+    pub messages: Messages,
 }
 
 /// See [`App::on_change`].
@@ -57,7 +60,7 @@ pub enum ChangeFrom {
 }
 
 impl ChangeFrom {
-    /// The kind of the page message (errors.rs) this source leaves.
+    /// The kind of the page message (messages.rs) this source leaves.
     pub fn message_kind(self) -> &'static str {
         match self {
             ChangeFrom::Control => "control",
@@ -95,7 +98,7 @@ pub enum MissionAction {
 const MAX_SPEED_BUDGET_MS: f64 = 12.0;
 
 impl App {
-    pub fn new(lab: Lab, view: View, stars: Stars) -> Rc<App> {
+    pub fn new(lab: Lab, view: View, stars: Stars, messages: Messages) -> Rc<App> {
         let app = Rc::new(App {
             lab: RefCell::new(lab),
             view: RefCell::new(view),
@@ -105,6 +108,7 @@ impl App {
             recorded: RefCell::new(None),
             on_change: RefCell::new(None),
             stars,
+            messages,
         });
         let weak = Rc::downgrade(&app);
         *app.frame.borrow_mut() = Some(Closure::new(move |ts: f64| {
@@ -167,17 +171,17 @@ impl App {
         let result = proposed.and_then(|s| self.lab.borrow_mut().apply(s, keep_time));
         match &result {
             Ok(()) => {
-                errors::clear_error(from.message_kind());
+                self.messages.clear(from.message_kind());
                 if from != ChangeFrom::Control {
                     // A new setup replaces the old one: no earlier refusal is about it.
-                    errors::clear_input_errors();
+                    self.messages.clear_input();
                     super::title::remember_loaded(&self.lab.borrow().state.preset);
                 }
                 self.after_change();
             }
             Err(e) => {
                 let text = format!("{}{e}. The lab keeps its previous setup.", from.refusal_prefix());
-                errors::show_error(from.message_kind(), &text);
+                self.messages.error(from.message_kind(), &text);
                 self.sync_controls();
             }
         }
@@ -292,7 +296,7 @@ impl App {
         };
         *self.recorded.borrow_mut() = Some(key);
         self.stars.with(|k| k.earn(&id, stars));
-        self.stars.show_notices();
+        self.stars.show_notices(&self.messages);
         self.update_hub_link();
         if let Some(v) = &mut self.view.borrow_mut().mission {
             v.invalidate();

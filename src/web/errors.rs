@@ -1,7 +1,7 @@
-//! How the lab reports trouble on the page. Bad input (a preset, a link, a control value)
-//! becomes a dismissible message in `#messages` while the lab keeps its previous state; a
-//! panic (a bug) is reported once in `#panic` with a reload button, and logged to the
-//! console, so the page never just freezes.
+//! How the lab reports a panic (a bug): once, in `#panic`, with a reload button, and logged to
+//! the console, so the page never just freezes. A panic hook has no page state to reach, so this
+//! report is the one thing on the page kept outside `App`; the messages about bad input are
+//! messages.rs's.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -52,74 +52,4 @@ fn show_panic(detail: &str) {
     if let Some(root) = doc.get_element_by_id("kvlab") {
         let _ = root.set_attribute("data-state", "panicked");
     }
-}
-
-/// Shows a message for bad input; the previous message of the same kind is replaced.
-pub fn show_error(kind: &str, text: &str) {
-    show_message(kind, text, "error");
-}
-
-/// Shows a notice (something the learner should know, not a mistake of theirs), replacing the
-/// previous one of the same kind.
-pub fn show_notice(kind: &str, text: &str) {
-    show_message(kind, text, "notice");
-}
-
-/// Shows good news (a check that passed), replacing the previous message of the same kind.
-pub fn show_ok(kind: &str, text: &str) {
-    show_message(kind, text, "ok");
-}
-
-fn show_message(kind: &str, text: &str, class: &str) {
-    let Some(box_) = dom::by_id::<HtmlElement>("messages") else {
-        web_sys::console::error_1(&text.into());
-        return;
-    };
-    clear_error(kind);
-    let msg = dom::node("div")
-        .class(&format!("msg {class}"))
-        .attr("data-kind", kind)
-        .attr("role", if class == "error" { "alert" } else { "status" })
-        .child(dom::node("span").class("msg-text").text(text))
-        .child(
-            dom::node("button")
-                .attr("type", "button")
-                .class("msg-close")
-                .attr("aria-label", "Dismiss message")
-                .text("×"),
-        )
-        .build();
-    if let Ok(Some(btn)) = msg.query_selector(".msg-close") {
-        let m = msg.clone();
-        dom::listen::<web_sys::Event>(&btn, "click", move |_| m.remove());
-    }
-    let _ = box_.append_child(&msg);
-}
-
-/// Removes the messages of one kind ("" for all).
-pub fn clear_error(kind: &str) {
-    let Some(box_) = dom::by_id::<HtmlElement>("messages") else { return };
-    let selector = if kind.is_empty() { ".msg".to_string() } else { format!(".msg[data-kind=\"{kind}\"]") };
-    if let Ok(list) = box_.query_selector_all(&selector) {
-        for i in 0..list.length() {
-            if let Some(n) = list.item(i).and_then(|n| n.dyn_into::<web_sys::Element>().ok()) {
-                n.remove();
-            }
-        }
-    }
-}
-
-/// Removes the refusals of input (a preset, a mission, a link, a control value): called when a
-/// new setup loads, so no stale "Preset not loaded" stays above a preset that did load.
-pub fn clear_input_errors() {
-    for kind in ["preset", "mission", "link", "control"] {
-        clear_error(kind);
-    }
-}
-
-/// Text of the messages on the page (for the JS API and tests).
-pub fn current_errors() -> Vec<String> {
-    let Some(box_) = dom::by_id::<HtmlElement>("messages") else { return Vec::new() };
-    let Ok(list) = box_.query_selector_all(".msg .msg-text") else { return Vec::new() };
-    (0..list.length()).filter_map(|i| list.item(i)?.text_content()).collect()
 }

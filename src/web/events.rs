@@ -14,7 +14,6 @@ use web_sys::{
 use super::app::{App, ChangeFrom, MissionAction};
 use super::controls;
 use super::dom;
-use super::errors;
 use super::export;
 use super::lab::{secs_to_us, SPEEDS};
 use super::presets;
@@ -117,13 +116,14 @@ fn wire_header(app: &Rc<App>) {
     on::<Event>("share-btn", "click", move |_| {
         let url = a.share_url();
         a.update_url();
-        export::copy_text(&url, "share-btn", "Link copied ✓", "this link to share the lab as it is now");
+        export::copy_text(&a.messages, &url, "share-btn", "Link copied ✓", "this link to share the lab as it is now");
     });
     let a = app.clone();
     on::<Event>("embed-btn", "click", move |_| {
         a.update_url();
         let snippet = export::embed_snippet(&a.share_url());
-        export::copy_text(&snippet, "embed-btn", "Snippet copied ✓", "this snippet to embed the lab as it is now");
+        let what = "this snippet to embed the lab as it is now";
+        export::copy_text(&a.messages, &snippet, "embed-btn", "Snippet copied ✓", what);
     });
     super::menu::wire("export-btn", "export-menu");
     let a = app.clone();
@@ -135,7 +135,7 @@ fn wire_header(app: &Rc<App>) {
             return;
         };
         if let Err(err) = export::export(&a, &what) {
-            errors::show_error("export", &format!("Export failed: {err}"));
+            a.messages.error("export", &format!("Export failed: {err}"));
         }
     });
 }
@@ -165,7 +165,7 @@ fn on_control(a: &App, e: &Event) {
     match controls::read_control(&el) {
         None => {}
         Some(Err(msg)) => {
-            errors::show_error("control", &format!("{msg}. The lab keeps its previous setup."));
+            a.messages.error("control", &format!("{msg}. The lab keeps its previous setup."));
             a.sync_controls();
         }
         Some(Ok((path, value))) => {
@@ -191,7 +191,7 @@ fn on_form_action(a: &App, action: &str, index: usize) {
             let text = serde_json::to_string_pretty(&a.lab.borrow().state.preset).unwrap_or_default();
             let name = format!("{}.json", a.lab.borrow().state.preset.id);
             if let Err(err) = export::download_text(&name, "application/json", &text) {
-                errors::show_error("export", &format!("Download failed: {err}"));
+                a.messages.error("export", &format!("Download failed: {err}"));
             }
         }
         _ => {}
@@ -437,7 +437,7 @@ fn wire_hash(app: &Rc<App>) {
                 }
             }
             Ok(None) => {}
-            Err(e) => errors::show_error("link", &format!("Link not applied: {e}. The lab keeps its previous setup.")),
+            Err(e) => a.messages.error("link", &format!("Link not applied: {e}. The lab keeps its previous setup.")),
         }
     });
 }

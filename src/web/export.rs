@@ -9,7 +9,7 @@ use crate::render::series_csv;
 
 use super::app::App;
 use super::dom;
-use super::errors;
+use super::messages::Messages;
 
 fn js_err(e: JsValue) -> String {
     e.as_string().unwrap_or_else(|| format!("{e:?}"))
@@ -128,7 +128,7 @@ pub fn download_text(name: &str, mime: &str, text: &str) -> Result<(), String> {
 
 /// Copies `text` to the clipboard and says so on the button (`done`, then back to its label);
 /// if the browser refuses, `text` appears in a message (`what` says what it is) to copy by hand.
-pub fn copy_text(text: &str, button_id: &str, done: &'static str, what: &'static str) {
+pub fn copy_text(messages: &Messages, text: &str, button_id: &str, done: &'static str, what: &'static str) {
     let clipboard = dom::window().navigator().clipboard();
     let promise = clipboard.write_text(text);
     let id = button_id.to_string();
@@ -145,8 +145,9 @@ pub fn copy_text(text: &str, button_id: &str, done: &'static str, what: &'static
         }
     });
     let copy = text.to_string();
+    let messages = messages.clone();
     let fail = Closure::<dyn FnMut(JsValue)>::new(move |_: JsValue| {
-        errors::show_error("share", &format!("Copy {what}: {copy}"));
+        messages.error("share", &format!("Copy {what}: {copy}"));
     });
     let _ = promise.then2(&ok, &fail);
     ok.forget();

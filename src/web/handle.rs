@@ -13,11 +13,11 @@ use crate::shipped;
 
 use super::app::{App, ChangeFrom, MissionAction};
 use super::dom;
-use super::errors;
 use super::events;
 use super::export;
 use super::js;
 use super::lab::{secs_to_us, Lab};
+use super::messages::Messages;
 use super::missions;
 use super::presets;
 use super::storage::Stars;
@@ -58,7 +58,7 @@ impl LabHandle {
         match json {
             Ok(j) => self.load_preset(j),
             Err(e) => {
-                errors::show_error("preset", &e);
+                self.app.messages.error("preset", &e);
                 Err(to_js(e))
             }
         }
@@ -212,7 +212,7 @@ impl LabHandle {
 
     /// The messages shown on the page (bad input), oldest first.
     pub fn errors(&self) -> Vec<String> {
-        errors::current_errors()
+        self.app.messages.texts()
     }
 
     /// Simulates `preset_json` from 0 to its end without touching the page: the report object.
@@ -241,7 +241,7 @@ impl LabHandle {
         match missions::shipped(id) {
             Ok(m) => self.app.start_mission(&m).map_err(to_js),
             Err(e) => {
-                errors::show_error("mission", &format!("Mission not loaded: {e}."));
+                self.app.messages.error("mission", &format!("Mission not loaded: {e}."));
                 Err(to_js(e))
             }
         }
@@ -359,11 +359,12 @@ fn initial_state(options: &PageOptions) -> (LabState, Vec<(String, String)>, boo
     (state, problems, from_fragment)
 }
 
-/// Builds the lab in the page (when the page has one) and publishes `window.kvlab`.
-pub fn boot() -> Result<(), String> {
+/// Builds the lab in the page (when the page has one) and publishes `window.kvlab`; the lab
+/// (or the hub) owns `messages` from then on.
+pub fn boot(messages: &Messages) -> Result<(), String> {
     let options = page_options();
     if options.hub && dom::by_id::<web_sys::Element>("hub").is_some() {
-        return super::hub::boot();
+        return super::hub::boot(messages);
     }
     if dom::by_id::<web_sys::Element>("kvlab").is_none() {
         return Ok(()); // not the lab page (e.g. a test harness)
@@ -380,16 +381,16 @@ pub fn boot() -> Result<(), String> {
     let autoplay = options.autoplay.unwrap_or(!dom::prefers_reduced_motion()) && lab.t_us == 0 && !options.bench;
     let stars = Stars::open();
     let view = View::new(stars.clone())?;
-    let app = App::new(lab, view, stars);
+    let app = App::new(lab, view, stars, messages.clone());
     controls::fill_options(super::lab::SPEEDS, app.lab.borrow().speed);
     app.sync_controls();
     map::paint_swatches();
     events::wire(&app);
     super::loader::wire_dialog(&app);
     for (kind, text) in problems {
-        errors::show_error(&kind, &text);
+        app.messages.error(&kind, &text);
     }
-    app.stars.show_notices();
+    app.stars.show_notices(&app.messages);
     app.update_hub_link();
     if !from_fragment {
         if let Some(url) = &options.mission_url {

@@ -28,6 +28,8 @@ use super::presets;
 use super::url_state::LabState;
 
 /// What the host side remembers: who may talk, and what was last sent (events only on change).
+/// [`wire`] makes one and hands it to the handlers it installs (the `App`'s change hook, the
+/// message and resize listeners), which share it; no global holds it.
 #[derive(Default)]
 struct Host {
     /// Allowed origins besides the lab's own; `*` allows any.
@@ -35,10 +37,6 @@ struct Host {
     last_state: Option<String>,
     last_height: Option<i32>,
     finished_sent: bool,
-}
-
-thread_local! {
-    static HOST: RefCell<Option<Host>> = const { RefCell::new(None) };
 }
 
 fn own_origin() -> String {
@@ -78,15 +76,16 @@ fn targets(allowed: &[String]) -> Vec<String> {
     }
 }
 
-/// Posts `{kvlab: 1, type, …fields}` to the parent (nothing when the lab is not framed).
-fn post(kind: &str, fields: Value) {
+/// Posts `{kvlab: 1, type, …fields}` to the parent (nothing when the lab is not framed), to the
+/// origins `host` allows.
+fn post(host: &RefCell<Host>, kind: &str, fields: Value) {
     let Some(parent) = parent() else { return };
     let mut msg = json!({ "kvlab": 1, "type": kind });
     if let (Some(m), Value::Object(f)) = (msg.as_object_mut(), fields) {
         m.extend(f);
     }
     let Ok(data) = super::js::to_js(&msg) else { return };
-    let allowed = HOST.with(|h| h.borrow().as_ref().map(|h| h.origins.clone()).unwrap_or_default());
+    let allowed = host.borrow().origins.clone();
     for target in targets(&allowed) {
         let _ = parent.post_message(&data, &target);
     }
@@ -100,59 +99,58 @@ fn state_fields(app: &App) -> Value {
 
 /// After a change (the address bar just followed it): `state` when the state differs from what
 /// was last sent, and `finished` once when the run has reached its end.
-pub fn changed(app: &App) {
-    if HOST.with(|h| h.borrow().is_none()) || parent().is_none() {
+fn changed(app: &App, host: &RefCell<Host>) {
+    if parent().is_none() {
         return;
     }
     let fields = state_fields(app);
     let key = fields.to_string();
     let at_end = app.lab.borrow().is_at_end();
-    let (send_state, send_finished) = HOST.with(|h| {
-        let mut h = h.borrow_mut();
-        let Some(h) = h.as_mut() else { return (false, false) };
+    let (send_state, send_finished) = {
+        let mut h = host.borrow_mut();
         let new = h.last_state.as_deref() != Some(key.as_str());
         h.last_state = Some(key);
         let finished = at_end && !h.finished_sent;
         h.finished_sent = at_end;
         (new, finished)
-    });
+    };
     if send_state {
-        post("state", fields);
+        post(host, "state", fields);
     }
     if send_finished {
         let lab = app.lab.borrow();
         let report = lab.runs.first().map(|r| serde_json::to_value(r.report()).unwrap_or(Value::Null));
-        post("finished", json!({ "t_s": lab.t_us as f64 / 1e6, "report": report }));
+        post(host, "finished", json!({ "t_s": lab.t_us as f64 / 1e6, "report": report }));
     }
 }
 
 /// Starts listening to the host and tells it the lab is ready (with its first `state` and size).
 pub fn wire(app: &Rc<App>, origins: &[String]) {
-    HOST.with(|h| *h.borrow_mut() = Some(Host { origins: origins.to_vec(), ..Host::default() }));
     if parent().is_none() {
         return;
     }
-    *app.on_change.borrow_mut() = Some(Box::new(changed));
-    let a = app.clone();
-    dom::listen::<MessageEvent>(&dom::window(), "message", move |e: MessageEvent| on_message(&a, &e));
-    wire_resize();
-    post("ready", state_fields(app));
-    changed(app);
+    let host = Rc::new(RefCell::new(Host { origins: origins.to_vec(), ..Host::default() }));
+    let h = host.clone();
+    *app.on_change.borrow_mut() = Some(Box::new(move |app: &App| changed(app, &h)));
+    let (a, h) = (app.clone(), host.clone());
+    dom::listen::<MessageEvent>(&dom::window(), "message", move |e: MessageEvent| on_message(&a, &h, &e));
+    wire_resize(host.clone());
+    post(&host, "ready", state_fields(app));
+    changed(app, &host);
 }
 
-fn wire_resize() {
-    let send = || {
+fn wire_resize(host: Rc<RefCell<Host>>) {
+    let send = move || {
         let Some(root) = dom::document().document_element() else { return };
         let height = root.scroll_height();
-        let fresh = HOST.with(|h| {
-            let mut h = h.borrow_mut();
-            let Some(h) = h.as_mut() else { return false };
+        let fresh = {
+            let mut h = host.borrow_mut();
             let fresh = h.last_height != Some(height);
             h.last_height = Some(height);
             fresh
-        });
+        };
         if fresh {
-            post("resize", json!({ "height": height, "width": root.client_width() }));
+            post(&host, "resize", json!({ "height": height, "width": root.client_width() }));
         }
     };
     send();
@@ -166,8 +164,8 @@ fn wire_resize() {
     cb.forget();
 }
 
-fn on_message(app: &Rc<App>, e: &MessageEvent) {
-    let allowed = HOST.with(|h| h.borrow().as_ref().map(|h| h.origins.clone()).unwrap_or_default());
+fn on_message(app: &Rc<App>, host: &RefCell<Host>, e: &MessageEvent) {
+    let allowed = host.borrow().origins.clone();
     if !origin_allowed(&e.origin(), &own_origin(), &allowed) {
         return;
     }
@@ -187,10 +185,10 @@ fn on_message(app: &Rc<App>, e: &MessageEvent) {
     match command(app, &kind, &msg) {
         Ok(()) => {
             if kind == "get" {
-                post("state", state_fields(app));
+                post(host, "state", state_fields(app));
             }
         }
-        Err(message) => post("error", json!({ "command": kind, "message": message })),
+        Err(message) => post(host, "error", json!({ "command": kind, "message": message })),
     }
 }
 

@@ -9,7 +9,7 @@ use super::storage::{self, Stars, STARS_KEY};
 use crate::formats::mission::MAX_STARS;
 
 use super::dom;
-use super::errors;
+use super::messages::Messages;
 use super::missions;
 
 /// One row of the hub: what the index and the mission file say.
@@ -41,8 +41,8 @@ pub fn totals(keeper: &Stars) -> (u32, u32) {
     (earned, ids.len() as u32 * u32::from(MAX_STARS))
 }
 
-/// Builds the hub into `#hub` and marks it ready.
-pub fn boot() -> Result<(), String> {
+/// Builds the hub into `#hub` and marks it ready; the hub owns `messages` from then on.
+pub fn boot(messages: &Messages) -> Result<(), String> {
     let keeper = Stars::open();
     let hub: HtmlElement = dom::need("hub")?;
     // One messages box for the whole page: it moves into the hub.
@@ -51,8 +51,8 @@ pub fn boot() -> Result<(), String> {
     }
     let list: Element = dom::need("hub-list")?;
     render(&list, &keeper)?;
-    wire_reset(&list, &keeper);
-    keeper.show_notices();
+    wire_reset(&list, &keeper, messages);
+    keeper.show_notices(messages);
     let _ = hub.set_attribute("data-ready", "true");
     if let Ok(ev) = Event::new("kvlab-hub-ready") {
         let _ = dom::window().dispatch_event(&ev);
@@ -166,7 +166,7 @@ fn render_custom(keeper: &Stars) {
     }
 }
 
-fn wire_reset(list: &Element, keeper: &Stars) {
+fn wire_reset(list: &Element, keeper: &Stars, messages: &Messages) {
     let confirm = dom::by_id::<HtmlElement>("reset-confirm");
     let show = move |on: bool| {
         if let Some(c) = dom::by_id::<HtmlElement>("reset-confirm") {
@@ -196,10 +196,11 @@ fn wire_reset(list: &Element, keeper: &Stars) {
     if let Some(b) = dom::by_id::<HtmlElement>("reset-yes") {
         let list = list.clone();
         let keeper = keeper.clone();
+        let messages = messages.clone();
         dom::listen::<Event>(&b, "click", move |_| {
             keeper.with(|k| k.reset());
-            errors::clear_error("");
-            keeper.show_notices();
+            messages.clear_all();
+            keeper.show_notices(&messages);
             let _ = render(&list, &keeper);
             show(false);
             if let Some(s) = dom::by_id::<Element>("hub-status") {

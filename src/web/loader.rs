@@ -19,7 +19,7 @@ use crate::missions::mission::{parse_mission, Mission};
 
 use super::app::{App, ChangeFrom};
 use super::dom;
-use super::errors;
+use super::messages::Messages;
 use super::url_state::{LabState, MissionRef};
 
 /// A document an instructor loads.
@@ -67,15 +67,15 @@ pub struct Verdict {
 /// "mission-check", until the next load): a mission that fails is always reported; one that
 /// passes only when `announce_pass` (the instructor loaded it; a learner following a link needs
 /// no news that all is well).
-pub fn check_and_report(m: &Mission, announce_pass: bool) -> Verdict {
+pub fn check_and_report(m: &Mission, announce_pass: bool, messages: &Messages) -> Verdict {
     let verdict = match check_mission(m) {
         Ok(c) => Verdict { valid: c.problem().is_none(), text: c.verdict() },
         Err(e) => Verdict { valid: false, text: format!("Not a valid mission: {e}.") },
     };
     if !verdict.valid {
-        errors::show_notice("mission-check", &verdict.text);
+        messages.notice("mission-check", &verdict.text);
     } else if announce_pass {
-        errors::show_ok("mission-check", &verdict.text);
+        messages.ok("mission-check", &verdict.text);
     }
     verdict
 }
@@ -86,19 +86,19 @@ pub fn check_and_report(m: &Mission, announce_pass: bool) -> Verdict {
 pub fn load_document(app: &App, text: &str, expect: Option<&str>) -> Result<Option<Verdict>, String> {
     let kind_of = |t: &str| if sniff_text(t) == Some(Schema::Mission) { "mission" } else { "preset" };
     let kind = expect.unwrap_or_else(|| kind_of(text));
-    errors::clear_error("mission-check");
+    app.messages.clear("mission-check");
     if let Some(want) = expect {
         if kind_of(text) != want {
             let e = format!("this is a {}, not a {want}; use {}_url", kind_of(text), kind_of(text));
             let msg = format!("{} not loaded: {e}. The lab keeps its previous setup.", capitalized(want));
-            errors::show_error(want, &msg);
+            app.messages.error(want, &msg);
             return Err(e);
         }
     }
     match parse_document(text) {
         Ok(Document::Mission(m)) => {
             app.start_mission(&m)?;
-            Ok(Some(check_and_report(&m, expect.is_none())))
+            Ok(Some(check_and_report(&m, expect.is_none(), &app.messages)))
         }
         Ok(Document::Preset(dto)) => app
             .change(ChangeFrom::Preset, false, |s| {
@@ -152,8 +152,9 @@ pub fn data_url_text(url: &str) -> Result<String, String> {
 /// `data:` URL decoded here, a path on this site fetched.
 pub fn load_from_url(app: &Rc<App>, param: &'static str, url: &str) {
     let expect = if param == "mission_url" { "mission" } else { "preset" };
+    let messages = app.messages.clone();
     let fail = move |e: String| {
-        errors::show_error(expect, &format!("Link not applied: {param}: {e}. The lab keeps its previous setup."))
+        messages.error(expect, &format!("Link not applied: {param}: {e}. The lab keeps its previous setup."))
     };
     let href = dom::window().location().href().unwrap_or_default();
     if let Some(p) = url_problem(url, &href) {
@@ -174,7 +175,7 @@ pub fn load_from_url(app: &Rc<App>, param: &'static str, url: &str) {
 /// Loads a linked document's text; a success clears the message about an earlier link.
 fn load_linked(app: &App, text: &str, expect: &str) {
     if load_document(app, text, Some(expect)).is_ok() {
-        errors::clear_error("link");
+        app.messages.clear("link");
     }
 }
 

@@ -16,7 +16,8 @@
 //! - [`host`]: `postMessage` events and commands between an embedded lab and its host page
 //! - [`menu`]: the Export menu button (keyboard, Escape, a click elsewhere)
 //! - [`js`]: values handed to JavaScript as plain objects (serde-wasm-bindgen)
-//! - [`errors`]: messages for bad input and the panic report; [`export`]
+//! - [`messages`]: the page's messages (bad input, notices), state `App` or the hub owns;
+//!   [`errors`]: the panic report; [`export`]
 //! - `test_hooks` and `bench` (feature `test-hooks` only, never in the release bundle): the
 //!   handle's `testPanic`, `benchFrames`, `benchSimulate` and `readyMs`
 //! - [`theme`]: light or dark, as the stylesheet decided, for the canvases
@@ -40,6 +41,7 @@ pub mod lab;
 pub mod loader;
 pub mod map;
 pub mod menu;
+pub mod messages;
 pub mod metrics;
 pub mod mission_view;
 pub mod missions;
@@ -60,8 +62,9 @@ use wasm_bindgen::prelude::*;
 #[wasm_bindgen(start)]
 pub fn start() {
     errors::install_panic_hook();
-    if let Err(e) = handle::boot() {
-        errors::show_error("boot", &format!("The lab could not start: {e}"));
+    let messages = messages::Messages::open();
+    if let Err(e) = handle::boot(&messages) {
+        messages.error("boot", &format!("The lab could not start: {e}"));
         web_sys::console::error_1(&e.into());
     }
 }

@@ -14,7 +14,7 @@ use std::rc::Rc;
 
 use wasm_bindgen::{JsCast, JsValue};
 
-use super::errors;
+use super::messages::Messages;
 use crate::missions::played::PlayedList;
 use crate::missions::stars::{MemoryReason, StarKeeper, StarStore, StoreError};
 
@@ -111,12 +111,12 @@ impl Stars {
         f(&mut self.0.borrow_mut())
     }
 
-    /// Shows the notices about stars on the page (replacing earlier ones).
-    pub fn show_notices(&self) {
-        errors::clear_error("stars");
-        errors::clear_error("stars-memory");
+    /// Shows the notices about stars in `messages` (replacing earlier ones).
+    pub fn show_notices(&self, messages: &Messages) {
+        messages.clear("stars");
+        messages.clear("stars-memory");
         for (kind, text) in self.with(|k| notices(k)) {
-            errors::show_notice(kind, &text);
+            messages.notice(kind, &text);
         }
     }
 }
