@@ -17,7 +17,7 @@
 //!   shards every matrix; the small replicated norms are ignored).
 //! - **Non-torch memory** (NCCL, cuBLAS workspaces, allocator slack outside PyTorch) =
 //!   [`NON_TORCH_GIB`], plus [`NON_TORCH_TP_GIB`] when `tensor_parallel_size` > 1 (NCCL and
-//!   custom all-reduce buffers). Logged values: 0.03–0.35 GiB on one GPU, 0.25–0.43 with TP.
+//!   custom all-reduce buffers). Logged values: 0.03–0.46 GiB on one GPU, 0.25–0.43 with TP.
 //! - **Peak activation** of the profiling pass over `max_num_batched_tokens` tokens (T) and
 //!   `min(max_num_seqs, T)` sampled rows (S), at 2-byte activations:
 //!   `T × (2 × hidden + 3 × intermediate ÷ TP) × 2` (residual and input of the gated MLP, its
