@@ -175,7 +175,8 @@ impl App {
                 if from != ChangeFrom::Control {
                     // A new setup replaces the old one: no earlier refusal is about it.
                     self.messages.clear_input();
-                    super::title::remember_loaded(&self.lab.borrow().state.preset);
+                    let mut lab = self.lab.borrow_mut();
+                    lab.loaded = lab.state.preset.clone();
                 }
                 self.after_change();
             }
@@ -192,7 +193,7 @@ impl App {
     /// the settings form.
     pub fn sync_controls(&self) {
         let lab = self.lab.borrow();
-        controls::sync(&lab.state, lab.mission.as_ref());
+        controls::sync(&lab.state, lab.mission.as_ref(), &lab.loaded);
     }
 
     fn after_change(&self) {

@@ -171,6 +171,9 @@ pub struct Lab {
     /// Mission mode: vLLM's refusal to start the learner's setup, in its words. There is no run
     /// then, and time stays at 0.
     pub refusal: Option<String>,
+    /// The preset as it was last loaded whole (the first setup, a preset, a mission, a link),
+    /// before any edit: the header and the picker show its title until the learner edits it.
+    pub loaded: PresetDto,
     last_tick_ms: Option<f64>,
 }
 
@@ -194,6 +197,7 @@ impl Lab {
             options,
             mission: None,
             refusal: None,
+            loaded: state.preset.clone(),
             last_tick_ms: None,
         };
         lab.apply(state, false)?;

@@ -7,7 +7,8 @@
 //! - [`lab`]: runs, time and playback (no DOM)
 //! - [`view`], [`map`], [`chart`], [`metrics`]: drawing (the map's pixels come from
 //!   `crate::render`, which native tests check too)
-//! - [`controls`], [`events`]: the settings form and every listener
+//! - [`controls`], [`events`]: the settings form and every listener; [`control_edit`]: how a
+//!   control's path reads and edits the lab state (no DOM)
 //! - [`url_state`]: the state in the URL; [`presets`]: the shipped presets
 //! - [`missions`], [`mission_view`], [`knobs`]: mission mode (the shipped missions, the panel,
 //!   knob chips that jump to their control);
@@ -27,6 +28,7 @@ pub mod app;
 #[cfg(feature = "test-hooks")]
 pub mod bench;
 pub mod chart;
+pub mod control_edit;
 pub mod controls;
 pub mod dom;
 pub mod errors;

@@ -2,8 +2,6 @@
 //! picker shows the shipped id it matches, or the loaded preset's title until the learner edits
 //! it (then "custom (edited)").
 
-use std::cell::RefCell;
-
 use web_sys::{HtmlElement, HtmlSelectElement};
 
 use crate::formats::preset::PresetDto;
@@ -11,21 +9,6 @@ use crate::formats::preset::PresetDto;
 use super::dom;
 use super::presets;
 use super::url_state::LabState;
-
-thread_local! {
-    /// The preset as it was last loaded whole (a preset, a mission, a link), before any edit.
-    static LOADED: RefCell<Option<PresetDto>> = const { RefCell::new(None) };
-}
-
-/// Remembers `preset` as loaded whole (App::change calls it for a new setup).
-pub fn remember_loaded(preset: &PresetDto) {
-    LOADED.with(|l| *l.borrow_mut() = Some(preset.clone()));
-}
-
-/// Whether `preset` is the one last loaded, unedited (the first setup counts as loaded).
-fn unedited(preset: &PresetDto) -> bool {
-    LOADED.with(|l| l.borrow_mut().get_or_insert_with(|| preset.clone()) == preset)
-}
 
 /// The picker's label for a preset no shipped one matches.
 pub fn picker_label(preset: &PresetDto, unedited: bool) -> String {
@@ -47,10 +30,11 @@ pub fn header_line(preset: &PresetDto, unedited: bool) -> Option<String> {
     }
 }
 
-/// Puts the preset's name into the picker and the header.
-pub fn show(state: &LabState) {
+/// Puts the preset's name into the picker and the header; `loaded` is the preset as last loaded
+/// whole (`Lab::loaded`), so an equal one is unedited.
+pub fn show(state: &LabState, loaded: &PresetDto) {
     let shipped = presets::matching_id(&state.preset);
-    let unedited = shipped.is_some() || unedited(&state.preset);
+    let unedited = shipped.is_some() || state.preset == *loaded;
     if let Some(sel) = dom::by_id::<HtmlSelectElement>("preset-select") {
         if let Some(first) = sel.item(0) {
             let label = picker_label(&state.preset, unedited);
