@@ -245,6 +245,9 @@ async fn every_mission_loads_scores_zero_broken_and_three_with_its_fix() {
             assert_eq!(s["startup_refusal"], json!(words), "{}", entry.id);
             let status = text(c, "#mission-status").await;
             assert_eq!(status, format!("The server did not start: {words}"), "{}", entry.id);
+            // The stage says why it draws nothing instead of an empty map and a "capacity 1" chart.
+            assert!(text(c, ".stage-refused").await.contains("vLLM refused to start this setup"), "{}", entry.id);
+            assert!(!c.find(Locator::Id("map-0")).await.unwrap().is_displayed().await.unwrap(), "{}", entry.id);
             save_screenshot(c, &format!("mission-{}-refused.png", entry.id)).await;
         }
 

@@ -141,6 +141,8 @@ impl View {
         // Classes that change the boxes' sizes first, then measure.
         let compare = lab.runs.len() > 1;
         dom::toggle_class(&self.root, "comparing", compare);
+        // A mission setup vLLM refused to start has no run: the stage says so (lab.css).
+        dom::toggle_class(&self.root, "refused", lab.refusal.is_some());
         dom::toggle_class(&self.maps_box, "two", compare);
         for (i, panel) in self.map_panels.iter().enumerate() {
             dom::set_hidden(panel, i >= lab.runs.len());
