@@ -7,7 +7,7 @@
 # Usage: scripts/bench-web.sh [--build] [--no-native] [--screenshots DIR]
 #   --build            rebuild dist/ and target/dist-bench/ with trunk first (built when missing
 #                      anyway; target/dist-bench/ is the release bundle plus the test-hooks
-#                      feature, whose kvlab.benchFrames/benchSimulate/readyMs the page is timed by)
+#                      feature, whose kvlab.benchFrames/benchSimulate/benchScrub/readyMs the page is timed by)
 #   --no-native        skip the criterion run of the native engine
 #   --screenshots DIR  instead of measuring, save the page's reference screenshots in DIR
 #                      (standalone 1400×900 and 1280×720, compare, embed 800×500, narrow 420)
@@ -196,6 +196,18 @@ try {
     const r = await exec("return kvlab.benchSimulate(25)");
     console.log(`wasm ${id} 60 s: median ${r.median_ms.toFixed(2)} ms, min ${r.min_ms.toFixed(2)} ms (${r.steps} steps, ${r.reps} runs)`);
     if (process.env.BENCH_VERBOSE) console.log(`  runs: ${r.times_ms.map((t) => t.toFixed(1)).join(" ")}`);
+  }
+
+  // Scrubbing: slider moves over a run, each a seek from the nearest checkpoint and one frame.
+  const scrubCases = [
+    ["paged-default, 60 s", () => exec("kvlab.setCompare(false); kvlab.loadPresetId('paged-default'); return null")],
+    ["h200-scale, 600 s, 16-token blocks", () => exec("kvlab.setCompare(false); kvlab.loadPresetId('h200-scale'); return null")],
+    ["h200-scale, 600 s, 1-token blocks", () => exec("kvlab.setCompare(false); kvlab.loadPresetId('h200-scale'); kvlab.setField('@paged.block_size', '1'); return null")],
+  ];
+  for (const [name, setup] of scrubCases) {
+    await setup();
+    const r = await exec("return kvlab.benchScrub(40)");
+    console.log(`scrub ${name}: median ${r.median_ms.toFixed(1)} ms per slider move (p95 ${r.p95_ms.toFixed(1)}, max ${r.max_ms.toFixed(1)}); seek alone median ${r.seek_median_ms.toFixed(1)} ms, p95 ${r.seek_p95_ms.toFixed(1)} (${r.moves} moves over ${r.duration_s} s)`);
   }
 
   // Frame time.

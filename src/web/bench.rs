@@ -118,3 +118,49 @@ pub fn simulate(app: &App, reps: u32) -> Option<SimBench> {
     let times_ms = times.clone();
     Some(SimBench { reps, median_ms: median(&mut times), min_ms: min, steps, times_ms })
 }
+
+#[derive(Serialize)]
+pub struct ScrubBench {
+    moves: u32,
+    duration_s: f64,
+    /// One slider move as the page makes it: the seek (from the engine's nearest checkpoint)
+    /// and one frame.
+    median_ms: f64,
+    p95_ms: f64,
+    max_ms: f64,
+    /// The seek alone.
+    seek_median_ms: f64,
+    seek_p95_ms: f64,
+}
+
+/// Slider moves over the whole run, as the time slider makes them (`App::set_time`, then a
+/// frame), after one untimed pass to the end that records the checkpoints. The positions step
+/// by the golden ratio of the run's length, so they go back and forth over all of it and every
+/// run of the script moves to the same times.
+pub fn scrub(app: &App, moves: u32) -> ScrubBench {
+    let duration = app.lab.borrow().duration_us();
+    app.set_time(duration);
+    app.draw();
+    let (mut total, mut seek) = (Vec::with_capacity(moves as usize), Vec::with_capacity(moves as usize));
+    let mut x = 0.5_f64;
+    for _ in 0..moves {
+        x = (x + 0.618_033_988_749_895).fract();
+        let t0 = dom::now_ms();
+        app.set_time((x * duration as f64) as u64);
+        let t1 = dom::now_ms();
+        app.draw();
+        let t2 = dom::now_ms();
+        seek.push(t1 - t0);
+        total.push(t2 - t0);
+    }
+    let max_ms = total.iter().copied().fold(0.0, f64::max);
+    ScrubBench {
+        moves,
+        duration_s: duration as f64 / 1e6,
+        median_ms: median(&mut total),
+        p95_ms: p95(&mut total),
+        max_ms,
+        seek_median_ms: median(&mut seek),
+        seek_p95_ms: p95(&mut seek),
+    }
+}

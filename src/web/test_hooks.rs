@@ -29,6 +29,13 @@ impl LabHandle {
         super::js::to_js(&super::bench::simulate(&self.app, reps.max(1))).map_err(|e| JsError::new(&e))
     }
 
+    /// Times `moves` slider moves over the current run (seek from the nearest checkpoint, then
+    /// a frame): `{moves, duration_s, median_ms, p95_ms, max_ms, seek_median_ms, seek_p95_ms}`.
+    #[wasm_bindgen(js_name = benchScrub)]
+    pub fn bench_scrub(&self, moves: u32) -> Result<JsValue, JsError> {
+        super::js::to_js(&super::bench::scrub(&self.app, moves.max(1))).map_err(|e| JsError::new(&e))
+    }
+
     /// Panics on purpose, to check that the page reports a panic.
     #[wasm_bindgen(js_name = testPanic)]
     pub fn test_panic(&self) {
