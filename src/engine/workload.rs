@@ -144,24 +144,7 @@ pub fn secs_to_us(s: f64) -> u64 {
 pub fn generate(workload: &WorkloadConfig, duration_us: u64, seed: u64, max_model_len: u32) -> Vec<RequestSpec> {
     let mut rng = StdRng::seed_from_u64(seed);
     match &workload.arrival {
-        Arrival::Trace { rows, max_tokens } => rows
-            .iter()
-            .filter(|r| secs_to_us(r.arrival_s) < duration_us)
-            .enumerate()
-            .map(|(i, r)| {
-                let prompt = r.prompt_tokens.clamp(1, max_model_len.saturating_sub(1).max(1));
-                let cap = (*max_tokens).min(max_model_len.saturating_sub(prompt)).max(1);
-                RequestSpec {
-                    id: i as u32,
-                    arrival_us: secs_to_us(r.arrival_s),
-                    class: 0,
-                    prompt_tokens: prompt,
-                    output_tokens: vec![r.output_tokens.clamp(1, cap); r.n.max(1) as usize],
-                    max_tokens: *max_tokens,
-                    shared_prefix_tokens: 0,
-                }
-            })
-            .collect(),
+        Arrival::Trace { rows, max_tokens } => trace_requests(rows, *max_tokens, duration_us, max_model_len),
         Arrival::Poisson { rate_per_s, bursts } => {
             let schedule = rate_schedule(*rate_per_s, bursts, duration_us);
             let params: Vec<((f64, f64), (f64, f64))> = workload
@@ -202,6 +185,28 @@ pub fn generate(workload: &WorkloadConfig, duration_us: u64, seed: u64, max_mode
             out
         }
     }
+}
+
+/// A trace's rows that arrive within the run, as requests: prompts and outputs clamped to
+/// `max_model_len`, every sample of a row with the row's output length.
+fn trace_requests(rows: &[TraceRow], max_tokens: u32, duration_us: u64, max_model_len: u32) -> Vec<RequestSpec> {
+    rows.iter()
+        .filter(|r| secs_to_us(r.arrival_s) < duration_us)
+        .enumerate()
+        .map(|(i, r)| {
+            let prompt = r.prompt_tokens.clamp(1, max_model_len.saturating_sub(1).max(1));
+            let cap = max_tokens.min(max_model_len.saturating_sub(prompt)).max(1);
+            RequestSpec {
+                id: i as u32,
+                arrival_us: secs_to_us(r.arrival_s),
+                class: 0,
+                prompt_tokens: prompt,
+                output_tokens: vec![r.output_tokens.clamp(1, cap); r.n.max(1) as usize],
+                max_tokens,
+                shared_prefix_tokens: 0,
+            }
+        })
+        .collect()
 }
 
 fn poisson_times(schedule: &[RateSegment], duration_us: u64, rng: &mut StdRng) -> Vec<u64> {
