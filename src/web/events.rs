@@ -40,6 +40,7 @@ pub fn wire(app: &Rc<App>) {
     wire_mission(app);
     wire_theme(app);
     wire_hash(app);
+    super::sweep_view::wire(app);
     keep_forms_on_the_page();
 }
 
