@@ -77,6 +77,14 @@ async fn a_sweep_in_the_page_equals_the_native_sweep_and_bad_values_are_refused(
     js(c, "kvlab.runTo(5); return null").await;
     let report = js(c, "return kvlab.report()").await;
     assert!(report["requests"]["finished"].as_f64().unwrap() > 0.0, "the lab keeps running: {report}");
+
+    // A 16-point block-size sweep (the figure in docs/PERFORMANCE.md is its progress line),
+    // charted as TTFT p95, for the screenshot.
+    run_sweep(c, "allocator.block_size", "1:16:16").await;
+    wait_for(c, "kvlab.sweepResults().finished && kvlab.sweepResults().total === 16", "the 16-point sweep").await;
+    js(c, "const m = document.getElementById('sweep-metric'); m.value = 'kv_utilization'; m.dispatchEvent(new Event('change')); document.getElementById('sweep').scrollIntoView(); return null").await;
+    let line = js(c, "return document.getElementById('sweep-progress').textContent").await;
+    eprintln!("16-point sweep: {line}");
     save_screenshot(c, "sweep-1400x900.png").await;
 }
 

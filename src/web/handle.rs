@@ -106,7 +106,7 @@ impl LabHandle {
             serde_json::json!({
                 "knob": j.knob.path(),
                 "points": j.rows(),
-                "total": j.len(),
+                "total": j.total_points(),
                 "finished": j.finished(),
                 "cancelled": j.cancelled,
             })

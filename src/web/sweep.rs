@@ -79,7 +79,7 @@ impl SweepJob {
     }
 
     /// Points in the sweep.
-    pub fn len(&self) -> usize {
+    pub fn total_points(&self) -> usize {
         self.points.len()
     }
 

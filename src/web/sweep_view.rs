@@ -134,7 +134,7 @@ fn progress_text(panel: &SweepPanel) -> String {
     let Some(job) = &panel.job else {
         return "Pick a knob and its values (8,16,32 or a range 4:64:16), then Run.".into();
     };
-    let (k, n) = (job.done_points(), job.len());
+    let (k, n) = (job.done_points(), job.total_points());
     let note = job
         .unchanged_allocator()
         .map(|a| format!(" {} applies to one allocator only; {a} stays as the preset has it.", job.knob.path()))
