@@ -1,18 +1,15 @@
-//! The lab's Sweep panel (`#sweep` in index.html): fills the knob and metric pickers, wires Run
-//! and Cancel, writes the progress line and draws the metric against the knob with plotters,
+//! The lab's Sweep panel (`#sweep` in index.html): fills the knob and metric pickers, names
+//! its actions (events.rs wires Run, Cancel and the metric picker to them), writes the progress line and draws the metric against the knob with plotters,
 //! contiguous and paged as two series. The job itself is sweep.rs's and lives in `App`; app.rs
 //! steps it a time budget per animation frame, so the page stays responsive. In mission mode
 //! only the knobs the mission leaves free can be picked.
 
-use std::rc::Rc;
-
 use plotters::prelude::*;
 use serde_json::Value;
-use web_sys::{Element, Event, HtmlCanvasElement, HtmlInputElement, HtmlSelectElement};
+use web_sys::{Element, HtmlCanvasElement};
 
 use crate::missions::mission::Mission;
 
-use super::app::App;
 use super::chart::{self, px, ChartTheme};
 use super::control_edit::control_unlocked;
 use super::dom;
@@ -34,10 +31,10 @@ pub enum SweepAction {
     Metric(String),
 }
 
-/// Fills the pickers and wires the panel; a page without `#sweep` (embed mode) gets nothing.
-pub fn wire(app: &Rc<App>) {
+/// Fills the knob and metric pickers; false on a page without `#sweep`.
+pub fn fill() -> bool {
     if dom::by_id::<Element>("sweep").is_none() {
-        return;
+        return false;
     }
     if let Some(sel) = dom::by_id::<Element>("sweep-knob") {
         dom::replace_children(&sel, KNOBS.iter().map(|(p, l)| dom::node("option").attr("value", p).text(l)));
@@ -45,37 +42,7 @@ pub fn wire(app: &Rc<App>) {
     if let Some(sel) = dom::by_id::<Element>("sweep-metric") {
         dom::replace_children(&sel, METRICS.iter().map(|(k, l)| dom::node("option").attr("value", k).text(l)));
     }
-    let on = |id: &str, event: &str, f: Box<dyn Fn(&App)>| {
-        if let Some(el) = dom::by_id::<web_sys::EventTarget>(id) {
-            let a = app.clone();
-            dom::listen(&el, event, move |_: Event| f(&a));
-        }
-    };
-    on(
-        "sweep-run",
-        "click",
-        Box::new(|a| {
-            let knob = dom::by_id::<HtmlSelectElement>("sweep-knob").map(|s| s.value()).unwrap_or_default();
-            let values = dom::by_id::<HtmlInputElement>("sweep-values").map(|i| i.value()).unwrap_or_default();
-            let _ = a.sweep_action(SweepAction::Run { knob, values });
-        }),
-    );
-    on(
-        "sweep-cancel",
-        "click",
-        Box::new(|a| {
-            let _ = a.sweep_action(SweepAction::Cancel);
-        }),
-    );
-    on(
-        "sweep-metric",
-        "change",
-        Box::new(|a| {
-            let m = dom::by_id::<HtmlSelectElement>("sweep-metric").map(|s| s.value()).unwrap_or_default();
-            let _ = a.sweep_action(SweepAction::Metric(m));
-        }),
-    );
-    lock(app.lab.borrow().mission.as_ref());
+    true
 }
 
 /// Plans a sweep on the lab's preset, refusing a knob the mission locks.
