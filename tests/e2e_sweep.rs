@@ -86,6 +86,21 @@ async fn a_sweep_in_the_page_equals_the_native_sweep_and_bad_values_are_refused(
     let line = js(c, "return document.getElementById('sweep-progress').textContent").await;
     eprintln!("16-point sweep: {line}");
     save_screenshot(c, "sweep-1400x900.png").await;
+
+    // Run, then Cancel before the first frame: the sweep stops with no point run, and says so.
+    js(c, "document.getElementById('sweep-values').value = '1:32:32'; document.getElementById('sweep-run').click(); document.getElementById('sweep-cancel').click(); return null").await;
+    let got = js(c, "return kvlab.sweepResults()").await;
+    assert_eq!(
+        (got["cancelled"].clone(), got["total"].clone(), got["finished"].clone()),
+        (json!(true), json!(32), json!(false))
+    );
+    wait_for(
+        c,
+        "document.getElementById('sweep-progress').textContent.startsWith('Cancelled after 0 of 32 points')",
+        "the cancelled line",
+    )
+    .await;
+    assert_eq!(js(c, "return document.getElementById('sweep-cancel').hidden").await, json!(true));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
