@@ -15,7 +15,7 @@ use super::sim::Simulation;
 pub const MAX_SWEEP_POINTS: usize = 32;
 
 /// The report metrics a sweep charts, one run's worth.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct SweepMetrics {
     /// Time-weighted share of allocated KV memory that holds tokens (`kv.utilization_mean`).
     pub kv_utilization: f64,

@@ -19,6 +19,8 @@ use super::lab::Lab;
 use super::messages::Messages;
 use super::missions;
 use super::storage::{self, Stars};
+use super::sweep::SweepPanel;
+use super::sweep_view::{self, SweepAction};
 use super::url_state::LabState;
 use super::view::View;
 
@@ -40,6 +42,8 @@ pub struct App {
     pub stars: Stars,
     /// The messages shown in `#messages` (messages.rs).
     pub messages: Messages,
+    /// The Sweep panel's job and chosen metric (sweep.rs), stepped in [`App::on_frame`].
+    pub sweep: RefCell<SweepPanel>,
 }
 
 /// See [`App::on_change`].
@@ -109,6 +113,7 @@ impl App {
             on_change: RefCell::new(None),
             stars,
             messages,
+            sweep: RefCell::new(SweepPanel::default()),
         });
         let weak = Rc::downgrade(&app);
         *app.frame.borrow_mut() = Some(Closure::new(move |ts: f64| {
@@ -143,8 +148,9 @@ impl App {
             lab.playing
         };
         self.keep_mission_stars();
+        let sweeping = self.step_sweep();
         self.draw();
-        if playing {
+        if playing || sweeping {
             self.request_frame();
         } else if was_playing {
             // Playback just ended: the link now carries the final time.
@@ -156,7 +162,57 @@ impl App {
     /// what a change of time or setup implies (a mission's stars kept) happens in that change.
     pub fn draw(&self) {
         let lab = self.lab.borrow();
-        self.view.borrow_mut().render(&lab);
+        let mut view = self.view.borrow_mut();
+        view.render(&lab);
+        sweep_view::render(&self.sweep.borrow(), view.dark);
+    }
+
+    /// Runs the sweep's next runs within one frame's budget; true while runs remain.
+    fn step_sweep(&self) -> bool {
+        let mut panel = self.sweep.borrow_mut();
+        let started = panel.started_ms;
+        let Some(job) = panel.job.as_mut().filter(|j| j.running()) else { return false };
+        let more = job.step(MAX_SPEED_BUDGET_MS, &dom::now_ms);
+        if !more {
+            panel.took_ms = Some(dom::now_ms() - started);
+        }
+        more
+    }
+
+    /// The Sweep panel's actions. A refused sweep leaves a page message naming the field and
+    /// keeps the previous sweep and the lab as they were.
+    pub fn sweep_action(&self, action: SweepAction) -> Result<(), String> {
+        match action {
+            SweepAction::Run { knob, values } => {
+                let job = {
+                    let lab = self.lab.borrow();
+                    serde_json::to_value(&lab.state.preset)
+                        .map_err(|e| e.to_string())
+                        .and_then(|preset| sweep_view::start(&preset, lab.mission.as_ref(), &knob, &values))
+                };
+                match job {
+                    Ok(job) => {
+                        self.messages.clear(sweep_view::MESSAGE_KIND);
+                        let mut panel = self.sweep.borrow_mut();
+                        panel.job = Some(job);
+                        panel.started_ms = dom::now_ms();
+                        panel.took_ms = None;
+                    }
+                    Err(e) => {
+                        self.messages.error(sweep_view::MESSAGE_KIND, &format!("Sweep not run: {e}."));
+                        return Err(e);
+                    }
+                }
+            }
+            SweepAction::Cancel => {
+                if let Some(job) = self.sweep.borrow_mut().job.as_mut().filter(|j| j.running()) {
+                    job.cancelled = true;
+                }
+            }
+            SweepAction::Metric(m) => self.sweep.borrow_mut().metric = m,
+        }
+        self.request_frame();
+        Ok(())
     }
 
     /// Proposes a new state computed from the current one. Valid: taken, the form and URL
@@ -194,6 +250,7 @@ impl App {
     pub fn sync_controls(&self) {
         let lab = self.lab.borrow();
         controls::sync(&lab.state, lab.mission.as_ref(), &lab.loaded);
+        sweep_view::lock(lab.mission.as_ref());
     }
 
     fn after_change(&self) {

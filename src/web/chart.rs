@@ -55,10 +55,10 @@ pub struct ChartTheme {
     pub waiting: RGBColor,
     pub swapped: RGBColor,
     pub preemptions: RGBColor,
-    ink: RGBColor,
-    muted: RGBColor,
-    grid: RGBColor,
-    axis: RGBColor,
+    pub ink: RGBColor,
+    pub muted: RGBColor,
+    pub grid: RGBColor,
+    pub axis: RGBColor,
 }
 
 pub const LIGHT: ChartTheme = ChartTheme {
@@ -105,12 +105,12 @@ impl ChartTheme {
     }
 }
 
-type Area = DrawingArea<CanvasBackend, Shift>;
+pub type Area = DrawingArea<CanvasBackend, Shift>;
 /// (key, colour, value of a sample) of one queue series.
 type QueueSeries = (&'static str, RGBColor, fn(&StepPoint) -> u32);
 
 /// Matches the canvas's pixel size to its CSS box (device pixels); returns the ratio used.
-fn size_canvas(canvas: &HtmlCanvasElement) -> f64 {
+pub fn size_canvas(canvas: &HtmlCanvasElement) -> f64 {
     let dpr = dom::device_pixel_ratio();
     let w = (f64::from(canvas.client_width().max(1)) * dpr).round() as u32;
     let h = (f64::from(canvas.client_height().max(1)) * dpr).round() as u32;
@@ -123,7 +123,7 @@ fn size_canvas(canvas: &HtmlCanvasElement) -> f64 {
     dpr
 }
 
-fn area(canvas: &HtmlCanvasElement, theme: &ChartTheme) -> Result<Area, String> {
+pub fn area(canvas: &HtmlCanvasElement, theme: &ChartTheme) -> Result<Area, String> {
     let backend = CanvasBackend::with_canvas_object(canvas.clone()).ok_or("the chart canvas has no 2d context")?;
     let root = backend.into_drawing_area();
     root.fill(&theme.background).map_err(|e| format!("{e:?}"))?;
@@ -136,7 +136,7 @@ fn y_labels(canvas: &HtmlCanvasElement, max: usize) -> usize {
     (rows.floor().max(1.0) as usize + 1).min(max)
 }
 
-fn px(v: f64, dpr: f64) -> u32 {
+pub fn px(v: f64, dpr: f64) -> u32 {
     (v * dpr).round() as u32
 }
 

@@ -40,6 +40,7 @@ pub fn wire(app: &Rc<App>) {
     wire_mission(app);
     wire_theme(app);
     wire_hash(app);
+    wire_sweep(app);
     keep_forms_on_the_page();
 }
 
@@ -452,4 +453,32 @@ fn wire_theme(app: &Rc<App>) {
         a.view.borrow_mut().invalidate();
         a.request_frame();
     });
+}
+
+/// The Sweep panel (sweep_view.rs): Run, Cancel and the metric picker as typed actions.
+fn wire_sweep(app: &Rc<App>) {
+    use super::sweep_view::{self, SweepAction};
+    use web_sys::{HtmlInputElement, HtmlSelectElement};
+    if !sweep_view::fill() {
+        return;
+    }
+    let value = |id: &str| {
+        dom::by_id::<HtmlSelectElement>(id)
+            .map(|s| s.value())
+            .or_else(|| dom::by_id::<HtmlInputElement>(id).map(|i| i.value()))
+            .unwrap_or_default()
+    };
+    let a = app.clone();
+    on("sweep-run", "click", move |_: Event| {
+        let _ = a.sweep_action(SweepAction::Run { knob: value("sweep-knob"), values: value("sweep-values") });
+    });
+    let a = app.clone();
+    on("sweep-cancel", "click", move |_: Event| {
+        let _ = a.sweep_action(SweepAction::Cancel);
+    });
+    let a = app.clone();
+    on("sweep-metric", "change", move |_: Event| {
+        let _ = a.sweep_action(SweepAction::Metric(value("sweep-metric")));
+    });
+    sweep_view::lock(app.lab.borrow().mission.as_ref());
 }

@@ -97,6 +97,23 @@ impl LabHandle {
         object(&reports)
     }
 
+    /// The Sweep panel's points so far, as `kvlab sweep --json` gives them: `{knob, points:
+    /// [{value, contiguous, paged}], total, finished, cancelled}`; `null` before any sweep.
+    #[wasm_bindgen(js_name = sweepResults)]
+    pub fn sweep_results(&self) -> Result<JsValue, JsError> {
+        let panel = self.app.sweep.borrow();
+        let out = panel.job.as_ref().map(|j| {
+            serde_json::json!({
+                "knob": j.knob.path(),
+                "points": j.rows(),
+                "total": j.total_points(),
+                "finished": j.finished(),
+                "cancelled": j.cancelled,
+            })
+        });
+        object(&out)
+    }
+
     /// The whole lab state, an object (what the link carries).
     pub fn state(&self) -> Result<JsValue, JsError> {
         object(&self.app.lab.borrow().snapshot())

@@ -49,6 +49,8 @@ pub mod mission_view;
 pub mod missions;
 pub mod presets;
 pub mod storage;
+pub mod sweep;
+pub mod sweep_view;
 #[cfg(feature = "test-hooks")]
 pub mod test_hooks;
 pub mod theme;

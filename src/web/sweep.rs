@@ -1,0 +1,156 @@
+//! The page's sweep: one knob of the lab's preset set to each of a list of values, every point
+//! run to the end with both allocators, as `kvlab sweep` does. The plan (the knob, its values,
+//! one engine configuration per point and allocator) is formats/sweep.rs's; each run is
+//! engine/sweep.rs's `run_one`. This file only keeps the job's place so the runs can be spread
+//! over animation frames (sweep_view.rs draws it; app.rs steps it a time budget per frame).
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::engine::sweep::{run_one, SweepMetrics};
+use crate::formats::sweep::{plan, Knob, PlannedPoint, ALLOCATORS};
+
+/// The knobs the panel offers: (preset path, label).
+pub const KNOBS: &[(&str, &str)] = &[
+    ("allocator.block_size", "Block size (paged)"),
+    ("kv_memory_gib", "KV memory (GiB)"),
+    ("workload.arrival.rate_per_s", "Request rate (/s)"),
+    ("scheduler.max_num_seqs", "max_num_seqs"),
+    ("scheduler.max_num_batched_tokens", "max_num_batched_tokens"),
+    ("scheduler.engine", "Engine version"),
+];
+
+/// The metrics the chart can show: (key, label).
+pub const METRICS: &[(&str, &str)] = &[
+    ("kv_utilization", "KV utilisation (%)"),
+    ("ttft_p95_ms", "TTFT p95 (ms)"),
+    ("tpot_p95_ms", "TPOT p95 (ms)"),
+    ("preemptions", "Preemptions"),
+    ("output_tokens_per_s", "Output tokens/s"),
+];
+
+/// `metric` (a key of [`METRICS`]) of one run, as the chart plots it.
+pub fn metric_value(m: &SweepMetrics, metric: &str) -> f64 {
+    match metric {
+        "kv_utilization" => m.kv_utilization * 100.0,
+        "ttft_p95_ms" => m.ttft_p95_ms,
+        "tpot_p95_ms" => m.tpot_p95_ms,
+        "preemptions" => m.preemptions as f64,
+        _ => m.output_tokens_per_s,
+    }
+}
+
+/// One run's outcome: its metrics, or why the engine refused the point.
+#[derive(Clone, Debug, Serialize)]
+#[serde(untagged)]
+pub enum Outcome {
+    Ok(SweepMetrics),
+    Err { error: String },
+}
+
+/// One point as `kvlab.sweepResults()` gives it (the shape of `kvlab sweep --json`'s points).
+#[derive(Clone, Debug, Serialize)]
+pub struct SweepRow {
+    pub value: Value,
+    pub contiguous: Outcome,
+    pub paged: Outcome,
+}
+
+/// A sweep in progress or finished.
+pub struct SweepJob {
+    pub knob: Knob,
+    points: Vec<PlannedPoint>,
+    /// The outcomes so far, in point order then [`ALLOCATORS`] order.
+    outcomes: Vec<Outcome>,
+    pub cancelled: bool,
+}
+
+impl SweepJob {
+    /// Plans the sweep of `knob` over `values` (`A,B,C` or `LO:HI:N`, as the CLI's `--values`
+    /// and `--range`) on `preset`; errors name the field.
+    pub fn plan(preset: &Value, knob: &str, values: &str) -> Result<SweepJob, String> {
+        let knob = Knob::parse(knob).map_err(|e| e.to_string())?;
+        let values = values.trim();
+        let values = if values.contains(':') { knob.range(values) } else { knob.values(values) };
+        let values =
+            values.map_err(|e| e.to_string().replace("--values", "Sweep values").replace("--range", "Sweep range"))?;
+        let points = plan(preset, &knob, &values).map_err(|e| e.to_string())?;
+        Ok(SweepJob { knob, points, outcomes: Vec::new(), cancelled: false })
+    }
+
+    /// Points in the sweep.
+    pub fn total_points(&self) -> usize {
+        self.points.len()
+    }
+
+    /// Points whose two runs are done.
+    pub fn done_points(&self) -> usize {
+        self.outcomes.len() / ALLOCATORS.len()
+    }
+
+    pub fn finished(&self) -> bool {
+        self.outcomes.len() == self.points.len() * ALLOCATORS.len()
+    }
+
+    pub fn running(&self) -> bool {
+        !self.finished() && !self.cancelled
+    }
+
+    /// Runs whole runs until `budget_ms` of `clock` has passed (at least one run); true while
+    /// runs remain.
+    pub fn step(&mut self, budget_ms: f64, clock: &dyn Fn() -> f64) -> bool {
+        let start = clock();
+        while self.running() {
+            let i = self.outcomes.len();
+            // An allocator the knob leaves alone has one configuration for every point
+            // (formats/sweep.rs's plan): its first run stands for all of them.
+            let same = i >= ALLOCATORS.len() && !self.knob.applies_to(ALLOCATORS[i % 2]);
+            let outcome = if same { self.outcomes[i % 2].clone() } else { self.run(i) };
+            self.outcomes.push(outcome);
+            if !same && clock() - start >= budget_ms {
+                break;
+            }
+        }
+        self.running()
+    }
+
+    /// Runs the `i`-th run (point `i / 2`, allocator `i % 2`).
+    fn run(&self, i: usize) -> Outcome {
+        match &self.points[i / 2].configs[i % 2] {
+            Ok(config) => match run_one(config) {
+                Ok(r) => Outcome::Ok(SweepMetrics::of(&r)),
+                Err(e) => Outcome::Err { error: e.to_string() },
+            },
+            Err(e) => Outcome::Err { error: e.to_string() },
+        }
+    }
+
+    /// The finished points, in order.
+    pub fn rows(&self) -> Vec<SweepRow> {
+        self.points
+            .iter()
+            .zip(self.outcomes.chunks_exact(2))
+            .map(|(p, o)| SweepRow { value: p.value.clone(), contiguous: o[0].clone(), paged: o[1].clone() })
+            .collect()
+    }
+
+    /// The allocator the knob leaves as the preset has it, if any (block size: contiguous).
+    pub fn unchanged_allocator(&self) -> Option<&'static str> {
+        ALLOCATORS.into_iter().find(|a| !self.knob.applies_to(a))
+    }
+}
+
+/// The panel's state, owned by `App`: the job, if one was started, and the metric charted.
+pub struct SweepPanel {
+    pub job: Option<SweepJob>,
+    pub metric: String,
+    /// `performance.now()` when the job started and when it finished (the progress line).
+    pub started_ms: f64,
+    pub took_ms: Option<f64>,
+}
+
+impl Default for SweepPanel {
+    fn default() -> SweepPanel {
+        SweepPanel { job: None, metric: METRICS[0].0.into(), started_ms: 0.0, took_ms: None }
+    }
+}

@@ -1,0 +1,182 @@
+//! The lab's Sweep panel (`#sweep` in index.html): fills the knob and metric pickers, names
+//! its actions (events.rs wires Run, Cancel and the metric picker to them), writes the progress line and draws the metric against the knob with plotters,
+//! contiguous and paged as two series. The job itself is sweep.rs's and lives in `App`; app.rs
+//! steps it a time budget per animation frame, so the page stays responsive. In mission mode
+//! only the knobs the mission leaves free can be picked.
+
+use plotters::prelude::*;
+use serde_json::Value;
+use web_sys::{Element, HtmlCanvasElement};
+
+use crate::missions::mission::Mission;
+
+use super::chart::{self, px, ChartTheme};
+use super::control_edit::control_unlocked;
+use super::dom;
+use super::sweep::{metric_value, Outcome, SweepJob, SweepPanel, KNOBS, METRICS};
+
+/// The page message kind a refused sweep leaves (messages.rs).
+pub const MESSAGE_KIND: &str = "sweep";
+
+/// The panel's typed actions (its buttons and pickers, and the JS handle).
+#[derive(Clone, Debug, PartialEq)]
+pub enum SweepAction {
+    /// Plan and start a sweep of `knob` over `values` (`A,B,C` or `LO:HI:N`).
+    Run {
+        knob: String,
+        values: String,
+    },
+    Cancel,
+    /// Chart another metric (a key of sweep.rs's `METRICS`).
+    Metric(String),
+}
+
+/// Fills the knob and metric pickers; false on a page without `#sweep`.
+pub fn fill() -> bool {
+    if dom::by_id::<Element>("sweep").is_none() {
+        return false;
+    }
+    if let Some(sel) = dom::by_id::<Element>("sweep-knob") {
+        dom::replace_children(&sel, KNOBS.iter().map(|(p, l)| dom::node("option").attr("value", p).text(l)));
+    }
+    if let Some(sel) = dom::by_id::<Element>("sweep-metric") {
+        dom::replace_children(&sel, METRICS.iter().map(|(k, l)| dom::node("option").attr("value", k).text(l)));
+    }
+    true
+}
+
+/// Plans a sweep on the lab's preset, refusing a knob the mission locks.
+pub fn start(preset: &Value, mission: Option<&Mission>, knob: &str, values: &str) -> Result<SweepJob, String> {
+    if let Some(m) = mission {
+        if !control_unlocked(m.knobs(), knob) {
+            return Err(format!(
+                "{knob} is locked in mission {}; sweep one of the knobs it leaves free ({})",
+                m.number(),
+                super::missions::knob_list(m)
+            ));
+        }
+    }
+    SweepJob::plan(preset, knob, values)
+}
+
+/// Disables the knobs a mission locks (and Run when none is left).
+pub fn lock(mission: Option<&Mission>) {
+    let Some(sel) = dom::by_id::<Element>("sweep-knob") else { return };
+    let mut any = false;
+    let options = sel.children();
+    for i in 0..options.length() {
+        let Some(o) = options.item(i) else { continue };
+        let path = o.get_attribute("value").unwrap_or_default();
+        let off = mission.is_some_and(|m| !control_unlocked(m.knobs(), &path));
+        any |= !off;
+        let _ = o.toggle_attribute_with_force("disabled", off);
+    }
+    if let Some(run) = dom::by_id::<Element>("sweep-run") {
+        let _ = run.toggle_attribute_with_force("disabled", !any);
+    }
+}
+
+/// The progress line, the buttons' states and the chart.
+pub fn render(panel: &SweepPanel, dark: bool) {
+    let Some(line) = dom::by_id::<Element>("sweep-progress") else { return };
+    let running = panel.job.as_ref().is_some_and(SweepJob::running);
+    dom::set_text(&line, &progress_text(panel));
+    if let Some(cancel) = dom::by_id::<web_sys::HtmlElement>("sweep-cancel") {
+        dom::set_hidden(&cancel, !running);
+    }
+    if let Some(run) = dom::by_id::<web_sys::HtmlElement>("sweep-run") {
+        dom::set_hidden(&run, running);
+    }
+    let Some(canvas) = dom::by_id::<HtmlCanvasElement>("sweep-chart") else { return };
+    let job = panel.job.as_ref().filter(|j| j.done_points() > 0);
+    dom::set_hidden(&canvas, job.is_none());
+    if let Some(job) = job {
+        if let Err(e) = draw(&canvas, job, &panel.metric, ChartTheme::of(dark)) {
+            dom::set_text(&line, &format!("The chart could not be drawn: {e}"));
+        }
+    }
+}
+
+fn progress_text(panel: &SweepPanel) -> String {
+    let Some(job) = &panel.job else {
+        return "Pick a knob and its values (8,16,32 or a range 4:64:16), then Run.".into();
+    };
+    let (k, n) = (job.done_points(), job.total_points());
+    let note = job
+        .unchanged_allocator()
+        .map(|a| format!(" {} applies to one allocator only; {a} stays as the preset has it.", job.knob.path()))
+        .unwrap_or_default();
+    if job.cancelled {
+        format!("Cancelled after {k} of {n} points.{note}")
+    } else if job.finished() {
+        let took = panel.took_ms.map(|ms| format!(" in {ms:.0} ms")).unwrap_or_default();
+        format!("{n} of {n} points{took}.{note}")
+    } else {
+        format!("Running… {k} of {n} points.")
+    }
+}
+
+/// The knob's values as x positions: the numbers themselves, or 0, 1, 2… for texts.
+fn xs(rows: &[super::sweep::SweepRow]) -> (Vec<f64>, bool) {
+    let nums: Option<Vec<f64>> = rows.iter().map(|r| r.value.as_f64()).collect();
+    match nums {
+        Some(v) => (v, true),
+        None => ((0..rows.len()).map(|i| i as f64).collect(), false),
+    }
+}
+
+fn draw(canvas: &HtmlCanvasElement, job: &SweepJob, metric: &str, t: &'static ChartTheme) -> Result<(), String> {
+    let err = |e: DrawingAreaErrorKind<_>| format!("{e:?}");
+    let dpr = chart::size_canvas(canvas);
+    let root = chart::area(canvas, t)?;
+    let rows = job.rows();
+    let (x, numeric) = xs(&rows);
+    let series: Vec<(RGBColor, Vec<(f64, f64)>)> = [(t.allocated, 0), (t.live, 1)]
+        .into_iter()
+        .map(|(colour, a)| {
+            let pts = rows.iter().zip(&x).filter_map(|(r, &xv)| {
+                let o = if a == 0 { &r.contiguous } else { &r.paged };
+                match o {
+                    Outcome::Ok(m) => Some((xv, metric_value(m, metric))),
+                    Outcome::Err { .. } => None,
+                }
+            });
+            (colour, pts.collect())
+        })
+        .collect();
+    let (lo, hi) = x.iter().fold((f64::MAX, f64::MIN), |(l, h), &v| (l.min(v), h.max(v)));
+    let pad = if hi > lo { (hi - lo) * 0.04 } else { 1.0 };
+    let y_max = series.iter().flat_map(|s| s.1.iter().map(|p| p.1)).fold(0.0, f64::max).max(1e-9) * 1.1;
+    let mut c = ChartBuilder::on(&root)
+        .margin(px(10.0, dpr))
+        .x_label_area_size(px(26.0, dpr))
+        .y_label_area_size(px(52.0, dpr))
+        .build_cartesian_2d((lo - pad)..(hi + pad), 0f64..y_max)
+        .map_err(err)?;
+    let font = ("system-ui, sans-serif", 11.5 * dpr).into_font().color(&t.muted);
+    let labels: Vec<String> =
+        rows.iter().map(|r| r.value.as_str().map_or_else(|| r.value.to_string(), String::from)).collect();
+    let x_fmt = move |v: &f64| {
+        if numeric {
+            format!("{v}")
+        } else {
+            labels.get(v.round() as usize).filter(|_| (v - v.round()).abs() < 1e-6).cloned().unwrap_or_default()
+        }
+    };
+    c.configure_mesh()
+        .light_line_style(TRANSPARENT)
+        .bold_line_style(t.grid)
+        .axis_style(t.axis)
+        .x_labels(if numeric { 8 } else { rows.len().max(2) })
+        .y_labels(6)
+        .x_label_formatter(&x_fmt)
+        .label_style(font)
+        .draw()
+        .map_err(err)?;
+    for (colour, pts) in series {
+        let style = colour.stroke_width(px(2.0, dpr).max(1));
+        c.draw_series(std::iter::once(PathElement::new(pts.clone(), style))).map_err(err)?;
+        c.draw_series(pts.into_iter().map(|p| Circle::new(p, px(3.5, dpr), colour.filled()))).map_err(err)?;
+    }
+    root.present().map_err(err)
+}

@@ -1,0 +1,124 @@
+//! End-to-end tests (dist/ in headless Chromium) of the lab's Sweep panel: a sweep run from the
+//! panel's own controls gives, number for number, what the native `formats::sweep` plan and
+//! `engine::sweep` runs give for the same preset, knob and values (what `kvlab sweep --json`
+//! prints); a bad value is refused with the field named while the lab keeps running; a mission
+//! offers only the knobs it leaves free.
+#![cfg(not(target_arch = "wasm32"))]
+
+mod common_e2e;
+
+use common_e2e::{browser, js, numbers_as_floats, open, repo_path, require_dist, save_screenshot, serve, wait_for};
+use fantoccini::{Client, Locator};
+use kvlab::engine::sweep::{run_one, SweepMetrics};
+use kvlab::formats::sweep::{plan, Knob};
+use serde_json::{json, Value};
+
+/// Sets the panel's fields and presses Run.
+async fn run_sweep(c: &Client, knob: &str, values: &str) {
+    js(
+        c,
+        &format!(
+            "document.getElementById('sweep-knob').value = {}; document.getElementById('sweep-values').value = {}; return null",
+            json!(knob),
+            json!(values)
+        ),
+    )
+    .await;
+    c.find(Locator::Id("sweep-run")).await.unwrap().click().await.unwrap();
+}
+
+/// The native sweep, in the shape of `kvlab.sweepResults().points`.
+fn native_points(preset_id: &str, knob: &str, values: &str) -> Value {
+    let text = std::fs::read_to_string(repo_path(&format!("assets/presets/{preset_id}.json"))).unwrap();
+    let preset: Value = serde_json::from_str(&text).unwrap();
+    let knob = Knob::parse(knob).unwrap();
+    let points = plan(&preset, &knob, &knob.values(values).unwrap()).unwrap();
+    let outcome = |c: &Result<kvlab::engine::config::SimConfig, kvlab::engine::config::ConfigError>| match c {
+        Ok(config) => serde_json::to_value(SweepMetrics::of(&run_one(config).unwrap())).unwrap(),
+        Err(e) => json!({ "error": e.to_string() }),
+    };
+    let rows: Vec<Value> = points
+        .iter()
+        .map(|p| json!({ "value": p.value, "contiguous": outcome(&p.configs[0]), "paged": outcome(&p.configs[1]) }))
+        .collect();
+    numbers_as_floats(Value::Array(rows))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sweep_in_the_page_equals_the_native_sweep_and_bad_values_are_refused() {
+    let base = serve(require_dist()).await;
+    let b = browser(1400, 900).await;
+    let c = &b.client;
+    open(c, &format!("{base}?preset=paged-default&autoplay=0")).await;
+
+    run_sweep(c, "allocator.block_size", "8,16,32").await;
+    wait_for(c, "kvlab.sweepResults() && kvlab.sweepResults().finished", "the sweep to finish").await;
+    let got = js(c, "return kvlab.sweepResults()").await;
+    assert_eq!(got["knob"], json!("allocator.block_size"));
+    assert_eq!(
+        numbers_as_floats(got["points"].clone()),
+        native_points("paged-default", "allocator.block_size", "8,16,32")
+    );
+    let progress = js(c, "return document.getElementById('sweep-progress').textContent").await;
+    let progress = progress.as_str().unwrap();
+    assert!(progress.starts_with("3 of 3 points"), "{progress}");
+    assert!(progress.contains("contiguous stays as the preset has it"), "{progress}");
+    assert_eq!(js(c, "return document.getElementById('sweep-chart').hidden").await, json!(false));
+
+    // A bad value: refused, naming the field; the finished sweep and the lab stay.
+    run_sweep(c, "allocator.block_size", "8,abc").await;
+    let errors = js(c, "return kvlab.errors().join(' | ')").await;
+    let errors = errors.as_str().unwrap();
+    assert!(
+        errors.contains("Sweep not run") && errors.contains("abc") && errors.contains("allocator.block_size"),
+        "{errors}"
+    );
+    assert_eq!(numbers_as_floats(js(c, "return kvlab.sweepResults().points").await).as_array().unwrap().len(), 3);
+    js(c, "kvlab.runTo(5); return null").await;
+    let report = js(c, "return kvlab.report()").await;
+    assert!(report["requests"]["finished"].as_f64().unwrap() > 0.0, "the lab keeps running: {report}");
+
+    // A 16-point block-size sweep (the figure in docs/PERFORMANCE.md is its progress line),
+    // charted as TTFT p95, for the screenshot.
+    run_sweep(c, "allocator.block_size", "1:16:16").await;
+    wait_for(c, "kvlab.sweepResults().finished && kvlab.sweepResults().total === 16", "the 16-point sweep").await;
+    js(c, "const m = document.getElementById('sweep-metric'); m.value = 'kv_utilization'; m.dispatchEvent(new Event('change')); document.getElementById('sweep').scrollIntoView(); return null").await;
+    let line = js(c, "return document.getElementById('sweep-progress').textContent").await;
+    eprintln!("16-point sweep: {line}");
+    save_screenshot(c, "sweep-1400x900.png").await;
+
+    // Run, then Cancel before the first frame: the sweep stops with no point run, and says so.
+    js(c, "document.getElementById('sweep-values').value = '1:32:32'; document.getElementById('sweep-run').click(); document.getElementById('sweep-cancel').click(); return null").await;
+    let got = js(c, "return kvlab.sweepResults()").await;
+    assert_eq!(
+        (got["cancelled"].clone(), got["total"].clone(), got["finished"].clone()),
+        (json!(true), json!(32), json!(false))
+    );
+    wait_for(
+        c,
+        "document.getElementById('sweep-progress').textContent.startsWith('Cancelled after 0 of 32 points')",
+        "the cancelled line",
+    )
+    .await;
+    assert_eq!(js(c, "return document.getElementById('sweep-cancel').hidden").await, json!(true));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mission_offers_only_its_free_knobs_to_sweep() {
+    let base = serve(require_dist()).await;
+    let b = browser(1400, 900).await;
+    let c = &b.client;
+    open(c, &format!("{base}?mission=m1-paging&autoplay=0")).await;
+    let enabled =
+        js(c, "return [...document.querySelectorAll('#sweep-knob option')].filter(o => !o.disabled).map(o => o.value)")
+            .await;
+    let knobs = js(c, "return kvlab.state().mission ? true : false").await;
+    assert_eq!(knobs, json!(true));
+    let all = js(c, "return [...document.querySelectorAll('#sweep-knob option')].map(o => o.value)").await;
+    assert!(enabled.as_array().unwrap().len() < all.as_array().unwrap().len(), "{enabled} of {all}");
+    // A locked knob is refused by name even when asked for directly.
+    let locked = all.as_array().unwrap().iter().find(|k| !enabled.as_array().unwrap().contains(k)).unwrap().clone();
+    run_sweep(c, locked.as_str().unwrap(), "1,2").await;
+    let errors = js(c, "return kvlab.errors().join(' | ')").await;
+    assert!(errors.as_str().unwrap().contains("is locked in mission"), "{errors}");
+}
