@@ -63,20 +63,31 @@ pub fn sweep(args: &SweepArgs) -> Result<(), String> {
     }
     .map_err(|e| e.to_string())?;
     let points = plan(&preset, &knob, &values).map_err(file)?;
-    let configs: Vec<_> = points.iter().flat_map(|p| p.configs.iter().flatten().cloned()).collect();
-    let mut reports = run_all(&configs).into_iter();
-    let rows: Vec<[Result<SweepMetrics, String>; 2]> = points
+    // An allocator the knob leaves alone is run once, at point 0 (`Knob::repeats_first`).
+    let k = &knob;
+    let configs: Vec<_> = points
         .iter()
-        .map(|p| {
-            p.configs.each_ref().map(|c| match c {
+        .enumerate()
+        .flat_map(|(i, p)| p.configs.iter().enumerate().filter(move |&(a, _)| !k.repeats_first(i, a)))
+        .filter_map(|(_, c)| c.as_ref().ok().cloned())
+        .collect();
+    let mut reports = run_all(&configs).into_iter();
+    let mut rows: Vec<[Result<SweepMetrics, String>; 2]> = Vec::with_capacity(points.len());
+    for (i, p) in points.iter().enumerate() {
+        let row = std::array::from_fn(|a| {
+            if knob.repeats_first(i, a) {
+                return rows[0][a].clone();
+            }
+            match &p.configs[a] {
                 Ok(_) => match reports.next().expect("one report per configuration") {
                     Ok(r) => Ok(SweepMetrics::of(&r)),
                     Err(e) => Err(e.to_string()),
                 },
                 Err(e) => Err(e.to_string()),
-            })
-        })
-        .collect();
+            }
+        });
+        rows.push(row);
+    }
     let values: Vec<String> = points.iter().map(|p| text_of(&p.value)).collect();
     if args.json {
         println!("{}", sweep_json(&knob, &points.iter().map(|p| p.value.clone()).collect::<Vec<_>>(), &rows));
@@ -94,15 +105,7 @@ fn text_of(v: &Value) -> String {
 
 fn metrics_json(m: &Result<SweepMetrics, String>) -> Value {
     match m {
-        Ok(m) => json!({
-            "kv_utilization": m.kv_utilization,
-            "ttft_p95_ms": m.ttft_p95_ms,
-            "tpot_p95_ms": m.tpot_p95_ms,
-            "preemptions": m.preemptions,
-            "output_tokens_per_s": m.output_tokens_per_s,
-            "unfinished": m.unfinished,
-            "rejected": m.rejected,
-        }),
+        Ok(m) => serde_json::to_value(m).expect("JSON of plain numbers"),
         Err(e) => json!({ "error": e }),
     }
 }

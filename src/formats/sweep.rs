@@ -67,6 +67,13 @@ impl Knob {
         self.allocator().is_none_or(|a| a == allocator)
     }
 
+    /// Whether the run of allocator `a` (an index of [`ALLOCATORS`]) at point `i` repeats point
+    /// 0's: an allocator the knob leaves alone has one configuration for every point, so its
+    /// first run stands for all of them.
+    pub fn repeats_first(&self, i: usize, a: usize) -> bool {
+        i > 0 && !self.applies_to(ALLOCATORS[a])
+    }
+
     /// Reads `--values A,B,C` as this knob's JSON values.
     pub fn values(&self, text: &str) -> Result<Vec<Value>, ConfigError> {
         let items: Vec<&str> = text.split(',').map(str::trim).collect();

@@ -102,9 +102,7 @@ impl SweepJob {
         let start = clock();
         while self.running() {
             let i = self.outcomes.len();
-            // An allocator the knob leaves alone has one configuration for every point
-            // (formats/sweep.rs's plan): its first run stands for all of them.
-            let same = i >= ALLOCATORS.len() && !self.knob.applies_to(ALLOCATORS[i % 2]);
+            let same = self.knob.repeats_first(i / 2, i % 2);
             let outcome = if same { self.outcomes[i % 2].clone() } else { self.run(i) };
             self.outcomes.push(outcome);
             if !same && clock() - start >= budget_ms {
