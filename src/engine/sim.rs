@@ -8,13 +8,18 @@ use super::memory_map::MemoryMap;
 use super::metrics::{Integrals, Rejection, Report, StepPoint};
 use super::model::GIB;
 use super::request::{GroupStatus, Sequence, SequenceGroup};
-use super::scheduler::{HolReason, Scheduler, SchedulerOutput, Target};
+use super::scheduler::{HolReason, ScheduledWork, Scheduler, SchedulerOutput, Target};
 use super::timing::{StepTimeModel, StepWork};
 use super::workload::{generate, RequestSpec};
 use std::sync::Arc;
 
 pub mod checkpoints;
+mod cohort;
+mod events;
 pub mod observe;
+
+use cohort::DecodeCohort;
+pub use events::Stepping;
 
 /// Cell size (tokens) of the contiguous memory map, matching vLLM's default block size.
 pub const CONTIGUOUS_CELL_TOKENS: u32 = 16;
@@ -47,6 +52,10 @@ pub struct Simulation {
     ttft_us: Vec<f64>,
     tpot_us: Vec<f64>,
     rejections: Vec<Rejection>,
+    stepping: Stepping,
+    /// The running requests as formulas of a tick (event-driven stepping), written down into
+    /// `groups` and `kv` by `sync`.
+    cohort: DecodeCohort,
 }
 
 impl Simulation {
@@ -105,6 +114,8 @@ impl Simulation {
             ttft_us: Vec::new(),
             tpot_us: Vec::new(),
             rejections: Vec::new(),
+            stepping: Stepping::default(),
+            cohort: DecodeCohort::default(),
         }
     }
 
@@ -166,8 +177,9 @@ impl Simulation {
     /// Runs steps until simulated time reaches `t_us` (or the end).
     pub fn run_until(&mut self, t_us: u64) {
         while self.now_us < t_us.min(self.duration_us) {
-            self.step();
+            self.advance();
         }
+        self.sync();
     }
 
     pub fn run_to_end(&mut self) -> Report {
@@ -266,6 +278,13 @@ impl Simulation {
 
     /// Advances the simulation by one scheduler step (or an idle gap). False once done.
     pub fn step(&mut self) -> bool {
+        let more = self.advance();
+        self.sync();
+        more
+    }
+
+    /// One step, leaving the cohort's requests unwritten (`sync` writes them down).
+    fn advance(&mut self) -> bool {
         if self.is_done() {
             return false;
         }
@@ -278,6 +297,13 @@ impl Simulation {
             }
             return true;
         }
+        if self.event_step() {
+            if self.is_done() {
+                self.admit_arrivals();
+            }
+            return true;
+        }
+        self.dissolve_cohort();
         let out = self.scheduler.schedule(&mut self.groups, &mut self.kv);
         for &r in &out.aborted {
             let reason = "aborted: CPU swap space is full (vLLM v0 raises an error); raise scheduler.swap_space_gib";
@@ -327,7 +353,15 @@ impl Simulation {
 
     fn run_batch(&mut self, out: SchedulerOutput) {
         let mut work = StepWork { swap_blocks: out.swapped_blocks, ..StepWork::default() };
-        for w in &out.work {
+        self.add_work(&mut work, &out.work);
+        self.account_step(&work, out.hol);
+        self.apply_work(&out.work);
+        self.scheduler.recycle(out.work);
+    }
+
+    /// Adds scheduled work to the step's totals (a chunk of more than one token is prefill).
+    fn add_work(&mut self, work: &mut StepWork, items: &[ScheduledWork]) {
+        for w in items {
             self.scheduled_tokens += u64::from(w.num_new_tokens);
             if w.target == Target::Prefill || w.num_new_tokens > 1 {
                 work.prefill_tokens += u64::from(w.num_new_tokens);
@@ -336,14 +370,18 @@ impl Simulation {
             }
             work.kv_read_tokens += u64::from(w.context_tokens);
         }
-        let dt = self.timing.step_us(&work);
+    }
+
+    /// The step takes its time: the series point, the time integrals, head-of-line counts.
+    fn account_step(&mut self, work: &StepWork, hol: Option<HolReason>) {
+        let dt = self.timing.step_us(work);
         let end = self.now_us + dt;
         let sample = self.sample(end);
         let counted = end.min(self.duration_us) - self.now_us;
         self.integrals.add(counted, &sample, self.kv.capacity_tokens());
         self.series.push(sample);
         self.running_max = self.running_max.max(sample.running);
-        if let Some(reason) = out.hol {
+        if let Some(reason) = hol {
             self.hol_blocked_steps += 1;
             if let HolReason::Memory(b) = reason {
                 if b.enough_total_free {
@@ -353,7 +391,11 @@ impl Simulation {
         }
         self.now_us = end;
         self.steps += 1;
-        for w in &out.work {
+    }
+
+    /// The computed tokens land: prefills complete and fork, samples make their tokens.
+    fn apply_work(&mut self, items: &[ScheduledWork]) {
+        for w in items {
             match w.target {
                 Target::Prefill => self.advance_prefill(w.request, w.num_new_tokens),
                 Target::Sample(k) => {
@@ -365,7 +407,6 @@ impl Simulation {
                 }
             }
         }
-        self.scheduler.recycle(out.work);
     }
 
     fn advance_prefill(&mut self, r: RequestId, new: u32) {

@@ -289,6 +289,37 @@ impl PagedAllocator {
         Some(())
     }
 
+    /// Event-driven stepping: `tokens` decode tokens were written on the fast path (one token
+    /// each into a private, partly filled last block) without updating the tables or block
+    /// records yet; only the live count moves now. [`PagedAllocator::catch_up`] writes them down.
+    pub fn count_deferred_writes(&mut self, tokens: u64) {
+        self.live_tokens += tokens;
+    }
+
+    /// Writes down the deferred fast-path writes of `seq`: its table holds `num_tokens` tokens
+    /// (no more than its blocks hold) and its last block is filled to match.
+    pub fn catch_up(&mut self, seq: SeqId, num_tokens: u32) {
+        let bs = self.block_size;
+        let table = self.tables[seq as usize].as_mut().expect("catch_up on unknown seq");
+        let blocks = table.blocks.len() as u32;
+        debug_assert!(num_tokens >= table.num_tokens && num_tokens <= blocks * bs, "catch_up past the blocks");
+        table.num_tokens = num_tokens;
+        if let Some(&last) = table.blocks.last() {
+            self.pool.set_filled(last, num_tokens - bs * (blocks - 1));
+        }
+    }
+
+    /// The last block of `seq` is partly filled and shared: its next write copies it first.
+    pub fn last_block_shared(&self, seq: SeqId) -> bool {
+        self.table(seq).is_some_and(|t| {
+            t.num_tokens % self.block_size != 0 && t.blocks.last().is_some_and(|&b| self.pool.block(b).ref_cnt > 1)
+        })
+    }
+
+    pub fn prefix_caching(&self) -> bool {
+        self.prefix_caching
+    }
+
     /// A new sample shares every block of its parent (ref counts go up).
     pub fn fork(&mut self, parent: SeqId, child: SeqId, identity: TokenIdentity) {
         let p = self.table(parent).expect("fork from unknown seq").clone();

@@ -139,16 +139,39 @@ impl V1Scheduler {
 
     /// Plans one step and makes its allocations.
     pub fn schedule(&mut self, groups: &mut [SequenceGroup], kv: &mut KvCacheManager) -> SchedulerOutput {
-        let mut out = SchedulerOutput { work: std::mem::take(&mut self.scratch_work), ..SchedulerOutput::default() };
-        out.work.clear();
+        let mut out = self.empty_output();
         let mut budget = self.cfg.max_num_batched_tokens;
         self.schedule_running(groups, kv, &mut out, &mut budget);
+        self.schedule_after_running(groups, kv, &mut out, budget);
+        out
+    }
+
+    /// An output to fill, reusing the last step's work list.
+    pub(crate) fn empty_output(&mut self) -> SchedulerOutput {
+        let mut out = SchedulerOutput { work: std::mem::take(&mut self.scratch_work), ..SchedulerOutput::default() };
+        out.work.clear();
+        out
+    }
+
+    /// The step's second half, once the running requests are served with `budget` left:
+    /// admissions from the waiting queue if nothing was preempted.
+    pub(crate) fn schedule_after_running(
+        &mut self,
+        groups: &mut [SequenceGroup],
+        kv: &mut KvCacheManager,
+        out: &mut SchedulerOutput,
+        mut budget: u32,
+    ) {
         if out.preempted == 0 {
-            self.schedule_waiting(groups, kv, &mut out, &mut budget);
+            self.schedule_waiting(groups, kv, out, &mut budget);
         } else if !self.waiting.is_empty() {
             out.hol = Some(HolReason::Memory(Blocked { enough_total_free: false }));
         }
-        out
+    }
+
+    /// Takes the newest running request off the running queue (the next preemption victim).
+    pub(crate) fn pop_running(&mut self) -> Option<SampleRef> {
+        self.running.pop()
     }
 
     fn schedule_running(
@@ -195,7 +218,7 @@ impl V1Scheduler {
 
     /// Recompute preemption: the KV is dropped and the request waits at the queue's front to
     /// prefill its prompt and generated tokens again in one pass.
-    fn preempt(
+    pub(crate) fn preempt(
         &mut self,
         at: SampleRef,
         groups: &mut [SequenceGroup],

@@ -132,8 +132,9 @@ impl Checkpoints {
             if sim.now_us() >= t {
                 break;
             }
-            sim.step();
+            sim.advance();
         }
+        sim.sync();
         self.keep_series(sim);
     }
 

@@ -1,0 +1,225 @@
+//! The decode cohort of event-driven stepping: the running requests whose every step is one
+//! decode token, kept as formulas of a tick counter instead of counters written every step.
+//!
+//! A member joined at tick `b` with `c` tokens computed and `g` generated has, before the step
+//! of tick `t`, `c + (t − b)` computed, one more token known, and `g + (t − b)` generated; its
+//! block table holds the computed tokens. Most of its writes take the allocator's fast path
+//! (one token into its own partly filled last block), which changes nothing but counters, so
+//! the cohort only schedules the two kinds of tick where something else happens:
+//!
+//! - a *slow write*: the token needs a new block, or (with prefix caching) fills a block that
+//!   is then hashed, or lands in a shared block that is copied first. The next one is never
+//!   more than a block ahead, so they wait in a ring of `block_size + 1` buckets;
+//! - the *finish*: the token that reaches the sample's output length or `max_model_len`, known
+//!   when it joins, kept in a heap.
+//!
+//! Members are numbered in joining order, which is the scheduler's running order (requests
+//! join at the end of the running queue and leave from anywhere), so sorting a bucket by
+//! member number gives the order the step-by-step engine would meet them in.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use crate::engine::alloc::{RequestId, SeqId};
+
+/// A running request in steady decode, as of the tick it joined.
+#[derive(Clone, Copy, Debug)]
+pub struct Member {
+    pub request: RequestId,
+    pub sample: u32,
+    pub seq: SeqId,
+    base_tick: u64,
+    base_computed: u32,
+    base_generated: u32,
+    alive: bool,
+}
+
+impl Member {
+    /// Tokens computed (and held in its block table) before the step of tick `tick`.
+    pub fn computed_at(&self, tick: u64) -> u32 {
+        self.base_computed + (tick - self.base_tick) as u32
+    }
+
+    /// Tokens generated before the step of tick `tick`.
+    pub fn generated_at(&self, tick: u64) -> u32 {
+        self.base_generated + (tick - self.base_tick) as u32
+    }
+
+    pub fn is_alive(&self) -> bool {
+        self.alive
+    }
+}
+
+/// What a request brings when it joins the cohort (its counters now).
+#[derive(Clone, Copy, Debug)]
+pub struct Joining {
+    pub request: RequestId,
+    pub sample: u32,
+    pub seq: SeqId,
+    pub computed: u32,
+    pub generated: u32,
+    pub target: u32,
+    pub max_model_len: u32,
+    /// Its last block is partly filled and shared (the next write copies it).
+    pub last_block_shared: bool,
+}
+
+const NONE: u32 = u32::MAX;
+
+#[derive(Clone, Debug, Default)]
+pub struct DecodeCohort {
+    /// Decode steps taken since the cohort was formed.
+    tick: u64,
+    members: Vec<Member>,
+    /// Member number of each sequence that is a live member (`NONE` otherwise).
+    of_seq: Vec<u32>,
+    alive: usize,
+    /// Σ of the live members' computed tokens at `tick`.
+    computed_sum: u64,
+    /// Slow writes by tick modulo `block_size + 1`.
+    ring: Vec<Vec<u32>>,
+    /// (tick of the step whose token finishes it, member), earliest first.
+    finishes: BinaryHeap<Reverse<(u64, u32)>>,
+    block_size: u32,
+    prefix_caching: bool,
+}
+
+impl DecodeCohort {
+    /// An empty cohort for blocks of `block_size` tokens.
+    pub fn new(block_size: u32, prefix_caching: bool) -> Self {
+        DecodeCohort {
+            ring: vec![Vec::new(); block_size as usize + 1],
+            block_size,
+            prefix_caching,
+            ..DecodeCohort::default()
+        }
+    }
+
+    pub fn tick(&self) -> u64 {
+        self.tick
+    }
+    /// Live members: the requests the running pass serves.
+    pub fn alive(&self) -> usize {
+        self.alive
+    }
+    pub fn computed_sum(&self) -> u64 {
+        self.computed_sum
+    }
+    pub fn member(&self, idx: u32) -> Member {
+        self.members[idx as usize]
+    }
+    /// The live member running `seq`.
+    pub fn of_seq(&self, seq: SeqId) -> Option<u32> {
+        self.of_seq.get(seq as usize).copied().filter(|&i| i != NONE)
+    }
+    /// Live members in running order.
+    pub fn live(&self) -> impl Iterator<Item = u32> + '_ {
+        self.members.iter().enumerate().filter(|(_, m)| m.alive).map(|(i, _)| i as u32)
+    }
+    /// Every member ever joined, live or not (what the cohort's memory grows with).
+    pub fn len_all(&self) -> usize {
+        self.members.len()
+    }
+
+    /// Ticks from a write position to the next write that leaves the fast path, for a table
+    /// holding `written` tokens.
+    fn ticks_to_slow(&self, written: u32, last_block_shared: bool) -> u64 {
+        let offset = written % self.block_size;
+        if offset == 0 || last_block_shared {
+            return 0;
+        }
+        // Without prefix caching the token that fills a block is a fast write too.
+        let fill = if self.prefix_caching { self.block_size - 1 } else { self.block_size };
+        u64::from(fill - offset)
+    }
+
+    fn schedule_slow(&mut self, idx: u32, at_tick: u64) {
+        let len = self.ring.len() as u64;
+        debug_assert!(at_tick >= self.tick && at_tick - self.tick < len, "slow write beyond the ring");
+        self.ring[(at_tick % len) as usize].push(idx);
+    }
+
+    /// Adds a request at the end of the running order, at the current tick.
+    pub fn join(&mut self, j: Joining) -> u32 {
+        let idx = self.members.len() as u32;
+        self.members.push(Member {
+            request: j.request,
+            sample: j.sample,
+            seq: j.seq,
+            base_tick: self.tick,
+            base_computed: j.computed,
+            base_generated: j.generated,
+            alive: true,
+        });
+        if self.of_seq.len() <= j.seq as usize {
+            self.of_seq.resize(j.seq as usize + 1, NONE);
+        }
+        self.of_seq[j.seq as usize] = idx;
+        self.alive += 1;
+        self.computed_sum += u64::from(j.computed);
+        let slow = self.tick + self.ticks_to_slow(j.computed, j.last_block_shared);
+        self.schedule_slow(idx, slow);
+        // The step of tick + k makes `generated + k + 1` tokens and `computed + k + 2` known.
+        let known = j.computed + 1;
+        let k = (j.target - j.generated - 1).min(j.max_model_len - known - 1);
+        self.finishes.push(Reverse((self.tick + u64::from(k), idx)));
+        idx
+    }
+
+    /// The members whose write at this tick is slow, in running order (dead ones included:
+    /// skip them). Hand the list back with [`DecodeCohort::restore_bucket`].
+    pub fn take_slow(&mut self) -> Vec<u32> {
+        let len = self.ring.len() as u64;
+        let mut bucket = std::mem::take(&mut self.ring[(self.tick % len) as usize]);
+        bucket.sort_unstable();
+        bucket
+    }
+
+    /// Returns a bucket's memory to the ring once its members are handled.
+    pub fn restore_bucket(&mut self, mut bucket: Vec<u32>) {
+        bucket.clear();
+        let len = self.ring.len() as u64;
+        let slot = &mut self.ring[(self.tick % len) as usize];
+        if slot.is_empty() {
+            *slot = bucket;
+        }
+    }
+
+    /// Member `idx` made its slow write at this tick (its last block is now its own).
+    pub fn wrote_slow(&mut self, idx: u32) {
+        let written = self.members[idx as usize].computed_at(self.tick) + 1;
+        let next = self.tick + 1 + self.ticks_to_slow(written, false);
+        self.schedule_slow(idx, next);
+    }
+
+    /// Member `idx` leaves (preempted before this tick's write, or finished after it).
+    pub fn remove(&mut self, idx: u32) {
+        let m = &mut self.members[idx as usize];
+        debug_assert!(m.alive, "member {idx} removed twice");
+        m.alive = false;
+        self.alive -= 1;
+        self.computed_sum -= u64::from(m.computed_at(self.tick));
+        self.of_seq[m.seq as usize] = NONE;
+    }
+
+    /// Every live member wrote this tick's token: the next tick begins.
+    pub fn advance(&mut self) {
+        self.computed_sum += self.alive as u64;
+        self.tick += 1;
+    }
+
+    /// Live members whose token of the step just taken (the tick before this one) finished
+    /// them, in running order, appended to `out`.
+    pub fn pop_finished(&mut self, out: &mut Vec<u32>) {
+        while let Some(&Reverse((t, idx))) = self.finishes.peek() {
+            if t >= self.tick {
+                break;
+            }
+            self.finishes.pop();
+            debug_assert!(t + 1 == self.tick || !self.members[idx as usize].alive, "a finish was skipped");
+            if self.members[idx as usize].alive {
+                out.push(idx);
+            }
+        }
+    }
+}
