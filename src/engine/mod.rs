@@ -32,4 +32,4 @@ pub use config::{AllocatorConfig, ConfigError, EngineVersion, PreemptionMode, Re
 pub use memory_map::{MapCell, MemoryMap};
 pub use metrics::{Report, StepPoint};
 pub use sim::observe::RequestView;
-pub use sim::Simulation;
+pub use sim::{Simulation, Stepping};

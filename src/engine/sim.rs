@@ -53,6 +53,8 @@ pub struct Simulation {
     tpot_us: Vec<f64>,
     rejections: Vec<Rejection>,
     stepping: Stepping,
+    /// Steps the cohort took (the rest ran step by step).
+    event_steps: u64,
     /// The running requests as formulas of a tick (event-driven stepping), written down into
     /// `groups` and `kv` by `sync`.
     cohort: DecodeCohort,
@@ -115,6 +117,7 @@ impl Simulation {
             tpot_us: Vec::new(),
             rejections: Vec::new(),
             stepping: Stepping::default(),
+            event_steps: 0,
             cohort: DecodeCohort::default(),
         }
     }
@@ -133,6 +136,10 @@ impl Simulation {
     }
     pub fn steps(&self) -> u64 {
         self.steps
+    }
+    /// Steps taken event-driven so far (see `Stepping`).
+    pub fn event_steps(&self) -> u64 {
+        self.event_steps
     }
     pub fn series(&self) -> &[StepPoint] {
         &self.series

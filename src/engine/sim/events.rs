@@ -123,6 +123,7 @@ impl Simulation {
             }
         }
         self.run_event_step();
+        self.event_steps += 1;
         true
     }
 
