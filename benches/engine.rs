@@ -4,7 +4,7 @@
 
 use criterion::{black_box, criterion_group, criterion_main, BatchSize, Criterion};
 use kvlab::engine::sim::checkpoints::{Checkpoints, DEFAULT_BUDGET_BYTES};
-use kvlab::engine::{AllocatorConfig, SimConfig, Simulation};
+use kvlab::engine::{AllocatorConfig, SimConfig, Simulation, Stepping};
 use kvlab::formats::preset::parse_preset;
 
 fn preset(id: &str) -> SimConfig {
@@ -26,9 +26,19 @@ fn bench_run(
     name: &str,
     config: SimConfig,
 ) {
+    bench_stepping(group, name, config, Stepping::Events);
+}
+
+fn bench_stepping(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    name: &str,
+    config: SimConfig,
+    stepping: Stepping,
+) {
     group.bench_function(name, |b| {
         b.iter(|| {
             let mut sim = Simulation::new(black_box(config.clone())).expect("valid");
+            sim.set_stepping(stepping);
             black_box(sim.run_to_end())
         })
     });
@@ -41,6 +51,10 @@ fn whole_runs(c: &mut Criterion) {
     for id in ["contiguous-default", "paged-default", "long-report-2gb", "parallel-sampling", "prefix-caching"] {
         bench_run(&mut group, id, preset(id));
     }
+    // The step-by-step reference, for the ratio event-driven stepping buys.
+    for id in ["contiguous-default", "paged-default"] {
+        bench_stepping(&mut group, &format!("{id} (reference stepping)"), preset(id), Stepping::Reference);
+    }
     group.finish();
 }
 
@@ -51,6 +65,8 @@ fn h200_scale(c: &mut Criterion) {
     group.sample_size(10);
     bench_run(&mut group, "blocks_16", h200_with_blocks(16));
     bench_run(&mut group, "blocks_1", h200_with_blocks(1));
+    bench_stepping(&mut group, "blocks_16 (reference stepping)", h200_with_blocks(16), Stepping::Reference);
+    bench_stepping(&mut group, "blocks_1 (reference stepping)", h200_with_blocks(1), Stepping::Reference);
     group.finish();
 }
 

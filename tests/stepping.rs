@@ -10,8 +10,8 @@ mod common;
 mod fuzz_gen;
 
 use common::{preset, shipped_presets};
-use kvlab::engine::alloc::splitmix64;
-use kvlab::engine::{AllocatorConfig, SimConfig, Simulation, Stepping};
+use kvlab::engine::alloc::{splitmix64, Fit};
+use kvlab::engine::{AllocatorConfig, Reserve, SimConfig, Simulation, Stepping};
 use kvlab::formats::preset::parse_preset;
 use kvlab::formats::report::digest;
 
@@ -97,6 +97,29 @@ fn stressed_variants_run_the_same_in_both_modes() {
 }
 
 #[test]
+fn contiguous_variants_run_the_same_in_both_modes() {
+    for id in ["contiguous-default", "contiguous-max-model-len"] {
+        let base = preset(id);
+        let mut best_fit = base.clone();
+        best_fit.allocator = AllocatorConfig::Contiguous { reserve: Reserve::MaxModelLen, fit: Fit::BestFit };
+        // Parallel sampling on slabs: each sample forks its own slab off the prompt.
+        let mut sampled = base.clone();
+        for class in &mut sampled.workload.classes {
+            class.n = 3;
+        }
+        let mut small = base.clone();
+        small.kv_memory_gib *= 0.5;
+        for (what, config) in [("best fit", best_fit), ("n = 3", sampled), ("half the pool", small)] {
+            if config.validate().is_ok() {
+                assert_modes_agree(&format!("{id} {what}"), &config);
+            } else {
+                panic!("{id} {what}: {:?}", config.validate());
+            }
+        }
+    }
+}
+
+#[test]
 fn random_accepted_presets_run_the_same_in_both_modes() {
     for i in 0..300u64 {
         let (text, _) = fuzz_gen::accepted_case(splitmix64(0x5eed_0f_e7e1 + i), fuzz_gen::DIGEST_BUDGET);
@@ -122,8 +145,8 @@ fn switching_modes_mid_run_changes_nothing() {
 }
 
 #[test]
-fn the_cohort_takes_most_steps_of_a_busy_v1_run() {
-    for id in ["paged-default", "h200-scale"] {
+fn the_cohort_takes_most_steps_of_busy_runs() {
+    for id in ["paged-default", "h200-scale", "contiguous-default", "contiguous-max-model-len"] {
         let sim = run(&preset(id), Stepping::Events);
         assert!(
             sim.event_steps() * 10 >= sim.steps() * 9,

@@ -128,6 +128,20 @@ impl ContiguousAllocator {
         true
     }
 
+    /// Event-driven stepping: `tokens` decode tokens were written into their slabs without
+    /// updating the slabs yet; only the live count moves now. [`ContiguousAllocator::catch_up`]
+    /// writes them down.
+    pub fn count_deferred_writes(&mut self, tokens: u64) {
+        self.live_tokens += tokens;
+    }
+
+    /// Writes down the deferred writes of `seq`: its slab holds `live` tokens.
+    pub fn catch_up(&mut self, seq: SeqId, live: u32) {
+        let slab = self.slabs[seq as usize].as_mut().expect("catch_up on a seq without a slab");
+        debug_assert!(live >= slab.live && live <= slab.len, "catch_up past the slab");
+        slab.live = live;
+    }
+
     /// Gives `child` the same number of live tokens as `parent` (a sample copies the prompt).
     pub fn copy_live(&mut self, parent: SeqId, child: SeqId) {
         let live = self.slab(parent).expect("parent slab").live;

@@ -157,6 +157,31 @@ impl KvCacheManager {
         }
     }
 
+    /// Event-driven stepping: `tokens` decode tokens written on the fast path (counted now,
+    /// written down by `catch_up`).
+    pub fn count_deferred_writes(&mut self, tokens: u64) {
+        match self {
+            KvCacheManager::Contiguous(c) => c.count_deferred_writes(tokens),
+            KvCacheManager::Paged(p) => p.count_deferred_writes(tokens),
+        }
+    }
+
+    /// Writes down `seq`'s deferred writes: it holds `tokens` tokens of KV.
+    pub fn catch_up(&mut self, seq: SeqId, tokens: u32) {
+        match self {
+            KvCacheManager::Contiguous(c) => c.catch_up(seq, tokens),
+            KvCacheManager::Paged(p) => p.catch_up(seq, tokens),
+        }
+    }
+
+    /// Tokens of KV `seq` holds (written tokens of its table, or live tokens of its slab).
+    pub fn seq_tokens(&self, seq: SeqId) -> Option<u32> {
+        match self {
+            KvCacheManager::Contiguous(c) => c.slab(seq).map(|s| s.live),
+            KvCacheManager::Paged(p) => p.table(seq).map(|t| t.num_tokens),
+        }
+    }
+
     pub fn free(&mut self, seq: SeqId) {
         match self {
             KvCacheManager::Contiguous(c) => c.free(seq),

@@ -70,6 +70,29 @@ impl Scheduler {
         }
     }
 
+    /// An output to fill, reusing the last step's work list.
+    pub(crate) fn empty_output(&mut self) -> SchedulerOutput {
+        match self {
+            Scheduler::V0(s) => s.empty_output(),
+            Scheduler::V1(s) => s.empty_output(),
+        }
+    }
+
+    /// The step's second half once the running requests are served with `budget` left (the
+    /// event-driven engine serves them itself): swaps and admissions.
+    pub(crate) fn schedule_after_running(
+        &mut self,
+        groups: &mut [SequenceGroup],
+        kv: &mut KvCacheManager,
+        out: &mut SchedulerOutput,
+        budget: u32,
+    ) {
+        match self {
+            Scheduler::V0(s) => s.schedule_after_running(groups, kv, out, budget),
+            Scheduler::V1(s) => s.schedule_after_running(groups, kv, out, budget),
+        }
+    }
+
     /// Hands a step's work list back so the next step reuses its memory.
     pub fn recycle(&mut self, work: Vec<ScheduledWork>) {
         match self {

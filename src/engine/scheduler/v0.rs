@@ -166,11 +166,9 @@ impl V0Scheduler {
 
     /// Plans one step and makes its allocations.
     pub fn schedule(&mut self, groups: &mut [SequenceGroup], kv: &mut KvCacheManager) -> SchedulerOutput {
-        let mut out = SchedulerOutput { work: std::mem::take(&mut self.scratch_work), ..SchedulerOutput::default() };
-        out.work.clear();
+        let mut out = self.empty_output();
         let mut budget = self.cfg.max_num_batched_tokens;
-        let prefill_first = self.reserve.is_none() && !self.cfg.chunked_prefill;
-        if prefill_first && self.swapped.is_empty() {
+        if self.prefill_first() && self.swapped.is_empty() {
             // Paged v0 without chunked prefill: a step that admits prefills runs only those.
             self.schedule_waiting(groups, kv, &mut out, &mut budget);
             if !out.work.is_empty() {
@@ -179,15 +177,39 @@ impl V0Scheduler {
             budget = self.cfg.max_num_batched_tokens;
         }
         self.schedule_running(groups, kv, &mut out, &mut budget);
+        self.schedule_after_running(groups, kv, &mut out, budget);
+        out
+    }
+
+    /// Paged v0 without chunked prefill runs admissions in steps of their own.
+    fn prefill_first(&self) -> bool {
+        self.reserve.is_none() && !self.cfg.chunked_prefill
+    }
+
+    /// An output to fill, reusing the last step's work list.
+    pub(crate) fn empty_output(&mut self) -> SchedulerOutput {
+        let mut out = SchedulerOutput { work: std::mem::take(&mut self.scratch_work), ..SchedulerOutput::default() };
+        out.work.clear();
+        out
+    }
+
+    /// The step's second half, once the running groups are served with `budget` left:
+    /// swapped groups come back, then new ones are admitted, if nothing was preempted.
+    pub(crate) fn schedule_after_running(
+        &mut self,
+        groups: &mut [SequenceGroup],
+        kv: &mut KvCacheManager,
+        out: &mut SchedulerOutput,
+        mut budget: u32,
+    ) {
         if out.preempted == 0 {
-            self.schedule_swapped(groups, kv, &mut out, &mut budget);
+            self.schedule_swapped(groups, kv, out, &mut budget);
         }
-        if out.preempted == 0 && self.swapped.is_empty() && !prefill_first {
-            self.schedule_waiting(groups, kv, &mut out, &mut budget);
+        if out.preempted == 0 && self.swapped.is_empty() && !self.prefill_first() {
+            self.schedule_waiting(groups, kv, out, &mut budget);
         } else if !self.waiting.is_empty() {
             out.hol = Some(HolReason::Memory(Blocked { enough_total_free: false }));
         }
-        out
     }
 
     fn schedule_running(

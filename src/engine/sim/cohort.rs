@@ -80,19 +80,33 @@ pub struct DecodeCohort {
     ring: Vec<Vec<u32>>,
     /// (tick of the step whose token finishes it, member), earliest first.
     finishes: BinaryHeap<Reverse<(u64, u32)>>,
+    /// 0 for contiguous slabs (no slow writes).
     block_size: u32,
     prefix_caching: bool,
+    /// Formed from a running queue (the default cohort is not: it stands for none).
+    formed: bool,
 }
 
 impl DecodeCohort {
     /// An empty cohort for blocks of `block_size` tokens.
-    pub fn new(block_size: u32, prefix_caching: bool) -> Self {
+    pub fn paged(block_size: u32, prefix_caching: bool) -> Self {
         DecodeCohort {
             ring: vec![Vec::new(); block_size as usize + 1],
             block_size,
             prefix_caching,
+            formed: true,
             ..DecodeCohort::default()
         }
+    }
+
+    /// An empty cohort for contiguous slabs, reserved up front: no write is ever slow.
+    pub fn contiguous() -> Self {
+        DecodeCohort { formed: true, ..DecodeCohort::default() }
+    }
+
+    /// The cohort stands for the running queue (false: none was formed, or it was disbanded).
+    pub fn is_formed(&self) -> bool {
+        self.formed
     }
 
     pub fn tick(&self) -> u64 {
@@ -157,8 +171,10 @@ impl DecodeCohort {
         self.of_seq[j.seq as usize] = idx;
         self.alive += 1;
         self.computed_sum += u64::from(j.computed);
-        let slow = self.tick + self.ticks_to_slow(j.computed, j.last_block_shared);
-        self.schedule_slow(idx, slow);
+        if self.block_size > 0 {
+            let slow = self.tick + self.ticks_to_slow(j.computed, j.last_block_shared);
+            self.schedule_slow(idx, slow);
+        }
         // The step of tick + k makes `generated + k + 1` tokens and `computed + k + 2` known.
         let known = j.computed + 1;
         let k = (j.target - j.generated - 1).min(j.max_model_len - known - 1);
@@ -169,6 +185,9 @@ impl DecodeCohort {
     /// The members whose write at this tick is slow, in running order (dead ones included:
     /// skip them). Hand the list back with [`DecodeCohort::restore_bucket`].
     pub fn take_slow(&mut self) -> Vec<u32> {
+        if self.ring.is_empty() {
+            return Vec::new();
+        }
         let len = self.ring.len() as u64;
         let mut bucket = std::mem::take(&mut self.ring[(self.tick % len) as usize]);
         bucket.sort_unstable();
@@ -177,6 +196,9 @@ impl DecodeCohort {
 
     /// Returns a bucket's memory to the ring once its members are handled.
     pub fn restore_bucket(&mut self, mut bucket: Vec<u32>) {
+        if self.ring.is_empty() {
+            return;
+        }
         bucket.clear();
         let len = self.ring.len() as u64;
         let slot = &mut self.ring[(self.tick % len) as usize];

@@ -1,21 +1,23 @@
-//! Event-driven stepping, the default: a step of vLLM v1's scheduler costs the events in it
-//! (slow block writes, preemptions, finishes, admissions), not the running requests.
+//! Event-driven stepping, the default: a step costs the events in it (slow block writes,
+//! preemptions, finishes, admissions), not the running requests.
 //!
 //! The running requests form a [`DecodeCohort`]; a step serves them all with one token each as
 //! the step-by-step engine would (its running pass, in running order, only ever does more than
 //! count on a slow write, so those are the only writes made here), sums the step's work from
-//! the cohort's totals, runs the scheduler's own admission pass, and applies the finishes. The
-//! requests' counters and block tables are written down ([`Simulation::sync`]) before anything
-//! outside the engine's loop reads them. Steps the cohort cannot take (another scheduler,
-//! chunked prefill, more running requests than the token budget, a running request not in
-//! steady decode) run step by step, and `Stepping::Reference` runs every step that way: the
-//! tests compare both, report and series, bit for bit.
+//! the cohort's totals, runs the scheduler's own second half (swaps, admissions), and applies
+//! the finishes. The requests' counters and the allocator's tables are written down
+//! ([`Simulation::sync`]) before anything outside the engine's loop reads them.
+//!
+//! The cohort takes vLLM v1's scheduler on the paged allocator and v0's on contiguous slabs,
+//! without chunked prefill, while every running request is in steady decode and they all fit
+//! the token budget; other steps run step by step, and `Stepping::Reference` runs every step
+//! that way. `tests/stepping.rs` compares both, report and series, bit for bit.
 
 use super::cohort::{DecodeCohort, Joining};
 use super::Simulation;
-use crate::engine::alloc::{KvCacheManager, PagedAllocator};
-use crate::engine::request::SequenceGroup;
-use crate::engine::scheduler::{Scheduler, Target};
+use crate::engine::alloc::KvCacheManager;
+use crate::engine::request::Sequence;
+use crate::engine::scheduler::{SampleRef, ScheduledWork, Scheduler, SchedulerOutput, Target};
 use crate::engine::timing::StepWork;
 
 /// How `Simulation` takes its steps. Both give the same run, bit for bit.
@@ -26,13 +28,6 @@ pub enum Stepping {
     Events,
     /// Every step as the scheduler plans it, request by request: the reference.
     Reference,
-}
-
-fn paged(kv: &mut KvCacheManager) -> &mut PagedAllocator {
-    match kv {
-        KvCacheManager::Paged(p) => p,
-        KvCacheManager::Contiguous(_) => unreachable!("event-driven steps run on the paged allocator"),
-    }
 }
 
 impl Simulation {
@@ -46,7 +41,7 @@ impl Simulation {
         self.stepping
     }
 
-    /// Writes every cohort member's counters and block table down, so the requests and the
+    /// Writes every cohort member's counters and KV length down, so the requests and the
     /// allocator read as the step-by-step engine would have left them.
     pub(super) fn sync(&mut self) {
         let tick = self.cohort.tick();
@@ -54,7 +49,7 @@ impl Simulation {
         for idx in live {
             self.sync_member(idx, tick);
         }
-        // A cohort that has seen many requests leave is rebuilt from the running queue.
+        // A cohort that has seen many requests leave is formed again from the running queue.
         if self.cohort.len_all() > 2 * self.cohort.alive() + 1024 {
             self.cohort = DecodeCohort::default();
         }
@@ -67,39 +62,90 @@ impl Simulation {
         s.num_computed = computed;
         s.num_tokens = computed + 1;
         s.generated = m.generated_at(tick);
-        paged(&mut self.kv).catch_up(m.seq, computed);
+        self.kv.catch_up(m.seq, computed);
     }
 
     /// Writes the cohort down and disbands it (before a step-by-step step).
     pub(super) fn dissolve_cohort(&mut self) {
-        if self.cohort.len_all() > 0 {
+        if self.cohort.is_formed() {
             self.sync();
             self.cohort = DecodeCohort::default();
         }
     }
 
+    /// Whether the cohort can take steps of this configuration at all.
+    fn cohort_applies(&self) -> bool {
+        if self.stepping != Stepping::Events || self.config.scheduler.chunked_prefill {
+            return false;
+        }
+        match (&self.scheduler, &self.kv) {
+            (Scheduler::V1(_), KvCacheManager::Paged(_)) => true,
+            (Scheduler::V0(s), KvCacheManager::Contiguous(_)) => s.swapped().is_empty(),
+            _ => false,
+        }
+    }
+
+    /// A sample that would join the cohort now, if it is in steady decode.
+    fn joining(&self, request: u32, sample: u32) -> Option<Joining> {
+        let g = &self.groups[request as usize];
+        let s: &Sequence = &g.samples[sample as usize];
+        let steady = !s.finished && s.num_tokens == s.num_computed + 1 && g.first_token_us.is_some();
+        if !steady || self.kv.seq_tokens(s.seq) != Some(s.num_computed) {
+            return None;
+        }
+        let shared = match &self.kv {
+            KvCacheManager::Paged(p) => p.last_block_shared(s.seq),
+            KvCacheManager::Contiguous(_) => false,
+        };
+        Some(Joining {
+            request,
+            sample,
+            seq: s.seq,
+            computed: s.num_computed,
+            generated: s.generated,
+            target: s.target,
+            max_model_len: self.config.scheduler.max_model_len,
+            last_block_shared: shared,
+        })
+    }
+
+    /// The running samples in running order (v0: each running group's unfinished samples).
+    fn running_samples(&self) -> Vec<SampleRef> {
+        match &self.scheduler {
+            Scheduler::V1(s) => s.running().to_vec(),
+            Scheduler::V0(s) => s
+                .running()
+                .iter()
+                .flat_map(|&r| {
+                    let g = &self.groups[r as usize];
+                    let forked = g.forked;
+                    g.samples
+                        .iter()
+                        .enumerate()
+                        .filter(move |(_, x)| forked && !x.finished)
+                        .map(move |(k, _)| SampleRef { request: r, sample: k as u32 })
+                })
+                .collect(),
+        }
+    }
+
     /// The running queue as a cohort, if every running request is in steady decode.
     fn form_cohort(&mut self) -> bool {
-        let (Scheduler::V1(v1), KvCacheManager::Paged(kv)) = (&self.scheduler, &self.kv) else { return false };
-        let mut cohort = DecodeCohort::new(kv.block_size(), kv.prefix_caching());
-        let max_model_len = self.config.scheduler.max_model_len;
-        for at in v1.running() {
-            let g: &SequenceGroup = &self.groups[at.request as usize];
-            let s = &g.samples[at.sample as usize];
-            let steady = !s.finished && s.num_tokens == s.num_computed + 1 && g.first_token_us.is_some();
-            if !steady || kv.table(s.seq).map(|t| t.num_tokens) != Some(s.num_computed) {
+        let mut cohort = match &self.kv {
+            KvCacheManager::Paged(p) => DecodeCohort::paged(p.block_size(), p.prefix_caching()),
+            KvCacheManager::Contiguous(_) => DecodeCohort::contiguous(),
+        };
+        if let Scheduler::V0(s) = &self.scheduler {
+            // An unforked (prefilling) group has no samples to serve yet.
+            if s.running().iter().any(|&r| !self.groups[r as usize].forked) {
                 return false;
             }
-            cohort.join(Joining {
-                request: at.request,
-                sample: at.sample,
-                seq: s.seq,
-                computed: s.num_computed,
-                generated: s.generated,
-                target: s.target,
-                max_model_len,
-                last_block_shared: kv.last_block_shared(s.seq),
-            });
+        }
+        for at in self.running_samples() {
+            match self.joining(at.request, at.sample) {
+                Some(j) => cohort.join(j),
+                None => return false,
+            };
         }
         self.cohort = cohort;
         true
@@ -108,19 +154,14 @@ impl Simulation {
     /// Takes one step event-driven; false (nothing changed) when this step has to run step by
     /// step.
     pub(super) fn event_step(&mut self) -> bool {
-        if self.stepping != Stepping::Events || self.config.scheduler.chunked_prefill {
+        if !self.cohort_applies() || self.scheduler.num_running() == 0 {
             return false;
         }
-        let Scheduler::V1(v1) = &self.scheduler else { return false };
-        let running = v1.running().len();
-        if running == 0 || running > self.config.scheduler.max_num_batched_tokens as usize {
+        if !self.cohort.is_formed() && !self.form_cohort() {
             return false;
         }
-        if self.cohort.alive() != running {
-            self.dissolve_cohort();
-            if !self.form_cohort() {
-                return false;
-            }
+        if self.cohort.alive() > self.config.scheduler.max_num_batched_tokens as usize {
+            return false; // some would wait for budget
         }
         self.run_event_step();
         self.event_steps += 1;
@@ -128,17 +169,16 @@ impl Simulation {
     }
 
     fn run_event_step(&mut self) {
-        let Scheduler::V1(v1) = &mut self.scheduler else { unreachable!("checked by event_step") };
-        let mut out = v1.empty_output();
+        let mut out = self.scheduler.empty_output();
         let written = self.serve_cohort(&mut out);
-        let Scheduler::V1(v1) = &mut self.scheduler else { unreachable!("checked by event_step") };
         let served = self.cohort.alive() as u32;
-        paged(&mut self.kv).count_deferred_writes(u64::from(served) - written);
+        self.kv.count_deferred_writes(u64::from(served) - written);
         let budget = self.config.scheduler.max_num_batched_tokens - served;
-        v1.schedule_after_running(&mut self.groups, &mut self.kv, &mut out, budget);
+        self.scheduler.schedule_after_running(&mut self.groups, &mut self.kv, &mut out, budget);
         let mut work = StepWork {
             decode_tokens: u64::from(served),
             kv_read_tokens: self.cohort.computed_sum() + u64::from(served),
+            swap_blocks: out.swapped_blocks,
             ..StepWork::default()
         };
         self.scheduled_tokens += u64::from(served);
@@ -157,14 +197,17 @@ impl Simulation {
             self.finish_sample(m.request, m.sample);
         }
         self.apply_work(&out.work);
-        self.join_admitted(&out.work);
+        if !self.join_admitted(&out.work) {
+            self.dissolve_cohort();
+        }
         self.scheduler.recycle(out.work);
     }
 
     /// The running pass: every member takes one token; the slow writes are made in running
     /// order, preempting from the newest end when the pool is short, as the step-by-step pass
-    /// does. Returns the slow writes made.
-    fn serve_cohort(&mut self, out: &mut crate::engine::scheduler::SchedulerOutput) -> u64 {
+    /// does (v1; contiguous slabs are reserved up front and never short). Returns the slow
+    /// writes made.
+    fn serve_cohort(&mut self, out: &mut SchedulerOutput) -> u64 {
         let tick = self.cohort.tick();
         let slow = self.cohort.take_slow();
         let mut written = 0;
@@ -173,20 +216,20 @@ impl Simulation {
             if !m.is_alive() {
                 continue;
             }
-            paged(&mut self.kv).catch_up(m.seq, m.computed_at(tick));
+            self.kv.catch_up(m.seq, m.computed_at(tick));
             loop {
                 if self.kv.allocate_slots(m.seq, 1).is_some() {
                     written += 1;
                     self.cohort.wrote_slow(idx);
                     break;
                 }
-                let Scheduler::V1(v1) = &mut self.scheduler else { unreachable!("checked by event_step") };
+                let Scheduler::V1(v1) = &mut self.scheduler else { unreachable!("only v1 writes can be short") };
                 let victim = v1.pop_running().expect("the request itself is running");
-                let samples = &self.groups[victim.request as usize].samples;
-                let vidx = self.cohort.of_seq(samples[victim.sample as usize].seq).expect("running is the cohort");
+                let seq = self.groups[victim.request as usize].samples[victim.sample as usize].seq;
+                let vidx = self.cohort.of_seq(seq).expect("every running request is a member");
                 self.sync_member(vidx, tick);
                 self.cohort.remove(vidx);
-                let Scheduler::V1(v1) = &mut self.scheduler else { unreachable!("checked by event_step") };
+                let Scheduler::V1(v1) = &mut self.scheduler else { unreachable!("checked above") };
                 v1.preempt(victim, &mut self.groups, &mut self.kv, out);
                 if vidx == idx {
                     break;
@@ -197,26 +240,26 @@ impl Simulation {
         written
     }
 
-    /// Requests admitted this step join the cohort when their prefill is done.
-    fn join_admitted(&mut self, work: &[crate::engine::scheduler::ScheduledWork]) {
-        let KvCacheManager::Paged(kv) = &self.kv else { unreachable!("checked by event_step") };
-        let max_model_len = self.config.scheduler.max_model_len;
+    /// Requests admitted this step join the cohort, in running order, once their prefill is
+    /// done; false when one is not in steady decode (the cohort no longer covers the running
+    /// queue).
+    fn join_admitted(&mut self, work: &[ScheduledWork]) -> bool {
         for w in work {
-            let Target::Sample(k) = w.target else { continue };
-            let s = &self.groups[w.request as usize].samples[k as usize];
-            if s.finished || s.num_tokens != s.num_computed + 1 {
-                continue; // not in steady decode: the next step forms the cohort again or runs step by step
+            let samples: Vec<u32> = match w.target {
+                Target::Sample(k) => vec![k],
+                // A v0 group's prefill: its samples forked from it.
+                Target::Prefill => (0..self.groups[w.request as usize].n()).collect(),
+            };
+            for k in samples {
+                if self.groups[w.request as usize].samples[k as usize].finished {
+                    continue;
+                }
+                match self.joining(w.request, k) {
+                    Some(j) => self.cohort.join(j),
+                    None => return false,
+                };
             }
-            self.cohort.join(Joining {
-                request: w.request,
-                sample: k,
-                seq: s.seq,
-                computed: s.num_computed,
-                generated: s.generated,
-                target: s.target,
-                max_model_len,
-                last_block_shared: kv.last_block_shared(s.seq),
-            });
         }
+        true
     }
 }
