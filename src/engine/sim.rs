@@ -19,10 +19,19 @@ mod events;
 pub mod observe;
 
 use cohort::DecodeCohort;
-pub use events::Stepping;
 
 /// Cell size (tokens) of the contiguous memory map, matching vLLM's default block size.
 pub const CONTIGUOUS_CELL_TOKENS: u32 = 16;
+
+/// How `Simulation` takes its steps. Both give the same run, bit for bit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Stepping {
+    /// Event-driven where the cohort can take the step, step by step elsewhere.
+    #[default]
+    Events,
+    /// Every step as the scheduler plans it, request by request: the reference.
+    Reference,
+}
 
 #[derive(Clone, Debug)]
 pub struct Simulation {

@@ -14,21 +14,11 @@
 //! that way. `tests/stepping.rs` compares both, report and series, bit for bit.
 
 use super::cohort::{DecodeCohort, Joining};
-use super::Simulation;
+use super::{Simulation, Stepping};
 use crate::engine::alloc::KvCacheManager;
 use crate::engine::request::Sequence;
 use crate::engine::scheduler::{SampleRef, ScheduledWork, Scheduler, SchedulerOutput, Target};
 use crate::engine::timing::StepWork;
-
-/// How `Simulation` takes its steps. Both give the same run, bit for bit.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Stepping {
-    /// Event-driven where the cohort can take the step, step by step elsewhere.
-    #[default]
-    Events,
-    /// Every step as the scheduler plans it, request by request: the reference.
-    Reference,
-}
 
 impl Simulation {
     /// Chooses how steps are taken from now on (the run so far is written down first).
