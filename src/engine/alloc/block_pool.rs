@@ -1,6 +1,6 @@
 //! The paged allocator's physical side, named as vLLM's `block_pool.py` names it:
-//! `KvCacheBlock`s with reference counts, a `FreeBlockQueue` (a doubly linked list through block
-//! indices, so a cached block can leave the middle of the queue in O(1)) and a `BlockPool` that
+//! `KvCacheBlock`s with reference counts, a `FreeBlockQueue` (the free blocks in eviction order,
+//! a cached block able to leave the middle in O(1)) and a `BlockPool` that
 //! hands out blocks from the queue's head and keeps a hash → block map for prefix caching.
 //!
 //! Freeing follows the engine: vLLM v1 puts blocks without a hash at the queue's head (reused
@@ -8,12 +8,10 @@
 //! and reserves block 0 as the null block; v0 puts every freed block at the tail and caches one
 //! block per hash. A free block that still holds a cached prefix keeps its hash until it is reused.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 use super::ids::RequestId;
 use crate::engine::version::EngineVersion;
-
-const NIL: u32 = u32::MAX;
 
 #[derive(Clone, Debug)]
 pub struct KvCacheBlock {
@@ -26,89 +24,74 @@ pub struct KvCacheBlock {
     pub owner: RequestId,
     /// The block was made by copy-on-write.
     pub copied: bool,
-    prev_free: u32,
-    next_free: u32,
     in_free_queue: bool,
+    /// Bumped each time the block joins the free queue: the queue's entry that carries the
+    /// current stamp is the block's place in it.
+    queue_stamp: u32,
 }
 
-/// Free blocks in eviction order: allocation pops the head, frees push the tail.
+/// Free blocks in eviction order: allocation pops the head, frees push either end, and a
+/// cached block revived by a prefix hit leaves from the middle in O(1). vLLM keeps a doubly
+/// linked list; here the order is a ring buffer of (block, stamp) entries and leaving the
+/// middle only marks the block, so the entry it leaves behind no longer matches the block's
+/// stamp and is skipped. Allocation reads consecutive entries instead of chasing links.
 #[derive(Clone, Debug)]
 pub struct FreeBlockQueue {
-    head: u32,
-    tail: u32,
+    entries: VecDeque<(u32, u32)>,
     len: u32,
 }
 
 impl FreeBlockQueue {
-    fn push_back(&mut self, blocks: &mut [KvCacheBlock], id: u32) {
+    fn is_current(blocks: &[KvCacheBlock], (id, stamp): (u32, u32)) -> bool {
+        let b = &blocks[id as usize];
+        b.in_free_queue && b.queue_stamp == stamp
+    }
+
+    fn enter(blocks: &mut [KvCacheBlock], id: u32) -> (u32, u32) {
         let b = &mut blocks[id as usize];
         debug_assert!(!b.in_free_queue);
         b.in_free_queue = true;
-        b.prev_free = self.tail;
-        b.next_free = NIL;
-        if self.tail == NIL {
-            self.head = id;
-        } else {
-            blocks[self.tail as usize].next_free = id;
-        }
-        self.tail = id;
+        b.queue_stamp = b.queue_stamp.wrapping_add(1);
+        (id, b.queue_stamp)
+    }
+
+    fn push_back(&mut self, blocks: &mut [KvCacheBlock], id: u32) {
+        let entry = Self::enter(blocks, id);
+        self.entries.push_back(entry);
         self.len += 1;
     }
 
     fn push_front(&mut self, blocks: &mut [KvCacheBlock], id: u32) {
-        let b = &mut blocks[id as usize];
-        debug_assert!(!b.in_free_queue);
-        b.in_free_queue = true;
-        b.prev_free = NIL;
-        b.next_free = self.head;
-        if self.head == NIL {
-            self.tail = id;
-        } else {
-            blocks[self.head as usize].prev_free = id;
-        }
-        self.head = id;
+        let entry = Self::enter(blocks, id);
+        self.entries.push_front(entry);
         self.len += 1;
     }
 
     fn remove(&mut self, blocks: &mut [KvCacheBlock], id: u32) {
-        let (prev, next) = {
-            let b = &mut blocks[id as usize];
-            debug_assert!(b.in_free_queue);
-            b.in_free_queue = false;
-            (std::mem::replace(&mut b.prev_free, NIL), std::mem::replace(&mut b.next_free, NIL))
-        };
-        if prev == NIL {
-            self.head = next;
-        } else {
-            blocks[prev as usize].next_free = next;
-        }
-        if next == NIL {
-            self.tail = prev;
-        } else {
-            blocks[next as usize].prev_free = prev;
-        }
+        let b = &mut blocks[id as usize];
+        debug_assert!(b.in_free_queue);
+        b.in_free_queue = false;
         self.len -= 1;
+        // Stale entries are dropped once they outnumber the live ones.
+        if self.entries.len() > 2 * self.len as usize + 64 {
+            self.entries.retain(|&e| Self::is_current(blocks, e));
+        }
     }
 
     fn pop_front(&mut self, blocks: &mut [KvCacheBlock]) -> Option<u32> {
-        let id = self.head;
-        if id == NIL {
-            return None;
+        while let Some(entry) = self.entries.pop_front() {
+            if Self::is_current(blocks, entry) {
+                blocks[entry.0 as usize].in_free_queue = false;
+                self.len -= 1;
+                return Some(entry.0);
+            }
         }
-        self.remove(blocks, id);
-        Some(id)
+        None
     }
 
     /// Block ids from head to tail.
-    pub fn iter<'a>(&self, blocks: &'a [KvCacheBlock]) -> impl Iterator<Item = u32> + 'a {
-        let mut at = self.head;
-        std::iter::from_fn(move || {
-            (at != NIL).then(|| {
-                let id = at;
-                at = blocks[id as usize].next_free;
-                id
-            })
-        })
+    pub fn iter<'a>(&'a self, blocks: &'a [KvCacheBlock]) -> impl Iterator<Item = u32> + 'a {
+        self.entries.iter().filter(|&&e| Self::is_current(blocks, e)).map(|&(id, _)| id)
     }
 }
 
@@ -136,13 +119,12 @@ impl BlockPool {
                 filled: 0,
                 owner: 0,
                 copied: false,
-                prev_free: NIL,
-                next_free: NIL,
                 in_free_queue: false,
+                queue_stamp: 0,
             };
             num_blocks as usize
         ];
-        let mut free_queue = FreeBlockQueue { head: NIL, tail: NIL, len: 0 };
+        let mut free_queue = FreeBlockQueue { entries: VecDeque::with_capacity(num_blocks as usize), len: 0 };
         let first = u32::from(engine == EngineVersion::V1).min(num_blocks);
         for id in first..num_blocks {
             free_queue.push_back(&mut blocks, id);
@@ -213,6 +195,33 @@ impl BlockPool {
         Some(id)
     }
 
+    /// Takes `n` blocks from the head of the free queue onto `out`, as `n` calls of
+    /// [`BlockPool::get_new_block`] would (a prefill's blocks in one pass).
+    pub fn get_new_blocks(&mut self, n: u32, owner: RequestId, out: &mut Vec<u32>) -> Option<()> {
+        if self.free_queue.len < n {
+            return None;
+        }
+        out.reserve(n as usize);
+        if self.enable_caching {
+            for _ in 0..n {
+                out.push(self.get_new_block(owner).expect("counted above"));
+            }
+            return Some(());
+        }
+        // Without prefix caching no block carries a hash: nothing to evict.
+        for _ in 0..n {
+            let id = self.free_queue.pop_front(&mut self.blocks).expect("counted above");
+            let b = &mut self.blocks[id as usize];
+            b.ref_cnt = 1;
+            b.filled = 0;
+            b.owner = owner;
+            b.copied = false;
+            out.push(id);
+        }
+        self.epoch += u64::from(n);
+        Some(())
+    }
+
     /// Adds a reference; a block revived from the free queue (a cache hit) leaves it.
     pub fn touch(&mut self, id: u32, owner: RequestId) {
         if self.blocks[id as usize].ref_cnt == 0 {
@@ -252,6 +261,30 @@ impl BlockPool {
             self.free_queue.push_front(&mut self.blocks, id);
         }
         self.scratch_front = front;
+        freed_tokens
+    }
+
+    /// Frees a block table's blocks last block first, as `free_blocks(table.iter().rev())`
+    /// does, and returns the tokens of the blocks that became free.
+    pub fn free_table(&mut self, table: &[u32]) -> u64 {
+        if self.enable_caching || self.engine != EngineVersion::V1 {
+            return self.free_blocks(table.iter().rev().copied());
+        }
+        // v1 without caching: every block that becomes free goes to the head, the table's
+        // last block first in line, which is pushing them to the front in table order.
+        let mut freed_tokens = 0u64;
+        for &id in table {
+            let b = &mut self.blocks[id as usize];
+            assert!(b.ref_cnt > 0, "block {id} freed with ref count 0");
+            b.ref_cnt -= 1;
+            if b.ref_cnt > 0 {
+                continue;
+            }
+            freed_tokens += u64::from(b.filled);
+            b.block_hash = None;
+            self.free_queue.push_front(&mut self.blocks, id);
+            self.epoch += 1;
+        }
         freed_tokens
     }
 

@@ -268,9 +268,7 @@ impl PagedAllocator {
             self.cow_copies += 1;
             *last = new;
         }
-        for _ in 0..need {
-            table.blocks.push(self.pool.get_new_block(request).expect("checked free count"));
-        }
+        self.pool.get_new_blocks(need, request, &mut table.blocks).expect("checked free count");
         // Write the tokens: fill blocks from `cur` to `total`; cache blocks that became full.
         table.num_tokens = total;
         for lb in cur / bs..total.div_ceil(bs) {
@@ -336,7 +334,7 @@ impl PagedAllocator {
     /// Releases the sequence's blocks, last block first (so tail blocks are evicted first).
     pub fn free(&mut self, seq: SeqId) {
         let Some(table) = self.tables.get_mut(seq as usize).and_then(Option::take) else { return };
-        self.live_tokens -= self.pool.free_blocks(table.blocks.iter().rev().copied());
+        self.live_tokens -= self.pool.free_table(&table.blocks);
     }
 
     /// Unique blocks the given sequences hold (what a swap-out would move).
