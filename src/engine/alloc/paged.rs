@@ -254,36 +254,36 @@ impl PagedAllocator {
         if self.pool.num_free_blocks() < need + u32::from(cow) {
             return None;
         }
-        // The table leaves `tables` while the pool changes under it, and goes back at the end.
-        let mut table = self.tables[seq as usize].take().expect("checked above");
+        // The table and the pool are borrowed apart (the table stays in place).
+        let Self { tables, pool, live_tokens, cow_copies, prefix_caching, .. } = self;
+        let table = tables[seq as usize].as_mut().expect("checked above");
         let request = table.request;
         if let (true, Some(last)) = (cow, table.blocks.last_mut()) {
             let old = *last;
-            let new = self.pool.get_new_block(request).expect("checked free count");
-            let filled = self.pool.block(old).filled;
-            self.pool.set_filled(new, filled);
-            self.pool.mark_copied(new);
-            self.pool.free_blocks([old]); // still referenced by the other samples
-            self.live_tokens += u64::from(filled);
-            self.cow_copies += 1;
+            let new = pool.get_new_block(request).expect("checked free count");
+            let filled = pool.block(old).filled;
+            pool.set_filled(new, filled);
+            pool.mark_copied(new);
+            pool.free_blocks([old]); // still referenced by the other samples
+            *live_tokens += u64::from(filled);
+            *cow_copies += 1;
             *last = new;
         }
-        self.pool.get_new_blocks(need, request, &mut table.blocks).expect("checked free count");
+        pool.get_new_blocks(need, request, &mut table.blocks).expect("checked free count");
         // Write the tokens: fill blocks from `cur` to `total`; cache blocks that became full.
         table.num_tokens = total;
         for lb in cur / bs..total.div_ceil(bs) {
-            self.pool.set_filled(table.blocks[lb as usize], (total - lb * bs).min(bs));
+            pool.set_filled(table.blocks[lb as usize], (total - lb * bs).min(bs));
         }
-        self.live_tokens += u64::from(num_new_tokens);
+        *live_tokens += u64::from(num_new_tokens);
         let (full_before, full_now) = (cur / bs, total / bs);
-        if self.prefix_caching {
+        if *prefix_caching {
             for b in full_before..full_now {
                 let h = table.identity.block_hash(table.chain_hash, b, bs);
-                self.pool.cache_full_block(table.blocks[b as usize], h);
+                pool.cache_full_block(table.blocks[b as usize], h);
                 table.chain_hash = h;
             }
         }
-        self.tables[seq as usize] = Some(table);
         Some(())
     }
 
