@@ -52,7 +52,8 @@ impl Snapshot {
         s.groups.len() * size_of::<SequenceGroup>()
             + samples * size_of::<Sequence>()
             + (s.ttft_us.len() + s.tpot_us.len()) * size_of::<f64>()
-            + s.config.run_bounds().kv_cells as usize * (size_of::<KvCacheBlock>() + size_of::<u32>())
+            // Per block: its record, its place in a block table, its free-queue entry.
+            + s.config.run_bounds().kv_cells as usize * (size_of::<KvCacheBlock>() + 3 * size_of::<u32>())
     }
 }
 
