@@ -52,6 +52,26 @@ pub struct V1Scheduler {
     last_refusal: Option<Refusal>,
 }
 
+impl SampleRef {
+    fn key(self) -> u64 {
+        u64::from(self.request) << 32 | u64::from(self.sample)
+    }
+}
+
+/// Where `at` is in a queue. Compared eight at a time, which the compiler vectorizes: a finish
+/// looks through the whole running queue (hundreds of requests on a large GPU).
+fn position_of(queue: &[SampleRef], at: SampleRef) -> Option<usize> {
+    let key = at.key();
+    let mut base = 0;
+    for chunk in queue.chunks(8) {
+        if chunk.iter().fold(false, |hit, x| hit | (x.key() == key)) {
+            return chunk.iter().position(|x| x.key() == key).map(|i| base + i);
+        }
+        base += chunk.len();
+    }
+    None
+}
+
 impl V1Scheduler {
     pub fn new(cfg: SchedulerConfig) -> Self {
         V1Scheduler {
@@ -104,7 +124,7 @@ impl V1Scheduler {
 
     /// A finished sample leaves the running queue; its group runs while another sample does.
     pub fn finish_sample(&mut self, groups: &mut [SequenceGroup], at: SampleRef) {
-        if let Some(pos) = self.running.iter().position(|&x| x == at) {
+        if let Some(pos) = position_of(&self.running, at) {
             self.running.remove(pos);
         }
         self.refresh_status(groups, at.request);
