@@ -97,6 +97,33 @@ fn stressed_variants_run_the_same_in_both_modes() {
 }
 
 #[test]
+fn chunked_prefill_runs_the_same_in_both_modes() {
+    // v1 serves the cohort, then the prefill being chunked behind it, step by step.
+    let mut ran = 0;
+    for id in ["paged-default", "prefix-caching", "parallel-sampling", "long-report-chunked-512"] {
+        for (budget, scale) in [(512, 1.0), (2048, 1.0), (256, 0.4)] {
+            let mut config = preset(id);
+            config.scheduler.chunked_prefill = true;
+            config.scheduler.max_num_batched_tokens = budget;
+            config.kv_memory_gib *= scale;
+            if config.validate().is_err() {
+                continue; // too small a pool for this model's max_model_len
+            }
+            ran += 1;
+            let what = format!("{id} chunked at {budget} × {scale}");
+            let sim = assert_modes_agree(&what, &config);
+            assert!(
+                sim.event_steps() * 2 >= sim.steps(),
+                "{what}: {} of {} steps event-driven",
+                sim.event_steps(),
+                sim.steps()
+            );
+        }
+    }
+    assert!(ran >= 10, "only {ran} chunked variants are accepted");
+}
+
+#[test]
 fn contiguous_variants_run_the_same_in_both_modes() {
     for id in ["contiguous-default", "contiguous-max-model-len"] {
         let base = preset(id);

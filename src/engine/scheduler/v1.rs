@@ -161,7 +161,7 @@ impl V1Scheduler {
     pub fn schedule(&mut self, groups: &mut [SequenceGroup], kv: &mut KvCacheManager) -> SchedulerOutput {
         let mut out = self.empty_output();
         let mut budget = self.cfg.max_num_batched_tokens;
-        self.schedule_running(groups, kv, &mut out, &mut budget);
+        self.schedule_running_from(0, groups, kv, &mut out, &mut budget);
         self.schedule_after_running(groups, kv, &mut out, budget);
         out
     }
@@ -194,14 +194,17 @@ impl V1Scheduler {
         self.running.pop()
     }
 
-    fn schedule_running(
+    /// The running pass over the running queue from position `from` on (the event-driven
+    /// engine serves the positions before it itself).
+    pub(crate) fn schedule_running_from(
         &mut self,
+        from: usize,
         groups: &mut [SequenceGroup],
         kv: &mut KvCacheManager,
         out: &mut SchedulerOutput,
         budget: &mut u32,
     ) {
-        let mut i = 0;
+        let mut i = from;
         while i < self.running.len() && *budget > 0 {
             let at = self.running[i];
             let s = &groups[at.request as usize].samples[at.sample as usize];

@@ -1,17 +1,19 @@
 //! Event-driven stepping, the default: a step costs the events in it (slow block writes,
 //! preemptions, finishes, admissions), not the running requests.
 //!
-//! The running requests form a [`DecodeCohort`]; a step serves them all with one token each as
-//! the step-by-step engine would (its running pass, in running order, only ever does more than
-//! count on a slow write, so those are the only writes made here), sums the step's work from
-//! the cohort's totals, runs the scheduler's own second half (swaps, admissions), and applies
-//! the finishes. The requests' counters and the allocator's tables are written down
-//! ([`Simulation::sync`]) before anything outside the engine's loop reads them.
+//! The running requests in steady decode form a [`DecodeCohort`]; a step serves them all with
+//! one token each as the step-by-step engine would (its running pass, in running order, only
+//! ever does more than count on a slow write, so those are the only writes made here), sums the
+//! step's work from the cohort's totals, runs the scheduler's own code for the rest of the step
+//! (under v1 the running requests behind the cohort, typically a prefill being chunked; then
+//! swaps and admissions), and applies the finishes. The requests' counters and the allocator's
+//! tables are written down ([`Simulation::sync`]) before anything outside the engine's loop
+//! reads them.
 //!
-//! The cohort takes vLLM v1's scheduler on the paged allocator and v0's on contiguous slabs,
-//! without chunked prefill, while every running request is in steady decode and they all fit
-//! the token budget; other steps run step by step, and `Stepping::Reference` runs every step
-//! that way. `tests/stepping.rs` compares both, report and series, bit for bit.
+//! The cohort takes vLLM v1's scheduler on the paged allocator (the cohort is the longest prefix
+//! of the running queue in steady decode) and v0's on contiguous slabs without chunked prefill
+//! (every running sample, or no cohort). Other steps run step by step, and `Stepping::Reference`
+//! runs every step that way; `tests/stepping.rs` compares both, report and series, bit for bit.
 
 use super::cohort::{DecodeCohort, Joining};
 use super::{Simulation, Stepping};
@@ -65,12 +67,14 @@ impl Simulation {
 
     /// Whether the cohort can take steps of this configuration at all.
     fn cohort_applies(&self) -> bool {
-        if self.stepping != Stepping::Events || self.config.scheduler.chunked_prefill {
+        if self.stepping != Stepping::Events {
             return false;
         }
         match (&self.scheduler, &self.kv) {
             (Scheduler::V1(_), KvCacheManager::Paged(_)) => true,
-            (Scheduler::V0(s), KvCacheManager::Contiguous(_)) => s.swapped().is_empty(),
+            (Scheduler::V0(s), KvCacheManager::Contiguous(_)) => {
+                !self.config.scheduler.chunked_prefill && s.swapped().is_empty()
+            }
             _ => false,
         }
     }
@@ -119,26 +123,47 @@ impl Simulation {
         }
     }
 
-    /// The running queue as a cohort, if every running request is in steady decode.
+    /// The running queue as a cohort. Under v1 the cohort is the longest prefix of the running
+    /// queue in steady decode (the rest, usually a prefill being chunked, is served step by
+    /// step after it); under v0 it is every running sample or none.
     fn form_cohort(&mut self) -> bool {
-        let mut cohort = match &self.kv {
+        self.cohort = match &self.kv {
             KvCacheManager::Paged(p) => DecodeCohort::paged(p.block_size(), p.prefix_caching()),
             KvCacheManager::Contiguous(_) => DecodeCohort::contiguous(),
         };
-        if let Scheduler::V0(s) = &self.scheduler {
-            // An unforked (prefilling) group has no samples to serve yet.
-            if s.running().iter().any(|&r| !self.groups[r as usize].forked) {
-                return false;
+        match &self.scheduler {
+            Scheduler::V1(_) => {
+                self.extend_cohort();
+                true
+            }
+            Scheduler::V0(s) => {
+                // An unforked (prefilling) group has no samples to serve yet.
+                let prefilling = s.running().iter().any(|&r| !self.groups[r as usize].forked);
+                let all_joined = !prefilling
+                    && self.running_samples().into_iter().all(|at| match self.joining(at.request, at.sample) {
+                        Some(j) => {
+                            self.cohort.join(j);
+                            true
+                        }
+                        None => false,
+                    });
+                if !all_joined {
+                    self.cohort = DecodeCohort::default();
+                }
+                all_joined
             }
         }
-        for at in self.running_samples() {
-            match self.joining(at.request, at.sample) {
-                Some(j) => cohort.join(j),
-                None => return false,
-            };
+    }
+
+    /// v1: running requests right after the cohort join it while they are in steady decode.
+    fn extend_cohort(&mut self) {
+        let Scheduler::V1(v1) = &self.scheduler else { unreachable!("v1 only") };
+        let mut next = self.cohort.alive();
+        while let Some(&at) = v1.running().get(next) {
+            let Some(j) = self.joining(at.request, at.sample) else { break };
+            self.cohort.join(j);
+            next += 1;
         }
-        self.cohort = cohort;
-        true
     }
 
     /// Takes one step event-driven; false (nothing changed) when this step has to run step by
@@ -150,8 +175,9 @@ impl Simulation {
         if !self.cohort.is_formed() && !self.form_cohort() {
             return false;
         }
-        if self.cohort.alive() > self.config.scheduler.max_num_batched_tokens as usize {
-            return false; // some would wait for budget
+        let members = self.cohort.alive();
+        if members == 0 || members > self.config.scheduler.max_num_batched_tokens as usize {
+            return false; // nothing to gain, or some members would wait for budget
         }
         self.run_event_step();
         self.event_steps += 1;
@@ -163,7 +189,11 @@ impl Simulation {
         let written = self.serve_cohort(&mut out);
         let served = self.cohort.alive() as u32;
         self.kv.count_deferred_writes(u64::from(served) - written);
-        let budget = self.config.scheduler.max_num_batched_tokens - served;
+        let mut budget = self.config.scheduler.max_num_batched_tokens - served;
+        if let Scheduler::V1(v1) = &mut self.scheduler {
+            // The running requests behind the cohort (a prefill being chunked), step by step.
+            v1.schedule_running_from(served as usize, &mut self.groups, &mut self.kv, &mut out, &mut budget);
+        }
         self.scheduler.schedule_after_running(&mut self.groups, &mut self.kv, &mut out, budget);
         let mut work = StepWork {
             decode_tokens: u64::from(served),
@@ -187,7 +217,9 @@ impl Simulation {
             self.finish_sample(m.request, m.sample);
         }
         self.apply_work(&out.work);
-        if !self.join_admitted(&out.work) {
+        if matches!(self.scheduler, Scheduler::V1(_)) {
+            self.extend_cohort();
+        } else if !self.join_admitted(&out.work) {
             self.dissolve_cohort();
         }
         self.scheduler.recycle(out.work);
@@ -215,13 +247,16 @@ impl Simulation {
                 }
                 let Scheduler::V1(v1) = &mut self.scheduler else { unreachable!("only v1 writes can be short") };
                 let victim = v1.pop_running().expect("the request itself is running");
+                // The newest first: the requests behind the cohort, then its own newest members.
                 let seq = self.groups[victim.request as usize].samples[victim.sample as usize].seq;
-                let vidx = self.cohort.of_seq(seq).expect("every running request is a member");
-                self.sync_member(vidx, tick);
-                self.cohort.remove(vidx);
+                let vidx = self.cohort.of_seq(seq);
+                if let Some(vidx) = vidx {
+                    self.sync_member(vidx, tick);
+                    self.cohort.remove(vidx);
+                }
                 let Scheduler::V1(v1) = &mut self.scheduler else { unreachable!("checked above") };
                 v1.preempt(victim, &mut self.groups, &mut self.kv, out);
-                if vidx == idx {
+                if vidx == Some(idx) {
                     break;
                 }
             }
@@ -230,7 +265,7 @@ impl Simulation {
         written
     }
 
-    /// Requests admitted this step join the cohort, in running order, once their prefill is
+    /// v0: groups admitted this step join the cohort, in running order, once their prefill is
     /// done; false when one is not in steady decode (the cohort no longer covers the running
     /// queue).
     fn join_admitted(&mut self, work: &[ScheduledWork]) -> bool {
