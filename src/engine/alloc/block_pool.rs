@@ -208,16 +208,33 @@ impl BlockPool {
             }
             return Some(());
         }
-        // Without prefix caching no block carries a hash: nothing to evict.
-        for _ in 0..n {
-            let id = self.free_queue.pop_front(&mut self.blocks).expect("counted above");
-            let b = &mut self.blocks[id as usize];
-            b.ref_cnt = 1;
-            b.filled = 0;
-            b.owner = owner;
-            b.copied = false;
-            out.push(id);
+        // Without prefix caching no block carries a hash: nothing to evict. The queue's entries
+        // are read in place and dropped together.
+        let blocks = &mut self.blocks[..];
+        let queue = &mut self.free_queue;
+        let (mut read, mut taken) = (0usize, 0u32);
+        let (front, back) = queue.entries.as_slices();
+        'parts: for part in [front, back] {
+            for &(id, stamp) in part {
+                if taken == n {
+                    break 'parts;
+                }
+                read += 1;
+                let Some(b) = blocks.get_mut(id as usize) else { continue };
+                if !b.in_free_queue || b.queue_stamp != stamp {
+                    continue;
+                }
+                b.in_free_queue = false;
+                b.ref_cnt = 1;
+                b.filled = 0;
+                b.owner = owner;
+                b.copied = false;
+                out.push(id);
+                taken += 1;
+            }
         }
+        queue.entries.drain(..read);
+        queue.len -= n;
         self.epoch += u64::from(n);
         Some(())
     }
