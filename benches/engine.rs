@@ -5,7 +5,9 @@
 use criterion::{black_box, criterion_group, criterion_main, BatchSize, Criterion};
 use kvlab::engine::sim::checkpoints::{Checkpoints, DEFAULT_BUDGET_BYTES};
 use kvlab::engine::{AllocatorConfig, SimConfig, Simulation, Stepping};
+use kvlab::engine::sweep::run_all;
 use kvlab::formats::preset::parse_preset;
+use kvlab::formats::sweep::{plan, Knob};
 
 fn preset(id: &str) -> SimConfig {
     let path = format!("{}/assets/presets/{id}.json", env!("CARGO_MANIFEST_DIR"));
@@ -113,5 +115,21 @@ fn memory_map(c: &mut Criterion) {
     c.bench_function("memory_map_paged_5120_blocks", |b| b.iter(|| black_box(sim.memory_map())));
 }
 
-criterion_group!(benches, whole_runs, h200_scale, scrub_back, memory_map);
+/// `kvlab sweep h200-scale --knob kv_memory_gib --range 10:134:32`: 32 points × 2 allocators,
+/// spread over the cores as the CLI runs them (`engine::sweep::run_all`).
+fn kv_sweep(c: &mut Criterion) {
+    let path = format!("{}/assets/presets/h200-scale.json", env!("CARGO_MANIFEST_DIR"));
+    let preset: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).expect("preset")).unwrap();
+    let knob = Knob::parse("kv_memory_gib").expect("a knob");
+    let points = plan(&preset, &knob, &knob.range("10:134:32").expect("a range")).expect("a plan");
+    let configs: Vec<SimConfig> =
+        points.iter().flat_map(|p| p.configs.iter().filter_map(|c| c.as_ref().ok().cloned())).collect();
+    assert_eq!(configs.len(), 64, "every point runs both allocators");
+    let mut group = c.benchmark_group("sweep");
+    group.sample_size(10);
+    group.bench_function("h200-scale_kv_memory_gib_32_points", |b| b.iter(|| black_box(run_all(&configs))));
+    group.finish();
+}
+
+criterion_group!(benches, whole_runs, h200_scale, scrub_back, memory_map, kv_sweep);
 criterion_main!(benches);
