@@ -3,6 +3,8 @@
 #   - frame time (memory map + charts + metrics + inspector) at the default 5,120 cells, in
 #     compare mode, and at 102,400 cells (paged with 1-token blocks; contiguous on 200 GiB)
 #   - the whole 60 s contiguous-default scenario simulated in wasm, next to native (criterion)
+#   - scrubbing (a slider move: seek from the nearest checkpoint and a frame) and a 16-point
+#     block-size sweep in the Sweep panel
 #   - release bundle size (wasm + JS, gzip -9) and time to interactive from 127.0.0.1
 # Usage: scripts/bench-web.sh [--build] [--no-native] [--screenshots DIR]
 #   --build            rebuild dist/ and target/dist-bench/ with trunk first (built when missing
@@ -209,6 +211,18 @@ try {
     const r = await exec("return kvlab.benchScrub(40)");
     console.log(`scrub ${name}: median ${r.median_ms.toFixed(1)} ms per slider move (p95 ${r.p95_ms.toFixed(1)}, max ${r.max_ms.toFixed(1)}); seek alone median ${r.seek_median_ms.toFixed(1)} ms, p95 ${r.seek_p95_ms.toFixed(1)} (${r.moves} moves over ${r.duration_s} s)`);
   }
+
+  // The Sweep panel: a 16-point block-size sweep of paged-default, from Run to the last point
+  // (the panel's own progress line times it).
+  const sweepMs = [];
+  for (let i = 0; i < 5; i++) {
+    await open(`${base}?preset=paged-default&autoplay=0`);
+    await exec("document.getElementById('sweep-knob').value = 'allocator.block_size'; document.getElementById('sweep-values').value = '1:16:16'; document.getElementById('sweep-run').click(); return null");
+    for (let k = 0; k < 1000 && !(await exec("return !!(kvlab.sweepResults() && kvlab.sweepResults().finished)")); k++) await sleep(10);
+    const m = /in (\d+) ms/.exec(await exec("return document.getElementById('sweep-progress').textContent"));
+    if (m) sweepMs.push(Number(m[1]));
+  }
+  console.log(`sweep panel, paged-default, allocator.block_size 1:16:16 (16 points x 2 allocators): median ${median(sweepMs)} ms from Run to the last point (${sweepMs.join(", ")} ms)`);
 
   // Frame time.
   const big = (alloc, gib, rate) => JSON.stringify({ schema: "kvlab/preset@1", id: "bench", title: "bench", seed: 1, duration_s: 60,
