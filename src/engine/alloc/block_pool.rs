@@ -196,15 +196,25 @@ impl BlockPool {
     }
 
     /// Takes `n` blocks from the head of the free queue onto `out`, as `n` calls of
-    /// [`BlockPool::get_new_block`] would (a prefill's blocks in one pass).
-    pub fn get_new_blocks(&mut self, n: u32, owner: RequestId, out: &mut Vec<u32>) -> Option<()> {
+    /// [`BlockPool::get_new_block`] would (a prefill's blocks in one pass), and fills them with
+    /// tokens being written: `fill` each, the last `last_fill`.
+    pub fn get_new_blocks(
+        &mut self,
+        n: u32,
+        owner: RequestId,
+        out: &mut Vec<u32>,
+        fill: u32,
+        last_fill: u32,
+    ) -> Option<()> {
         if self.free_queue.len < n {
             return None;
         }
         out.reserve(n as usize);
         if self.enable_caching {
-            for _ in 0..n {
-                out.push(self.get_new_block(owner).expect("counted above"));
+            for k in 0..n {
+                let id = self.get_new_block(owner).expect("counted above");
+                self.blocks[id as usize].filled = if k + 1 == n { last_fill } else { fill };
+                out.push(id);
             }
             return Some(());
         }
@@ -226,11 +236,11 @@ impl BlockPool {
                 }
                 b.in_free_queue = false;
                 b.ref_cnt = 1;
-                b.filled = 0;
+                taken += 1;
+                b.filled = if taken == n { last_fill } else { fill };
                 b.owner = owner;
                 b.copied = false;
                 out.push(id);
-                taken += 1;
             }
         }
         queue.entries.drain(..read);

@@ -269,12 +269,15 @@ impl PagedAllocator {
             *cow_copies += 1;
             *last = new;
         }
-        pool.get_new_blocks(need, request, &mut table.blocks).expect("checked free count");
-        // Write the tokens: fill blocks from `cur` to `total`; cache blocks that became full.
-        table.num_tokens = total;
-        for lb in cur / bs..total.div_ceil(bs) {
-            pool.set_filled(table.blocks[lb as usize], (total - lb * bs).min(bs));
+        // Write the tokens: into the partly filled last block, then new blocks (full but the
+        // last); cache blocks that became full.
+        let first_new = table.blocks.len() as u32;
+        if cur / bs < first_new {
+            pool.set_filled(table.blocks[(cur / bs) as usize], (total - cur / bs * bs).min(bs));
         }
+        let last_fill = total - (total.div_ceil(bs).max(1) - 1) * bs;
+        pool.get_new_blocks(need, request, &mut table.blocks, bs, last_fill).expect("checked free count");
+        table.num_tokens = total;
         *live_tokens += u64::from(num_new_tokens);
         let (full_before, full_now) = (cur / bs, total / bs);
         if *prefix_caching {
