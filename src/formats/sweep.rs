@@ -184,6 +184,15 @@ pub fn plan(preset: &Value, knob: &Knob, values: &[Value]) -> Result<Vec<Planned
     Ok(points)
 }
 
+/// The smallest-KV search's default resolution, GiB.
+pub const KV_STEP_GIB: f64 = 0.25;
+
+/// The KV memory the smallest-KV search looks in unless told otherwise, (LO, HI) in GiB: one
+/// step up to the memory of the preset's GPUs.
+pub fn default_kv_range(config: &SimConfig, step: f64) -> (f64, f64) {
+    (step, config.gpu.memory_gib * f64::from(config.tensor_parallel_size))
+}
+
 /// The KV memory grid of the smallest-KV search: LO, LO + STEP, … up to HI (HI included when
 /// the steps land on it), at most 100,000 points.
 pub fn kv_grid(lo: f64, hi: f64, step: f64) -> Result<Vec<f64>, ConfigError> {
