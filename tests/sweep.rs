@@ -154,11 +154,22 @@ fn the_bisection_step_by_step_finds_every_threshold_within_its_bound() {
         }
     }
     assert!(matches!(Bisection::new(0).result(), Some(Err(NotFound::Config(_)))));
-    // A configuration that cannot be built stops the search with its error.
+    // A configuration that cannot be built at the top of the grid stops the search with its
+    // error; below a point that meets, it counts as missing.
+    let refused = || kvlab::engine::config::ConfigError::new("kv_memory_gib", "too small");
     let mut search = Bisection::new(8);
-    search.refuse(kvlab::engine::config::ConfigError::new("kv_memory_gib", "no"));
+    search.refuse(refused());
     assert_eq!(search.next(), None);
     assert!(matches!(search.result(), Some(Err(NotFound::Config(_)))));
+    let mut search = Bisection::new(8);
+    while let Some(i) = search.next() {
+        if i < 3 {
+            search.refuse(refused());
+        } else {
+            search.record(Ok(report.clone()), true);
+        }
+    }
+    assert_eq!(search.result().unwrap().as_ref().unwrap().index, 3);
 }
 
 #[test]
@@ -199,6 +210,14 @@ fn bad_sweeps_are_refused_naming_the_flag() {
         err(&["sweep", &p, "--knob", "scheduler.engine", "--range", "0:1:2"]).contains("list its values with --values")
     );
     assert!(err(&["sweep", &p, "--min-kv-for-ttft-p95-ms", "1", "--kv-range", "4:5"]).contains("even 5 GiB misses"));
+    // A KV size too small for one max-length request is refused by the engine; at the top of the
+    // range that stops the search with the engine's words, below it the size counts as missing.
+    assert!(err(&["sweep", &p, "--min-kv-for-ttft-p95-ms", "2000", "--kv-range", "0.25:0.5"])
+        .contains("scheduler.max_model_len"));
+    let generous = ok_json(&["sweep", &p, "--min-kv-for-ttft-p95-ms", "1000000", "--json"]);
+    let gib = generous["kv_memory_gib"].as_f64().unwrap();
+    assert!((1.0..=1.5).contains(&gib), "about 1 GiB holds one 8192-token request: {gib}");
+    assert_eq!(generous["misses_at_gib"].as_f64(), Some(gib - 0.25));
     // A value the engine refuses is one refused point, the others run.
     let v = ok_json(&["sweep", &p, "--knob", "scheduler.max_num_seqs", "--values", "0,64", "--json"]);
     assert!(v["points"][0]["paged"]["error"].as_str().unwrap().contains("scheduler.max_num_seqs"));

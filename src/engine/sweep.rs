@@ -90,8 +90,8 @@ pub enum NotFound {
 
 /// Bisection over a grid of `len` points ordered from least to most generous: the smallest index
 /// whose run `meets` the target, assuming that once a point meets it every later one does (more
-/// KV memory never makes TTFT worse in this engine's model; a run the engine refuses counts as
-/// missing). Runs `ceil(log2(len)) + 1` points at most. The invariant it keeps (`lo` misses,
+/// KV memory never makes TTFT worse in this engine's model; a run the engine refuses, or a point
+/// whose configuration it refuses below one that meets, counts as missing). Runs `ceil(log2(len)) + 1` points at most. The invariant it keeps (`lo` misses,
 /// `hi` meets) means the answer always meets and the point before it always misses, whatever
 /// the shape of the curve. [`Bisection`] is the same search one run at a time.
 pub fn smallest_meeting(
@@ -162,12 +162,20 @@ impl Bisection {
         self.finish_if_known();
     }
 
-    /// The configuration of the point at [`Bisection::next`] could not be built: the search
-    /// stops with that error.
+    /// The configuration of the point at [`Bisection::next`] could not be built. At the top of
+    /// the grid the search stops with that error (no point can be judged: a preset the search
+    /// cannot set up, or a grid whose most generous point is refused); below a point that meets
+    /// it counts as missing, like a run the engine refuses (too little KV memory for one
+    /// max-length request, say).
     pub fn refuse(&mut self, e: ConfigError) {
         let Some(i) = self.next() else { return };
         self.probes.push(i);
-        self.outcome = Some(Err(NotFound::Config(e)));
+        if self.best.is_none() {
+            self.outcome = Some(Err(NotFound::Config(e)));
+        } else {
+            self.from = i + 1;
+            self.finish_if_known();
+        }
     }
 
     fn finish_if_known(&mut self) {
