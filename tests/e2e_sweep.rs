@@ -2,7 +2,10 @@
 //! panel's own controls gives, number for number, what the native `formats::sweep` plan and
 //! `engine::sweep` runs give for the same preset, knob and values (what `kvlab sweep --json`
 //! prints); a bad value is refused with the field named while the lab keeps running; a mission
-//! offers only the knobs it leaves free.
+//! offers only the knobs it leaves free. The panel's smallest-KV search gives, for each allocator,
+//! the answer of `kvlab sweep --min-kv-for-ttft-p95-ms` (the real binary, on that allocator's
+//! preset); it can be cancelled, a bad target is refused under its field, and a mission that locks
+//! `kv_memory_gib` turns it off.
 #![cfg(not(target_arch = "wasm32"))]
 
 mod common_e2e;
@@ -10,7 +13,7 @@ mod common_e2e;
 use common_e2e::{browser, js, numbers_as_floats, open, repo_path, require_dist, save_screenshot, serve, wait_for};
 use fantoccini::{Client, Locator};
 use kvlab::engine::sweep::{run_one, SweepMetrics};
-use kvlab::formats::sweep::{plan, Knob};
+use kvlab::formats::sweep::{allocator_variants, plan, Knob, ALLOCATORS};
 use serde_json::{json, Value};
 
 /// Sets the panel's fields and presses Run.
@@ -121,4 +124,131 @@ async fn a_mission_offers_only_its_free_knobs_to_sweep() {
     run_sweep(c, locked.as_str().unwrap(), "1,2").await;
     let errors = js(c, "return kvlab.errors().join(' | ')").await;
     assert!(errors.as_str().unwrap().contains("is locked in mission"), "{errors}");
+}
+
+/// Sets the search's target field and presses Find.
+async fn run_search(c: &Client, target: &str) {
+    js(c, &format!("document.getElementById('sweep-search-target').value = {}; return null", json!(target))).await;
+    c.find(Locator::Id("sweep-search-run")).await.unwrap().click().await.unwrap();
+}
+
+/// `kvlab sweep --min-kv-for-ttft-p95-ms MS --json` (the built binary) on each allocator's preset
+/// as a sweep makes it, in [`ALLOCATORS`] order: the preset itself for its own allocator.
+fn cli_answers(preset_id: &str, target: &str) -> Vec<Value> {
+    let text = std::fs::read_to_string(repo_path(&format!("assets/presets/{preset_id}.json"))).unwrap();
+    let preset: Value = serde_json::from_str(&text).unwrap();
+    let dir = std::env::temp_dir().join(format!("kvlab-e2e-kv-search-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let answers = allocator_variants(&preset)
+        .iter()
+        .zip(ALLOCATORS)
+        .map(|(variant, allocator)| {
+            let file = dir.join(format!("{preset_id}-{allocator}.json"));
+            std::fs::write(&file, serde_json::to_string(variant).unwrap()).unwrap();
+            let out = std::process::Command::new(env!("CARGO_BIN_EXE_kvlab"))
+                .args(["sweep", file.to_str().unwrap(), "--min-kv-for-ttft-p95-ms", target, "--json"])
+                .output()
+                .expect("kvlab runs");
+            assert!(out.status.success(), "{allocator}: {}", String::from_utf8_lossy(&out.stderr));
+            let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(v["allocator"], json!(allocator));
+            v
+        })
+        .collect();
+    let _ = std::fs::remove_dir_all(&dir);
+    answers
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_kv_search_in_the_page_answers_as_the_cli_does_and_can_be_cancelled() {
+    let base = serve(require_dist()).await;
+    let b = browser(1400, 900).await;
+    let c = &b.client;
+    open(c, &format!("{base}?preset=paged-default&autoplay=0")).await;
+    assert_eq!(js(c, "return kvlab.kvSearchResults()").await, Value::Null);
+
+    run_search(c, "2000").await;
+    wait_for(c, "kvlab.kvSearchResults().finished", "the search to finish").await;
+    let got = numbers_as_floats(js(c, "return kvlab.kvSearchResults()").await);
+    assert_eq!(got["target_ttft_p95_ms"], json!(2000.0));
+    for (cli, allocator) in cli_answers("paged-default", "2000").iter().zip(ALLOCATORS) {
+        let page = &got[allocator];
+        assert_eq!(page["status"], json!("met"), "{allocator}: {page}");
+        for key in ["kv_memory_gib", "ttft_p95_ms", "misses_at_gib", "runs"] {
+            assert_eq!(page[key].as_f64(), cli[key].as_f64(), "{allocator} {key}: page {page}, CLI {cli}");
+        }
+        assert_eq!(got["grid"], numbers_as_floats(cli["grid"].clone()), "{allocator}");
+    }
+    // docs/SWEEP.md's example: paged-default meets 2 s from 8.75 GiB.
+    assert_eq!(got["paged"]["kv_memory_gib"], json!(8.75));
+    let text = |id: &str| format!("return document.getElementById('{id}').textContent");
+    let paged = js(c, &text("sweep-search-paged")).await;
+    assert!(paged.as_str().unwrap().starts_with("paged: 8.75 GiB meets TTFT p95 ≤ 2000 ms (p95 "), "{paged}");
+    let line = js(c, &text("sweep-search-progress")).await;
+    assert!(line.as_str().unwrap().contains("runs in"), "{line}");
+    assert_eq!(js(c, "return document.getElementById('sweep-search-cancel').hidden").await, json!(true));
+    js(c, "kvlab.runTo(30); document.getElementById('sweep-search-title').scrollIntoView(); return null").await;
+    save_screenshot(c, "sweep-search-1400x900.png").await;
+
+    // Bad targets: refused under the field, naming it and the fix; the answer and the lab stay.
+    for bad in ["", "-5", "0", "abc"] {
+        run_search(c, bad).await;
+        let error = js(c, &text("sweep-search-error")).await;
+        let error = error.as_str().unwrap();
+        assert!(error.contains("TTFT p95 target") && error.contains("milliseconds above 0"), "{bad:?}: {error}");
+        assert_eq!(js(c, "return document.getElementById('sweep-search-error').hidden").await, json!(false));
+        assert_eq!(numbers_as_floats(js(c, "return kvlab.kvSearchResults()").await), got, "{bad:?}");
+    }
+    save_screenshot(c, "sweep-search-refused-1400x900.png").await;
+    js(c, "kvlab.runTo(5); return null").await;
+    let report = js(c, "return kvlab.report()").await;
+    assert!(report["requests"]["finished"].as_f64().unwrap() > 0.0, "the lab keeps running: {report}");
+
+    // A target nothing meets: both allocators say so, each after one run at the top of the grid.
+    run_search(c, "1").await;
+    wait_for(c, "kvlab.kvSearchResults().finished", "the unmet search").await;
+    wait_for(c, "document.getElementById('sweep-search-error').hidden", "the target's error to go").await;
+    let unmet = js(c, "return kvlab.kvSearchResults()").await;
+    assert_eq!((unmet["paged"]["status"].clone(), unmet["runs"].clone()), (json!("not_met"), json!(2)));
+    let paged = js(c, &text("sweep-search-paged")).await;
+    assert!(paged.as_str().unwrap().starts_with("paged: not met even at 80 GiB (TTFT p95 "), "{paged}");
+    save_screenshot(c, "sweep-search-unmet-1400x900.png").await;
+
+    // Find, then Cancel before the first frame: nothing run, and the panel says so.
+    js(c, "document.getElementById('sweep-search-target').value = '2000'; document.getElementById('sweep-search-run').click(); document.getElementById('sweep-search-cancel').click(); return null").await;
+    let cancelled = js(c, "return kvlab.kvSearchResults()").await;
+    assert_eq!(
+        (cancelled["cancelled"].clone(), cancelled["finished"].clone(), cancelled["runs"].clone()),
+        (json!(true), json!(false), json!(0))
+    );
+    assert_eq!(cancelled["paged"]["status"], json!("cancelled"));
+    wait_for(
+        c,
+        "document.getElementById('sweep-search-progress').textContent.startsWith('Cancelled after 0 runs')",
+        "the cancelled line",
+    )
+    .await;
+    assert_eq!(js(c, "return document.getElementById('sweep-search-cancel').hidden").await, json!(true));
+
+    // A search started during a sweep waits for it, then gives the same answer.
+    run_sweep(c, "allocator.block_size", "8,16").await;
+    run_search(c, "2000").await;
+    wait_for(c, "kvlab.sweepResults().finished && kvlab.kvSearchResults().finished", "the sweep, then the search")
+        .await;
+    assert_eq!(numbers_as_floats(js(c, "return kvlab.kvSearchResults()").await)["paged"], got["paged"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mission_that_locks_the_kv_memory_turns_the_search_off() {
+    let base = serve(require_dist()).await;
+    let b = browser(1400, 900).await;
+    let c = &b.client;
+    let search_off = "return [document.getElementById('sweep-search-run').disabled, !document.getElementById('sweep-search-locked').hidden]";
+    // m1 leaves kv_memory_gib free; m2 (block size) locks it.
+    open(c, &format!("{base}?mission=m1-paging&autoplay=0")).await;
+    assert_eq!(js(c, search_off).await, json!([false, false]));
+    open(c, &format!("{base}?mission=m2-block-size&autoplay=0")).await;
+    assert_eq!(js(c, search_off).await, json!([true, true]));
+    js(c, "document.getElementById('sweep-search-run').click(); return null").await;
+    assert_eq!(js(c, "return kvlab.kvSearchResults()").await, Value::Null);
 }

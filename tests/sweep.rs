@@ -8,7 +8,7 @@ mod common;
 use std::process::{Command, Output};
 
 use common::{preset, repo_path, run, shipped_presets};
-use kvlab::engine::sweep::{run_all, run_one, SweepMetrics};
+use kvlab::engine::sweep::{run_all, run_one, smallest_meeting, Bisection, NotFound, SweepMetrics};
 use kvlab::engine::AllocatorConfig;
 use serde_json::Value;
 
@@ -131,6 +131,68 @@ fn the_smallest_kv_search_agrees_with_a_plain_sweep_of_its_grid() {
 }
 
 #[test]
+fn the_bisection_step_by_step_finds_every_threshold_within_its_bound() {
+    // Whether a point meets is the caller's to say; one real report stands in for every run.
+    let report = run(preset("paged-default"));
+    for len in 1..=40 {
+        for threshold in 0..=len {
+            let mut search = Bisection::new(len);
+            let bound = search.max_runs();
+            while let Some(i) = search.next() {
+                assert!(i < len);
+                search.record(Ok(report.clone()), i >= threshold);
+                assert!(search.runs() <= bound, "len {len}, threshold {threshold}");
+            }
+            match search.result().unwrap() {
+                Ok(found) => {
+                    assert_eq!((found.index, found.probes.len()), (threshold, search.runs()), "len {len}");
+                    assert_eq!(found.probes[0], len - 1, "the top of the grid runs first");
+                }
+                Err(NotFound::LastMisses(_)) => assert_eq!(threshold, len, "only when no point meets"),
+                Err(NotFound::Config(e)) => panic!("{e}"),
+            }
+        }
+    }
+    assert!(matches!(Bisection::new(0).result(), Some(Err(NotFound::Config(_)))));
+    // A configuration that cannot be built at the top of the grid stops the search with its
+    // error; below a point that meets, it counts as missing.
+    let refused = || kvlab::engine::config::ConfigError::new("kv_memory_gib", "too small");
+    let mut search = Bisection::new(8);
+    search.refuse(refused());
+    assert_eq!(search.next(), None);
+    assert!(matches!(search.result(), Some(Err(NotFound::Config(_)))));
+    let mut search = Bisection::new(8);
+    while let Some(i) = search.next() {
+        if i < 3 {
+            search.refuse(refused());
+        } else {
+            search.record(Ok(report.clone()), true);
+        }
+    }
+    assert_eq!(search.result().unwrap().as_ref().unwrap().index, 3);
+}
+
+#[test]
+fn the_bisection_driven_by_hand_runs_what_smallest_meeting_runs() {
+    let text = common::preset_text("paged-default");
+    let preset: Value = serde_json::from_str(&text).unwrap();
+    let grid = kvlab::formats::sweep::kv_grid(4.0, 12.0, 0.25).unwrap();
+    let config_at = |i: usize| kvlab::formats::sweep::with_kv_memory(&preset, grid[i]);
+    let meets = |r: &kvlab::engine::Report| kvlab::engine::sweep::meets_ttft_p95(r, 2000.0);
+    let whole = smallest_meeting(grid.len(), config_at, meets).unwrap();
+    let mut search = Bisection::new(grid.len());
+    while let Some(i) = search.next() {
+        let run = run_one(&config_at(i).unwrap());
+        let met = run.as_ref().is_ok_and(meets);
+        search.record(run, met);
+    }
+    let by_hand = search.into_result().unwrap().unwrap();
+    assert_eq!((by_hand.index, &by_hand.probes), (whole.index, &whole.probes));
+    assert_eq!(by_hand.report, whole.report);
+    assert_eq!(grid[whole.index], 8.75, "docs/SWEEP.md's example");
+}
+
+#[test]
 fn bad_sweeps_are_refused_naming_the_flag() {
     let p = paged_default();
     assert!(
@@ -148,6 +210,14 @@ fn bad_sweeps_are_refused_naming_the_flag() {
         err(&["sweep", &p, "--knob", "scheduler.engine", "--range", "0:1:2"]).contains("list its values with --values")
     );
     assert!(err(&["sweep", &p, "--min-kv-for-ttft-p95-ms", "1", "--kv-range", "4:5"]).contains("even 5 GiB misses"));
+    // A KV size too small for one max-length request is refused by the engine; at the top of the
+    // range that stops the search with the engine's words, below it the size counts as missing.
+    assert!(err(&["sweep", &p, "--min-kv-for-ttft-p95-ms", "2000", "--kv-range", "0.25:0.5"])
+        .contains("scheduler.max_model_len"));
+    let generous = ok_json(&["sweep", &p, "--min-kv-for-ttft-p95-ms", "1000000", "--json"]);
+    let gib = generous["kv_memory_gib"].as_f64().unwrap();
+    assert!((1.0..=1.5).contains(&gib), "about 1 GiB holds one 8192-token request: {gib}");
+    assert_eq!(generous["misses_at_gib"].as_f64(), Some(gib - 0.25));
     // A value the engine refuses is one refused point, the others run.
     let v = ok_json(&["sweep", &p, "--knob", "scheduler.max_num_seqs", "--values", "0,64", "--json"]);
     assert!(v["points"][0]["paged"]["error"].as_str().unwrap().contains("scheduler.max_num_seqs"));

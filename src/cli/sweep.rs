@@ -10,10 +10,9 @@ use serde_json::{json, Value};
 
 use super::run::read;
 use crate::engine::config::ConfigError;
-use crate::engine::sweep::{run_all, smallest_meeting, NotFound, SweepMetrics};
-use crate::engine::Report;
+use crate::engine::sweep::{meets_ttft_p95, run_all, smallest_meeting, NotFound, SweepMetrics};
 use crate::formats::preset::parse_preset_dto;
-use crate::formats::sweep::{kv_grid, plan, with_kv_memory, Knob, ALLOCATORS};
+use crate::formats::sweep::{default_kv_range, kv_grid, plan, with_kv_memory, Knob, ALLOCATORS, KV_STEP_GIB};
 
 #[derive(Args, Debug)]
 pub struct SweepArgs {
@@ -43,7 +42,7 @@ pub struct SweepArgs {
     #[arg(long, value_name = "LO:HI", requires = "min_kv_for_ttft_p95_ms")]
     pub kv_range: Option<String>,
     /// The search's resolution, GiB.
-    #[arg(long, value_name = "GIB", default_value_t = 0.25, requires = "min_kv_for_ttft_p95_ms")]
+    #[arg(long, value_name = "GIB", default_value_t = KV_STEP_GIB, requires = "min_kv_for_ttft_p95_ms")]
     pub kv_step_gib: f64,
 }
 
@@ -177,11 +176,6 @@ fn sweep_table(knob: &Knob, values: &[String], rows: &[[Result<SweepMetrics, Str
     out
 }
 
-/// A run meets the target when its TTFT p95 is at or below it and no request was refused.
-fn meets(r: &Report, target_ms: f64) -> bool {
-    r.latency_ms.ttft_p95 <= target_ms && r.requests.rejected == 0 && r.requests.finished > 0
-}
-
 fn min_kv(args: &SweepArgs, preset: &Value, target: f64) -> Result<(), String> {
     if !(target.is_finite() && target > 0.0) {
         return Err(format!("--min-kv-for-ttft-p95-ms: {target} is not a time; give milliseconds above 0"));
@@ -196,10 +190,10 @@ fn min_kv(args: &SweepArgs, preset: &Value, target: f64) -> Result<(), String> {
             };
             (lo, hi)
         }
-        None => (step, config.gpu.memory_gib * f64::from(config.tensor_parallel_size)),
+        None => default_kv_range(&config, step),
     };
     let grid = kv_grid(lo, hi, step).map_err(|e| e.to_string())?;
-    let found = smallest_meeting(grid.len(), |i| with_kv_memory(preset, grid[i]), |r| meets(r, target));
+    let found = smallest_meeting(grid.len(), |i| with_kv_memory(preset, grid[i]), |r| meets_ttft_p95(r, target));
     let found = match found {
         Ok(f) => f,
         Err(NotFound::Config(e)) => return Err(format!("{}: {e}", args.preset.display())),

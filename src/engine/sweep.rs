@@ -62,6 +62,12 @@ pub fn run_all(configs: &[SimConfig]) -> Vec<Result<Report, ConfigError>> {
     }
 }
 
+/// Whether a run meets a TTFT p95 target of `target_ms` milliseconds, as the smallest-KV search
+/// counts it: TTFT p95 at or below the target, no request refused, and at least one finished.
+pub fn meets_ttft_p95(r: &Report, target_ms: f64) -> bool {
+    r.latency_ms.ttft_p95 <= target_ms && r.requests.rejected == 0 && r.requests.finished > 0
+}
+
 /// The answer of [`smallest_meeting`]: the first grid index that meets the target, with its
 /// report, and the runs it took.
 #[derive(Clone, Debug)]
@@ -84,36 +90,127 @@ pub enum NotFound {
 
 /// Bisection over a grid of `len` points ordered from least to most generous: the smallest index
 /// whose run `meets` the target, assuming that once a point meets it every later one does (more
-/// KV memory never makes TTFT worse in this engine's model; a run the engine refuses counts as
-/// missing). Runs `ceil(log2(len)) + 1` points at most. The invariant it keeps (`lo` misses,
+/// KV memory never makes TTFT worse in this engine's model; a run the engine refuses, or a point
+/// whose configuration it refuses below one that meets, counts as missing). Runs `ceil(log2(len)) + 1` points at most. The invariant it keeps (`lo` misses,
 /// `hi` meets) means the answer always meets and the point before it always misses, whatever
-/// the shape of the curve.
+/// the shape of the curve. [`Bisection`] is the same search one run at a time.
 pub fn smallest_meeting(
     len: usize,
     config_at: impl Fn(usize) -> Result<SimConfig, ConfigError>,
     meets: impl Fn(&Report) -> bool,
 ) -> Result<Found, NotFound> {
-    let mut probes = Vec::new();
-    let probe = |i: usize, probes: &mut Vec<usize>| -> Result<Result<Report, ConfigError>, NotFound> {
-        probes.push(i);
-        let config = config_at(i).map_err(NotFound::Config)?;
-        Ok(run_one(&config))
-    };
-    let Some(last) = len.checked_sub(1) else {
-        return Err(NotFound::Config(ConfigError::new("", "the search range holds no point")));
-    };
-    let mut best = match probe(last, &mut probes)? {
-        Ok(r) if meets(&r) => (last, r),
-        other => return Err(NotFound::LastMisses(Box::new(other))),
-    };
-    // Every index below `from` is known to miss (from > 0) and `best.0` meets.
-    let mut from = 0;
-    while best.0 > from {
-        let mid = from + (best.0 - from) / 2;
-        match probe(mid, &mut probes)? {
-            Ok(r) if meets(&r) => best = (mid, r),
-            _ => from = mid + 1,
+    let mut search = Bisection::new(len);
+    while let Some(i) = search.next() {
+        match config_at(i) {
+            Ok(config) => {
+                let run = run_one(&config);
+                let met = run.as_ref().is_ok_and(&meets);
+                search.record(run, met);
+            }
+            Err(e) => search.refuse(e),
         }
     }
-    Ok(Found { index: best.0, report: best.1, probes })
+    search.into_result().expect("the search ends once no point is left to run")
+}
+
+/// The search of [`smallest_meeting`] as a state machine, so that a caller can run its points
+/// one at a time (the page runs one per animation frame or so): [`Bisection::next`] names the
+/// grid index to run, [`Bisection::record`] takes its outcome, until `next` gives None and
+/// [`Bisection::result`] holds the answer. Running the points is the caller's; the order of the
+/// points and the answer are this struct's alone, the same for every caller.
+#[derive(Clone, Debug)]
+pub struct Bisection {
+    len: usize,
+    /// Every index below `from` is known to miss.
+    from: usize,
+    /// The lowest index known to meet, with its report.
+    best: Option<(usize, Report)>,
+    probes: Vec<usize>,
+    outcome: Option<Result<Found, NotFound>>,
+}
+
+impl Bisection {
+    /// A search over `len` grid points, none run yet.
+    pub fn new(len: usize) -> Bisection {
+        let outcome =
+            (len == 0).then(|| Err(NotFound::Config(ConfigError::new("", "the search range holds no point"))));
+        Bisection { len, from: 0, best: None, probes: Vec::new(), outcome }
+    }
+
+    /// The grid index to run next; None once the search has its answer.
+    pub fn next(&self) -> Option<usize> {
+        if self.outcome.is_some() {
+            return None;
+        }
+        match &self.best {
+            None => Some(self.len - 1),
+            Some((hi, _)) => Some(self.from + (hi - self.from) / 2),
+        }
+    }
+
+    /// The outcome of the run at [`Bisection::next`]: its report or the engine's refusal, and
+    /// whether it meets the target (a refused run never does).
+    pub fn record(&mut self, run: Result<Report, ConfigError>, meets: bool) {
+        let Some(i) = self.next() else { return };
+        self.probes.push(i);
+        let top = self.best.is_none();
+        match run {
+            Ok(r) if meets => self.best = Some((i, r)),
+            run if top => self.outcome = Some(Err(NotFound::LastMisses(Box::new(run)))),
+            _ => self.from = i + 1,
+        }
+        self.finish_if_known();
+    }
+
+    /// The configuration of the point at [`Bisection::next`] could not be built. At the top of
+    /// the grid the search stops with that error (no point can be judged: a preset the search
+    /// cannot set up, or a grid whose most generous point is refused); below a point that meets
+    /// it counts as missing, like a run the engine refuses (too little KV memory for one
+    /// max-length request, say).
+    pub fn refuse(&mut self, e: ConfigError) {
+        let Some(i) = self.next() else { return };
+        self.probes.push(i);
+        if self.best.is_none() {
+            self.outcome = Some(Err(NotFound::Config(e)));
+        } else {
+            self.from = i + 1;
+            self.finish_if_known();
+        }
+    }
+
+    fn finish_if_known(&mut self) {
+        let Some((hi, _)) = &self.best else { return };
+        if *hi > self.from {
+            return;
+        }
+        let (index, report) = self.best.take().expect("checked above");
+        let probes = std::mem::take(&mut self.probes);
+        self.outcome = Some(Ok(Found { index, report, probes }));
+    }
+
+    /// Points run so far (or tried, for a refused configuration).
+    pub fn runs(&self) -> usize {
+        match &self.outcome {
+            Some(Ok(f)) => f.probes.len(),
+            _ => self.probes.len(),
+        }
+    }
+
+    /// The most points the whole search runs: `ceil(log2(len)) + 1`.
+    pub fn max_runs(&self) -> usize {
+        match self.len {
+            0 => 0,
+            n => (usize::BITS - (n - 1).leading_zeros()) as usize + 1,
+        }
+    }
+
+    /// The answer, once [`Bisection::next`] gives None.
+    pub fn result(&self) -> Option<&Result<Found, NotFound>> {
+        self.outcome.as_ref()
+    }
+
+    /// The answer, once [`Bisection::next`] gives None.
+    pub fn into_result(self) -> Option<Result<Found, NotFound>> {
+        self.outcome
+    }
 }

@@ -184,6 +184,15 @@ pub fn plan(preset: &Value, knob: &Knob, values: &[Value]) -> Result<Vec<Planned
     Ok(points)
 }
 
+/// The smallest-KV search's default resolution, GiB.
+pub const KV_STEP_GIB: f64 = 0.25;
+
+/// The KV memory the smallest-KV search looks in unless told otherwise, (LO, HI) in GiB: one
+/// step up to the memory of the preset's GPUs.
+pub fn default_kv_range(config: &SimConfig, step: f64) -> (f64, f64) {
+    (step, config.gpu.memory_gib * f64::from(config.tensor_parallel_size))
+}
+
 /// The KV memory grid of the smallest-KV search: LO, LO + STEP, … up to HI (HI included when
 /// the steps land on it), at most 100,000 points.
 pub fn kv_grid(lo: f64, hi: f64, step: f64) -> Result<Vec<f64>, ConfigError> {
@@ -200,15 +209,22 @@ pub fn kv_grid(lo: f64, hi: f64, step: f64) -> Result<Vec<f64>, ConfigError> {
     Ok((0..n).map(|i| lo + step * i as f64).collect())
 }
 
-/// The preset with `kv_memory_gib` set; a preset that derives its KV memory from the GPU is
-/// refused, naming the flag.
-pub fn with_kv_memory(preset: &Value, gib: f64) -> Result<SimConfig, ConfigError> {
+/// Whether the smallest-KV search can set the preset's `kv_memory_gib`: not when the preset
+/// derives its KV memory from the GPU (the error names the field and the way out).
+pub fn check_kv_searchable(preset: &Value) -> Result<(), ConfigError> {
     if get_path(preset, &[Seg::Key("gpu_memory_utilization".into())]).is_some() {
         return Err(ConfigError::new(
             "gpu_memory_utilization",
             "this preset derives its KV memory from the GPU; the KV search sets kv_memory_gib, so remove gpu_memory_utilization from the preset",
         ));
     }
+    Ok(())
+}
+
+/// The preset with `kv_memory_gib` set; a preset that derives its KV memory from the GPU is
+/// refused, naming the flag.
+pub fn with_kv_memory(preset: &Value, gib: f64) -> Result<SimConfig, ConfigError> {
+    check_kv_searchable(preset)?;
     let mut v = preset.clone();
     set_path(&mut v, &[Seg::Key("kv_memory_gib".into())], Value::from(gib))
         .map_err(|why| ConfigError::new("kv_memory_gib", format!("cannot be set ({why})")))?;

@@ -167,14 +167,22 @@ impl App {
         sweep_view::render(&self.sweep.borrow(), view.dark);
     }
 
-    /// Runs the sweep's next runs within one frame's budget; true while runs remain.
+    /// Runs the sweep's next runs within one frame's budget, or else the smallest-KV search's
+    /// (one job a frame: a search started during a sweep waits for it); true while runs remain.
     fn step_sweep(&self) -> bool {
         let mut panel = self.sweep.borrow_mut();
-        let started = panel.started_ms;
-        let Some(job) = panel.job.as_mut().filter(|j| j.running()) else { return false };
-        let more = job.step(MAX_SPEED_BUDGET_MS, &dom::now_ms);
+        let panel = &mut *panel;
+        if let Some(job) = panel.job.as_mut().filter(|j| j.running()) {
+            if job.step(MAX_SPEED_BUDGET_MS, &dom::now_ms) {
+                return true;
+            }
+            panel.took_ms = Some(dom::now_ms() - panel.started_ms);
+            return panel.search.as_ref().is_some_and(|s| s.running());
+        }
+        let Some(search) = panel.search.as_mut().filter(|s| s.running()) else { return false };
+        let more = search.step(MAX_SPEED_BUDGET_MS, &dom::now_ms);
         if !more {
-            panel.took_ms = Some(dom::now_ms() - started);
+            panel.search_took_ms = Some(dom::now_ms() - panel.search_started_ms);
         }
         more
     }
@@ -210,9 +218,42 @@ impl App {
                 }
             }
             SweepAction::Metric(m) => self.sweep.borrow_mut().metric = m,
+            SweepAction::Search { target } => self.start_search(&target)?,
+            SweepAction::CancelSearch => {
+                if let Some(search) = self.sweep.borrow_mut().search.as_mut().filter(|s| s.running()) {
+                    search.cancelled = true;
+                }
+            }
         }
         self.request_frame();
         Ok(())
+    }
+
+    /// Starts the smallest-KV search on the lab's preset. A refused target is shown under the
+    /// field (naming it and the fix) and the previous search and the lab stay as they were.
+    fn start_search(&self, target: &str) -> Result<(), String> {
+        let job = {
+            let lab = self.lab.borrow();
+            serde_json::to_value(&lab.state.preset)
+                .map_err(|e| e.to_string())
+                .and_then(|preset| sweep_view::start_search(&preset, lab.mission.as_ref(), target))
+        };
+        let mut panel = self.sweep.borrow_mut();
+        match job {
+            Ok(job) => {
+                panel.search = Some(job);
+                panel.search_started_ms = dom::now_ms();
+                panel.search_took_ms = None;
+                panel.search_error = None;
+                Ok(())
+            }
+            Err(e) => {
+                panel.search_error = Some(format!("Search not run: {e}."));
+                drop(panel);
+                self.draw();
+                Err(e)
+            }
+        }
     }
 
     /// Proposes a new state computed from the current one. Valid: taken, the form and URL

@@ -455,7 +455,8 @@ fn wire_theme(app: &Rc<App>) {
     });
 }
 
-/// The Sweep panel (sweep_view.rs): Run, Cancel and the metric picker as typed actions.
+/// The Sweep panel (sweep_view.rs): Run, Cancel, the metric picker and the KV search's Find and
+/// Cancel as typed actions.
 fn wire_sweep(app: &Rc<App>) {
     use super::sweep_view::{self, SweepAction};
     use web_sys::{HtmlInputElement, HtmlSelectElement};
@@ -479,6 +480,14 @@ fn wire_sweep(app: &Rc<App>) {
     let a = app.clone();
     on("sweep-metric", "change", move |_: Event| {
         let _ = a.sweep_action(SweepAction::Metric(value("sweep-metric")));
+    });
+    let a = app.clone();
+    on("sweep-search-run", "click", move |_: Event| {
+        let _ = a.sweep_action(SweepAction::Search { target: value("sweep-search-target") });
+    });
+    let a = app.clone();
+    on("sweep-search-cancel", "click", move |_: Event| {
+        let _ = a.sweep_action(SweepAction::CancelSearch);
     });
     sweep_view::lock(app.lab.borrow().mission.as_ref());
 }

@@ -114,6 +114,17 @@ impl LabHandle {
         object(&out)
     }
 
+    /// The Sweep panel's smallest-KV search: `{target_ttft_p95_ms, grid: {lo_gib, hi_gib,
+    /// step_gib}, contiguous, paged, runs, max_runs, finished, cancelled}`, each allocator's answer
+    /// an object with a `status` (`searching`, `cancelled`, `met` with `kv_memory_gib`,
+    /// `ttft_p95_ms` and `misses_at_gib`, `not_met`, `refused`) and its `runs`; `null` before any
+    /// search.
+    #[wasm_bindgen(js_name = kvSearchResults)]
+    pub fn kv_search_results(&self) -> Result<JsValue, JsError> {
+        let panel = self.app.sweep.borrow();
+        object(&panel.search.as_ref().map(super::kv_search::results_json))
+    }
+
     /// The whole lab state, an object (what the link carries).
     pub fn state(&self) -> Result<JsValue, JsError> {
         object(&self.app.lab.borrow().snapshot())

@@ -23,6 +23,8 @@
 //!   handle's `testPanic`, `benchFrames`, `benchSimulate` and `readyMs`
 //! - [`theme`]: light or dark, as the stylesheet decided, for the canvases
 //! - [`title`]: the preset's title in the header and the preset picker
+//! - [`sweep`], [`kv_search`] (no DOM) and [`sweep_view`]: the Sweep panel's sweep, its
+//!   smallest-KV search, and the panel
 
 pub mod app;
 #[cfg(feature = "test-hooks")]
@@ -39,6 +41,7 @@ pub mod host;
 pub mod hub;
 pub mod js;
 pub mod knobs;
+pub mod kv_search;
 pub mod lab;
 pub mod loader;
 pub mod map;

@@ -10,6 +10,8 @@ use serde_json::Value;
 use crate::engine::sweep::{run_one, SweepMetrics};
 use crate::formats::sweep::{plan, Knob, PlannedPoint, ALLOCATORS};
 
+use super::kv_search::KvSearchJob;
+
 /// The knobs the panel offers: (preset path, label).
 pub const KNOBS: &[(&str, &str)] = &[
     ("allocator.block_size", "Block size (paged)"),
@@ -138,17 +140,33 @@ impl SweepJob {
     }
 }
 
-/// The panel's state, owned by `App`: the job, if one was started, and the metric charted.
+/// The panel's state, owned by `App`: the sweep and the smallest-KV search (kv_search.rs), if
+/// started, and the metric charted.
 pub struct SweepPanel {
     pub job: Option<SweepJob>,
     pub metric: String,
     /// `performance.now()` when the job started and when it finished (the progress line).
     pub started_ms: f64,
     pub took_ms: Option<f64>,
+    pub search: Option<KvSearchJob>,
+    /// `performance.now()` when the search started and when it finished.
+    pub search_started_ms: f64,
+    pub search_took_ms: Option<f64>,
+    /// Why the last search was not started (shown under the target field); None once one starts.
+    pub search_error: Option<String>,
 }
 
 impl Default for SweepPanel {
     fn default() -> SweepPanel {
-        SweepPanel { job: None, metric: METRICS[0].0.into(), started_ms: 0.0, took_ms: None }
+        SweepPanel {
+            job: None,
+            metric: METRICS[0].0.into(),
+            started_ms: 0.0,
+            took_ms: None,
+            search: None,
+            search_started_ms: 0.0,
+            search_took_ms: None,
+            search_error: None,
+        }
     }
 }

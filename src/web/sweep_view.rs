@@ -2,17 +2,22 @@
 //! its actions (events.rs wires Run, Cancel and the metric picker to them), writes the progress line and draws the metric against the knob with plotters,
 //! contiguous and paged as two series. The job itself is sweep.rs's and lives in `App`; app.rs
 //! steps it a time budget per animation frame, so the page stays responsive. In mission mode
-//! only the knobs the mission leaves free can be picked.
+//! only the knobs the mission leaves free can be picked. Below the chart, the smallest-KV
+//! search (kv_search.rs, stepped the same way): a TTFT p95 target, Find and Cancel, a progress
+//! line, one answer per allocator and the target's error under its field; off in a mission that
+//! locks `kv_memory_gib`.
 
 use plotters::prelude::*;
 use serde_json::Value;
 use web_sys::{Element, HtmlCanvasElement};
 
+use crate::formats::sweep::ALLOCATORS;
 use crate::missions::mission::Mission;
 
 use super::chart::{self, px, ChartTheme};
 use super::control_edit::control_unlocked;
 use super::dom;
+use super::kv_search::{answer_text, plural, Answer, KvSearchJob};
 use super::sweep::{metric_value, Outcome, SweepJob, SweepPanel, KNOBS, METRICS};
 
 /// The page message kind a refused sweep leaves (messages.rs).
@@ -29,6 +34,12 @@ pub enum SweepAction {
     Cancel,
     /// Chart another metric (a key of sweep.rs's `METRICS`).
     Metric(String),
+    /// Start the smallest-KV search for a TTFT p95 target (the field's text, milliseconds).
+    Search {
+        target: String,
+    },
+    /// Stop the search after the run in progress.
+    CancelSearch,
 }
 
 /// Fills the knob and metric pickers; false on a page without `#sweep`.
@@ -59,8 +70,34 @@ pub fn start(preset: &Value, mission: Option<&Mission>, knob: &str, values: &str
     SweepJob::plan(preset, knob, values)
 }
 
-/// Disables the knobs a mission locks (and Run when none is left).
+/// The knob the smallest-KV search sets.
+const SEARCH_KNOB: &str = "kv_memory_gib";
+
+/// Plans the smallest-KV search on the lab's preset, refused when the mission locks the KV
+/// memory (the same check as the sweep's knobs).
+pub fn start_search(preset: &Value, mission: Option<&Mission>, target: &str) -> Result<KvSearchJob, String> {
+    if let Some(m) = mission.filter(|m| !control_unlocked(m.knobs(), SEARCH_KNOB)) {
+        return Err(format!(
+            "{SEARCH_KNOB} is locked in mission {}, and the KV search sets it; change one of the knobs it leaves free ({})",
+            m.number(),
+            super::missions::knob_list(m)
+        ));
+    }
+    KvSearchJob::plan(preset, target)
+}
+
+/// Disables the knobs a mission locks (and Run when none is left), and the KV search when the
+/// mission locks the KV memory.
 pub fn lock(mission: Option<&Mission>) {
+    let search_off = mission.is_some_and(|m| !control_unlocked(m.knobs(), SEARCH_KNOB));
+    for id in ["sweep-search-run", "sweep-search-target"] {
+        if let Some(el) = dom::by_id::<Element>(id) {
+            let _ = el.toggle_attribute_with_force("disabled", search_off);
+        }
+    }
+    if let Some(note) = dom::by_id::<web_sys::HtmlElement>("sweep-search-locked") {
+        dom::set_hidden(&note, !search_off);
+    }
     let Some(sel) = dom::by_id::<Element>("sweep-knob") else { return };
     let mut any = false;
     let options = sel.children();
@@ -76,8 +113,13 @@ pub fn lock(mission: Option<&Mission>) {
     }
 }
 
-/// The progress line, the buttons' states and the chart.
+/// The progress line, the buttons' states and the chart; then the search's.
 pub fn render(panel: &SweepPanel, dark: bool) {
+    render_sweep(panel, dark);
+    render_search(panel);
+}
+
+fn render_sweep(panel: &SweepPanel, dark: bool) {
     let Some(line) = dom::by_id::<Element>("sweep-progress") else { return };
     let running = panel.job.as_ref().is_some_and(SweepJob::running);
     dom::set_text(&line, &progress_text(panel));
@@ -113,6 +155,60 @@ fn progress_text(panel: &SweepPanel) -> String {
         format!("{n} of {n} points{took}.{note}")
     } else {
         format!("Running… {k} of {n} points.")
+    }
+}
+
+/// The search's line, its answers (one per allocator), the target field's error and its buttons.
+fn render_search(panel: &SweepPanel) {
+    let Some(line) = dom::by_id::<Element>("sweep-search-progress") else { return };
+    let job = panel.search.as_ref();
+    let running = job.is_some_and(KvSearchJob::running);
+    dom::set_text(&line, &search_progress_text(panel));
+    let answers = job.map(KvSearchJob::answers);
+    for (a, allocator) in ALLOCATORS.iter().enumerate() {
+        let Some(li) = dom::by_id::<web_sys::HtmlElement>(&format!("sweep-search-{allocator}")) else { continue };
+        dom::set_hidden(&li, job.is_none());
+        if let (Some(job), Some(answers)) = (job, &answers) {
+            let answer = &answers[a];
+            let text = answer_text(allocator, job.target_ms, answer);
+            if li.text_content().as_deref() != Some(text.as_str()) {
+                // The allocator's name in bold, the rest as text (the whole reads as `text`).
+                let rest = text.strip_prefix(allocator).unwrap_or(&text);
+                dom::replace_children(&li, [dom::node("strong").text(allocator), dom::node("span").text(rest)]);
+            }
+            dom::toggle_class(&li, "met", matches!(answer, Answer::Met { .. }));
+        }
+    }
+    if let Some(err) = dom::by_id::<web_sys::HtmlElement>("sweep-search-error") {
+        dom::set_text(&err, panel.search_error.as_deref().unwrap_or_default());
+        dom::set_hidden(&err, panel.search_error.is_none());
+    }
+    if let Some(input) = dom::by_id::<Element>("sweep-search-target") {
+        let _ = input.toggle_attribute_with_force("aria-invalid", panel.search_error.is_some());
+    }
+    if let Some(cancel) = dom::by_id::<web_sys::HtmlElement>("sweep-search-cancel") {
+        dom::set_hidden(&cancel, !running);
+    }
+    if let Some(run) = dom::by_id::<web_sys::HtmlElement>("sweep-search-run") {
+        dom::set_hidden(&run, running);
+    }
+}
+
+fn search_progress_text(panel: &SweepPanel) -> String {
+    let Some(job) = &panel.search else {
+        return "The smallest KV memory whose TTFT p95 meets a target, for each allocator.".into();
+    };
+    let (runs, most) = (job.runs(), job.max_runs());
+    let (lo, hi, step) = job.grid();
+    if job.cancelled {
+        format!("Cancelled after {runs} {}.", plural(runs, "run"))
+    } else if job.finished() {
+        let took = panel.search_took_ms.map(|ms| format!(" in {ms:.0} ms")).unwrap_or_default();
+        format!("{runs} runs{took}, bisection over {lo}…{hi} GiB in {step} GiB steps.")
+    } else if panel.job.as_ref().is_some_and(SweepJob::running) {
+        "Waiting for the sweep to finish…".into()
+    } else {
+        format!("Searching… {runs} runs of at most {most}.")
     }
 }
 

@@ -1,0 +1,210 @@
+//! The page's smallest-KV search: for the lab's preset and a TTFT p95 target, the smallest
+//! `kv_memory_gib` that meets it, answered once per allocator. Each answer is the one
+//! `kvlab sweep --min-kv-for-ttft-p95-ms` gives for that allocator's preset (the preset itself
+//! for its own allocator, the other with the defaults a sweep gives it): the grid, the
+//! configurations and the allocator variants are formats/sweep.rs's, the order of the runs and
+//! the answer engine/sweep.rs's `Bisection`, what meets the target `meets_ttft_p95`. This file
+//! only keeps the two searches' places so `App` can run them a frame budget at a time
+//! (sweep_view.rs draws them; no DOM here).
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::engine::config::ConfigError;
+use crate::engine::sweep::{meets_ttft_p95, run_one, Bisection, Found, NotFound};
+use crate::engine::Report;
+use crate::formats::sweep::{
+    allocator_variants, check_kv_searchable, config_of, default_kv_range, kv_grid, with_kv_memory, ALLOCATORS,
+    KV_STEP_GIB,
+};
+
+/// The target field, as messages name it.
+pub const TARGET_FIELD: &str = "TTFT p95 target";
+
+/// Reads the target field: milliseconds above 0.
+pub fn parse_target(text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    match t.parse::<f64>() {
+        Ok(ms) if ms.is_finite() && ms > 0.0 => Ok(ms),
+        _ if t.is_empty() => Err(format!("{TARGET_FIELD} is empty; give milliseconds above 0, e.g. 2000")),
+        _ => Err(format!("{TARGET_FIELD}: \"{t}\" is not a time; give milliseconds above 0, e.g. 2000")),
+    }
+}
+
+/// One allocator's answer, as `kvlab.kvSearchResults()` gives it (the keys of
+/// `kvlab sweep --min-kv-for-ttft-p95-ms --json` where they say the same thing).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Answer {
+    /// Not finished: running, or waiting for the other allocator's search.
+    Searching { runs: usize },
+    /// Cancelled before it finished.
+    Cancelled { runs: usize },
+    /// The smallest KV size on the grid that meets the target; `misses_at_gib` is the grid point
+    /// below it (None: the lowest point tried already meets it).
+    Met { kv_memory_gib: f64, ttft_p95_ms: f64, misses_at_gib: Option<f64>, runs: usize },
+    /// Even the top of the grid misses: its TTFT p95 (None when the engine refused the run) and why.
+    NotMet { top_gib: f64, ttft_p95_ms: Option<f64>, why: String, runs: usize },
+    /// The search could not set up its most generous point; the engine's words.
+    Refused { error: String, runs: usize },
+}
+
+/// One allocator's search.
+struct Side {
+    preset: Value,
+    search: Bisection,
+}
+
+/// A search in progress or finished: both allocators, one after the other.
+pub struct KvSearchJob {
+    pub target_ms: f64,
+    grid: Vec<f64>,
+    sides: [Side; 2],
+    pub cancelled: bool,
+}
+
+impl KvSearchJob {
+    /// Plans the search on `preset` for the target field's text; errors name the field.
+    pub fn plan(preset: &Value, target: &str) -> Result<KvSearchJob, String> {
+        let target_ms = parse_target(target)?;
+        let config = config_of(preset).map_err(|e| e.to_string())?;
+        check_kv_searchable(preset).map_err(|e| e.to_string())?;
+        let (lo, hi) = default_kv_range(&config, KV_STEP_GIB);
+        let grid = kv_grid(lo, hi, KV_STEP_GIB).map_err(|e| e.to_string())?;
+        let sides = allocator_variants(preset).map(|preset| Side { preset, search: Bisection::new(grid.len()) });
+        Ok(KvSearchJob { target_ms, grid, sides, cancelled: false })
+    }
+
+    /// The KV sizes searched, GiB: (lowest, highest, step).
+    pub fn grid(&self) -> (f64, f64, f64) {
+        (self.grid[0], self.grid[self.grid.len() - 1], KV_STEP_GIB)
+    }
+
+    /// Runs done, both allocators.
+    pub fn runs(&self) -> usize {
+        self.sides.iter().map(|s| s.search.runs()).sum()
+    }
+
+    /// The most runs the two searches take.
+    pub fn max_runs(&self) -> usize {
+        self.sides.iter().map(|s| s.search.max_runs()).sum()
+    }
+
+    pub fn finished(&self) -> bool {
+        self.sides.iter().all(|s| s.search.next().is_none())
+    }
+
+    pub fn running(&self) -> bool {
+        !self.finished() && !self.cancelled
+    }
+
+    /// Runs whole runs until `budget_ms` of `clock` has passed (at least one run); true while
+    /// runs remain.
+    pub fn step(&mut self, budget_ms: f64, clock: &dyn Fn() -> f64) -> bool {
+        let start = clock();
+        while self.running() {
+            self.run_next();
+            if clock() - start >= budget_ms {
+                break;
+            }
+        }
+        self.running()
+    }
+
+    /// The next run of the first allocator whose search is not finished.
+    fn run_next(&mut self) {
+        let target = self.target_ms;
+        let Some((side, i)) = self.sides.iter_mut().find_map(|s| s.search.next().map(|i| (s, i))) else { return };
+        match with_kv_memory(&side.preset, self.grid[i]) {
+            Ok(config) => {
+                let run = run_one(&config);
+                let met = run.as_ref().is_ok_and(|r| meets_ttft_p95(r, target));
+                side.search.record(run, met);
+            }
+            Err(e) => side.search.refuse(e),
+        }
+    }
+
+    /// Each allocator's answer so far, in [`ALLOCATORS`] order.
+    pub fn answers(&self) -> [Answer; 2] {
+        [0, 1].map(|a| self.answer(&self.sides[a].search))
+    }
+
+    fn answer(&self, search: &Bisection) -> Answer {
+        let runs = search.runs();
+        match search.result() {
+            None if self.cancelled => Answer::Cancelled { runs },
+            None => Answer::Searching { runs },
+            Some(Ok(f)) => self.met(f),
+            Some(Err(NotFound::LastMisses(run))) => not_met(self.grid[self.grid.len() - 1], run, runs),
+            Some(Err(NotFound::Config(e))) => Answer::Refused { error: e.to_string(), runs },
+        }
+    }
+
+    fn met(&self, f: &Found) -> Answer {
+        Answer::Met {
+            kv_memory_gib: self.grid[f.index],
+            ttft_p95_ms: f.report.latency_ms.ttft_p95,
+            misses_at_gib: f.index.checked_sub(1).map(|i| self.grid[i]),
+            runs: f.probes.len(),
+        }
+    }
+}
+
+fn not_met(top_gib: f64, run: &Result<Report, ConfigError>, runs: usize) -> Answer {
+    let (ttft_p95_ms, why) = match run {
+        Ok(r) if r.requests.rejected > 0 => {
+            (Some(r.latency_ms.ttft_p95), format!("{} requests refused", r.requests.rejected))
+        }
+        Ok(r) if r.requests.finished == 0 => (Some(r.latency_ms.ttft_p95), "no request finished".into()),
+        Ok(r) => (Some(r.latency_ms.ttft_p95), format!("TTFT p95 {:.0} ms", r.latency_ms.ttft_p95)),
+        Err(e) => (None, format!("refused: {e}")),
+    };
+    Answer::NotMet { top_gib, ttft_p95_ms, why, runs }
+}
+
+/// One allocator's answer as the panel writes it ("paged: 8.75 GiB meets TTFT p95 ≤ 2000 ms …").
+pub fn answer_text(allocator: &str, target_ms: f64, answer: &Answer) -> String {
+    match answer {
+        Answer::Searching { runs: 0 } => format!("{allocator}: waiting…"),
+        Answer::Searching { runs } => format!("{allocator}: searching… {runs} {}", plural(*runs, "run")),
+        Answer::Cancelled { runs } => format!("{allocator}: cancelled after {runs} {}.", plural(*runs, "run")),
+        Answer::Met { kv_memory_gib, ttft_p95_ms, misses_at_gib: Some(below), .. } => format!(
+            "{allocator}: {kv_memory_gib} GiB meets TTFT p95 ≤ {target_ms} ms (p95 {ttft_p95_ms:.0} ms); {below} GiB misses it."
+        ),
+        Answer::Met { kv_memory_gib, ttft_p95_ms, misses_at_gib: None, .. } => format!(
+            "{allocator}: met already at the lowest KV tried, {kv_memory_gib} GiB (p95 {ttft_p95_ms:.0} ms ≤ {target_ms} ms)."
+        ),
+        Answer::NotMet { top_gib, why, .. } => {
+            format!("{allocator}: not met even at {top_gib} GiB ({why}); raise the target or lower the traffic.")
+        }
+        Answer::Refused { error, .. } => format!("{allocator}: cannot search: {error}."),
+    }
+}
+
+/// `word`, or `words` unless `n` is 1.
+pub fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        word.to_string()
+    } else {
+        format!("{word}s")
+    }
+}
+
+/// The answers as `kvlab.kvSearchResults()` gives them: `{target_ttft_p95_ms, grid: {lo_gib,
+/// hi_gib, step_gib}, contiguous, paged, runs, max_runs, finished, cancelled}`.
+pub fn results_json(job: &KvSearchJob) -> Value {
+    let (lo, hi, step) = job.grid();
+    let [contiguous, paged] = job.answers();
+    debug_assert_eq!(ALLOCATORS, ["contiguous", "paged"]);
+    serde_json::json!({
+        "target_ttft_p95_ms": job.target_ms,
+        "grid": { "lo_gib": lo, "hi_gib": hi, "step_gib": step },
+        "contiguous": contiguous,
+        "paged": paged,
+        "runs": job.runs(),
+        "max_runs": job.max_runs(),
+        "finished": job.finished(),
+        "cancelled": job.cancelled,
+    })
+}
