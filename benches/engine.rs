@@ -4,8 +4,8 @@
 
 use criterion::{black_box, criterion_group, criterion_main, BatchSize, Criterion};
 use kvlab::engine::sim::checkpoints::{Checkpoints, DEFAULT_BUDGET_BYTES};
-use kvlab::engine::{AllocatorConfig, SimConfig, Simulation, Stepping};
 use kvlab::engine::sweep::run_all;
+use kvlab::engine::{AllocatorConfig, SimConfig, Simulation, Stepping};
 use kvlab::formats::preset::parse_preset;
 use kvlab::formats::sweep::{plan, Knob};
 

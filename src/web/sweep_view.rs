@@ -141,7 +141,7 @@ fn render_sweep(panel: &SweepPanel, dark: bool) {
 
 fn progress_text(panel: &SweepPanel) -> String {
     let Some(job) = &panel.job else {
-        return "Pick a knob and its values (8,16,32 or a range 4:64:16), then Run.".into();
+        return "No sweep run yet.".into();
     };
     let (k, n) = (job.done_points(), job.total_points());
     let note = job
