@@ -133,12 +133,18 @@ pub struct GpuMemoryReport {
 
 /// Nearest-rank percentile of an unsorted list (0 when empty).
 pub fn percentile(values: &mut [f64], p: f64) -> f64 {
-    if values.is_empty() {
+    // Values equal under `total_cmp` are the same bits, so an unstable sort is as good.
+    values.sort_unstable_by(f64::total_cmp);
+    percentile_of_sorted(values, p)
+}
+
+/// Nearest-rank percentile of a list sorted by `f64::total_cmp` (0 when empty).
+pub fn percentile_of_sorted(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
         return 0.0;
     }
-    values.sort_by(f64::total_cmp);
-    let rank = libm::ceil(p / 100.0 * values.len() as f64) as usize;
-    values[rank.clamp(1, values.len()) - 1]
+    let rank = libm::ceil(p / 100.0 * sorted.len() as f64) as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
 /// Rounds for the report so that JSON stays readable (and exact across platforms).

@@ -7,7 +7,7 @@ use super::Simulation;
 use crate::engine::alloc::KvCacheManager;
 use crate::engine::config::AllocatorConfig;
 use crate::engine::memory_budget::MemoryBudget;
-use crate::engine::metrics::{percentile, round_to, GpuMemoryReport, KvSummary, LatencyMs, Report, RequestCounts};
+use crate::engine::metrics::{percentile_of_sorted, round_to, GpuMemoryReport, KvSummary, LatencyMs, Report, RequestCounts};
 use crate::engine::model::GIB;
 use crate::engine::plan::startup_line;
 use crate::engine::request::GroupStatus;
@@ -16,7 +16,13 @@ impl Simulation {
     pub fn report(&self) -> Report {
         let i = &self.integrals;
         let ratio = |num: f64, den: f64| if den > 0.0 { round_to(num / den, 4) } else { 0.0 };
-        let ms = |v: &[f64], p: f64| round_to(percentile(&mut v.to_vec(), p) / 1000.0, 2);
+        let sorted = |v: &[f64]| {
+            let mut v = v.to_vec();
+            v.sort_unstable_by(f64::total_cmp);
+            v
+        };
+        let (ttft_us, tpot_us) = (sorted(&self.ttft_us), sorted(&self.tpot_us));
+        let ms = |v: &[f64], p: f64| round_to(percentile_of_sorted(v, p) / 1000.0, 2);
         let allocator = match self.config.allocator {
             AllocatorConfig::Contiguous { .. } => "contiguous",
             AllocatorConfig::Paged { .. } => "paged",
@@ -59,10 +65,10 @@ impl Simulation {
             cow_copies: self.kv.cow_copies(),
             prefix_cache_hit_rate: round_to(self.kv.prefix_cache_hit_rate(), 4),
             latency_ms: LatencyMs {
-                ttft_p50: ms(&self.ttft_us, 50.0),
-                ttft_p95: ms(&self.ttft_us, 95.0),
-                tpot_p50: ms(&self.tpot_us, 50.0),
-                tpot_p95: ms(&self.tpot_us, 95.0),
+                ttft_p50: ms(&ttft_us, 50.0),
+                ttft_p95: ms(&ttft_us, 95.0),
+                tpot_p50: ms(&tpot_us, 50.0),
+                tpot_p95: ms(&tpot_us, 95.0),
             },
             output_tokens_per_s: round_to(self.output_tokens as f64 / (self.duration_us as f64 / 1e6), 2),
             paged_overhead: round_to(self.timing.paged_overhead(), 4),
