@@ -53,7 +53,7 @@ fn v1_caches_a_block_whose_hash_is_already_cached() {
     let (a, b) = (pool.get_new_block(0).unwrap(), pool.get_new_block(1).unwrap());
     pool.cache_full_block(a, 7);
     pool.cache_full_block(b, 7);
-    assert_eq!((pool.block(a).block_hash, pool.block(b).block_hash), (Some(7), Some(7)));
+    assert_eq!((pool.block_hash(a), pool.block_hash(b)), (Some(7), Some(7)));
     assert_eq!(pool.get_cached_block(7), Some(a));
     pool.free_blocks([a]);
     assert_eq!(pool.get_new_block(2), Some(3), "a hashed free block waits at the tail");

@@ -16,8 +16,6 @@ use crate::engine::version::EngineVersion;
 #[derive(Clone, Debug)]
 pub struct KvCacheBlock {
     pub ref_cnt: u32,
-    /// Set once the block is full and prefix caching is on.
-    pub block_hash: Option<u64>,
     /// Token slots written (≤ block size).
     pub filled: u32,
     /// The request that last took this block (for drawing the map).
@@ -99,6 +97,9 @@ impl FreeBlockQueue {
 pub struct BlockPool {
     blocks: Vec<KvCacheBlock>,
     free_queue: FreeBlockQueue,
+    /// Each block's hash, set once it is full (prefix caching only: empty without it, which
+    /// keeps the block records small).
+    hashes: Vec<Option<u64>>,
     /// Hash → the blocks cached under it, oldest first (v1 keeps duplicates; v0 holds one).
     cached: BTreeMap<u64, Vec<u32>>,
     enable_caching: bool,
@@ -112,18 +113,11 @@ pub struct BlockPool {
 impl BlockPool {
     /// `num_blocks` as vLLM counts them: under v1 block 0 is the null block, never handed out.
     pub fn new(num_blocks: u32, enable_caching: bool, engine: EngineVersion) -> Self {
-        let mut blocks = vec![
-            KvCacheBlock {
-                ref_cnt: 0,
-                block_hash: None,
-                filled: 0,
-                owner: 0,
-                copied: false,
-                in_free_queue: false,
-                queue_stamp: 0,
-            };
-            num_blocks as usize
-        ];
+        let mut blocks =
+            vec![
+                KvCacheBlock { ref_cnt: 0, filled: 0, owner: 0, copied: false, in_free_queue: false, queue_stamp: 0 };
+                num_blocks as usize
+            ];
         let mut free_queue = FreeBlockQueue { entries: VecDeque::with_capacity(num_blocks as usize), len: 0 };
         let first = u32::from(engine == EngineVersion::V1).min(num_blocks);
         for id in first..num_blocks {
@@ -132,6 +126,7 @@ impl BlockPool {
         BlockPool {
             blocks,
             free_queue,
+            hashes: if enable_caching { vec![None; num_blocks as usize] } else { Vec::new() },
             cached: BTreeMap::new(),
             enable_caching,
             engine,
@@ -173,13 +168,16 @@ impl BlockPool {
     pub fn num_cached_blocks(&self) -> usize {
         self.cached.len()
     }
+    /// The hash a full block is cached under (prefix caching only).
+    pub fn block_hash(&self, id: u32) -> Option<u64> {
+        self.hashes.get(id as usize).copied().flatten()
+    }
 
     /// Takes the block at the head of the free queue, evicting its cached hash; None if empty.
     pub fn get_new_block(&mut self, owner: RequestId) -> Option<u32> {
         let id = self.free_queue.pop_front(&mut self.blocks)?;
         self.epoch += 1;
-        let b = &mut self.blocks[id as usize];
-        if let Some(h) = b.block_hash.take() {
+        if let Some(h) = self.hashes.get_mut(id as usize).and_then(Option::take) {
             if let Some(ids) = self.cached.get_mut(&h) {
                 ids.retain(|&x| x != id);
                 if ids.is_empty() {
@@ -187,6 +185,7 @@ impl BlockPool {
                 }
             }
         }
+        let b = &mut self.blocks[id as usize];
         debug_assert_eq!(b.ref_cnt, 0);
         b.ref_cnt = 1;
         b.filled = 0;
@@ -274,10 +273,8 @@ impl BlockPool {
                 continue;
             }
             freed_tokens += u64::from(b.filled);
-            if !self.enable_caching {
-                b.block_hash = None;
-            }
-            if self.engine == EngineVersion::V1 && b.block_hash.is_none() {
+            let hashed = self.hashes.get(id as usize).is_some_and(Option::is_some);
+            if self.engine == EngineVersion::V1 && !hashed {
                 front.push(id);
             } else {
                 self.free_queue.push_back(&mut self.blocks, id);
@@ -308,7 +305,6 @@ impl BlockPool {
                 continue;
             }
             freed_tokens += u64::from(b.filled);
-            b.block_hash = None;
             self.free_queue.push_front(&mut self.blocks, id);
             self.epoch += 1;
         }
@@ -330,7 +326,7 @@ impl BlockPool {
     /// Registers a full block under its hash. v1 caches duplicates too (vLLM never de-duplicates,
     /// so block tables stay append-only); v0 keeps the first block with a hash.
     pub fn cache_full_block(&mut self, id: u32, hash: u64) {
-        if !self.enable_caching || self.blocks[id as usize].block_hash.is_some() {
+        if !self.enable_caching || self.block_hash(id).is_some() {
             return;
         }
         let ids = self.cached.entry(hash).or_default();
@@ -338,7 +334,7 @@ impl BlockPool {
             return;
         }
         ids.push(id);
-        self.blocks[id as usize].block_hash = Some(hash);
+        self.hashes[id as usize] = Some(hash);
         // A new hash can turn a refused admission into a hit: admission memos are stale.
         self.epoch += 1;
     }
@@ -364,7 +360,7 @@ impl BlockPool {
         let null = self.first_usable() as usize;
         for (id, b) in self.blocks.iter().enumerate() {
             if id < null {
-                if seen[id] || b.ref_cnt != 0 || b.block_hash.is_some() {
+                if seen[id] || b.ref_cnt != 0 || self.block_hash(id as u32).is_some() {
                     return Err(format!("null block {id} was handed out"));
                 }
                 continue;
@@ -372,7 +368,7 @@ impl BlockPool {
             if b.ref_cnt == 0 && !seen[id] {
                 return Err(format!("block {id} has ref count 0 but is not free"));
             }
-            if let Some(h) = b.block_hash {
+            if let Some(h) = self.block_hash(id as u32) {
                 if !self.cached.get(&h).is_some_and(|ids| ids.contains(&(id as u32))) {
                     return Err(format!("block {id} carries a hash the hash map does not list it under"));
                 }
@@ -383,7 +379,7 @@ impl BlockPool {
                 return Err(format!("hash {h:#x} lists {} blocks", ids.len()));
             }
             for &id in ids {
-                if self.blocks[id as usize].block_hash != Some(h) {
+                if self.block_hash(id) != Some(h) {
                     return Err(format!("cached hash points at block {id}, which does not carry it"));
                 }
             }

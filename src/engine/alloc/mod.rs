@@ -232,12 +232,13 @@ impl KvCacheManager {
                 let first = p.pool().first_usable() as usize;
                 let cells = p.pool().blocks()[first..]
                     .iter()
-                    .map(|b| {
+                    .zip(first as u32..)
+                    .map(|(b, id)| {
                         if b.ref_cnt == 0 {
                             MapCell {
                                 owner: 0,
                                 live_tokens: 0,
-                                flags: if b.block_hash.is_some() { MapCell::CACHED } else { 0 },
+                                flags: if p.pool().block_hash(id).is_some() { MapCell::CACHED } else { 0 },
                             }
                         } else {
                             let mut flags = 0;

@@ -195,7 +195,7 @@ impl PagedAllocator {
             blocks: computed.blocks.clone(),
             num_tokens: computed.num_tokens,
             // A hit block carries its chained hash.
-            chain_hash: computed.blocks.last().and_then(|&b| self.pool.block(b).block_hash).unwrap_or(0),
+            chain_hash: computed.blocks.last().and_then(|&b| self.pool.block_hash(b)).unwrap_or(0),
         });
         let ok = self.allocate_slots(seq, req.num_new_tokens);
         debug_assert!(ok.is_some());
@@ -458,7 +458,7 @@ impl PagedAllocator {
             }
         }
         for (id, b) in self.pool.blocks().iter().enumerate() {
-            if b.block_hash.is_some() && b.filled != self.block_size {
+            if self.pool.block_hash(id as u32).is_some() && b.filled != self.block_size {
                 return Err(format!("block {id} is cached with {} of {} tokens", b.filled, self.block_size));
             }
         }

@@ -11,6 +11,7 @@
 
 use super::Simulation;
 use crate::engine::alloc::block_pool::KvCacheBlock;
+use crate::engine::config::AllocatorConfig;
 use crate::engine::metrics::StepPoint;
 use crate::engine::request::{Sequence, SequenceGroup};
 
@@ -48,12 +49,15 @@ impl Snapshot {
     /// list itself is shared by every snapshot).
     fn estimate_bytes(&self) -> usize {
         let s = &self.sim;
+        let caching = matches!(s.config.allocator, AllocatorConfig::Paged { prefix_caching: true, .. });
+        let hash = if caching { size_of::<Option<u64>>() } else { 0 };
         let samples: usize = s.groups.iter().map(|g| g.samples.len()).sum();
         s.groups.len() * size_of::<SequenceGroup>()
             + samples * size_of::<Sequence>()
             + (s.ttft_us.len() + s.tpot_us.len()) * size_of::<f64>()
-            // Per block: its record, its place in a block table, its free-queue entry.
-            + s.config.run_bounds().kv_cells as usize * (size_of::<KvCacheBlock>() + 3 * size_of::<u32>())
+            // Per block: its record, its place in a block table, its free-queue entry, and its
+            // hash with prefix caching.
+            + s.config.run_bounds().kv_cells as usize * (size_of::<KvCacheBlock>() + 3 * size_of::<u32>() + hash)
     }
 }
 

@@ -7,7 +7,9 @@ use super::Simulation;
 use crate::engine::alloc::KvCacheManager;
 use crate::engine::config::AllocatorConfig;
 use crate::engine::memory_budget::MemoryBudget;
-use crate::engine::metrics::{percentile_of_sorted, round_to, GpuMemoryReport, KvSummary, LatencyMs, Report, RequestCounts};
+use crate::engine::metrics::{
+    percentile_of_sorted, round_to, GpuMemoryReport, KvSummary, LatencyMs, Report, RequestCounts,
+};
 use crate::engine::model::GIB;
 use crate::engine::plan::startup_line;
 use crate::engine::request::GroupStatus;
