@@ -266,13 +266,8 @@ impl BlockPool {
         front.clear();
         let mut freed_tokens = 0u64;
         for id in ordered {
-            let b = &mut self.blocks[id as usize];
-            assert!(b.ref_cnt > 0, "block {id} freed with ref count 0");
-            b.ref_cnt -= 1;
-            if b.ref_cnt > 0 {
-                continue;
-            }
-            freed_tokens += u64::from(b.filled);
+            let Some(filled) = self.release(id) else { continue };
+            freed_tokens += u64::from(filled);
             let hashed = self.hashes.get(id as usize).is_some_and(Option::is_some);
             if self.engine == EngineVersion::V1 && !hashed {
                 front.push(id);
@@ -288,6 +283,15 @@ impl BlockPool {
         freed_tokens
     }
 
+    /// Drops one reference from block `id`; its tokens when that was the last one.
+    #[inline]
+    fn release(&mut self, id: u32) -> Option<u32> {
+        let b = &mut self.blocks[id as usize];
+        assert!(b.ref_cnt > 0, "block {id} freed with ref count 0");
+        b.ref_cnt -= 1;
+        (b.ref_cnt == 0).then_some(b.filled)
+    }
+
     /// Frees a block table's blocks last block first, as `free_blocks(table.iter().rev())`
     /// does, and returns the tokens of the blocks that became free.
     pub fn free_table(&mut self, table: &[u32]) -> u64 {
@@ -298,13 +302,8 @@ impl BlockPool {
         // last block first in line, which is pushing them to the front in table order.
         let mut freed_tokens = 0u64;
         for &id in table {
-            let b = &mut self.blocks[id as usize];
-            assert!(b.ref_cnt > 0, "block {id} freed with ref count 0");
-            b.ref_cnt -= 1;
-            if b.ref_cnt > 0 {
-                continue;
-            }
-            freed_tokens += u64::from(b.filled);
+            let Some(filled) = self.release(id) else { continue };
+            freed_tokens += u64::from(filled);
             self.free_queue.push_front(&mut self.blocks, id);
             self.epoch += 1;
         }

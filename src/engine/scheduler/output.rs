@@ -38,3 +38,11 @@ pub struct SchedulerOutput {
     /// v0: groups aborted because CPU swap space was full (vLLM v0 raises an error then).
     pub aborted: Vec<RequestId>,
 }
+
+impl SchedulerOutput {
+    /// An empty output whose work list reuses `work`'s memory (last step's list).
+    pub fn reusing(mut work: Vec<ScheduledWork>) -> Self {
+        work.clear();
+        SchedulerOutput { work, ..SchedulerOutput::default() }
+    }
+}

@@ -188,9 +188,7 @@ impl V0Scheduler {
 
     /// An output to fill, reusing the last step's work list.
     pub(crate) fn empty_output(&mut self) -> SchedulerOutput {
-        let mut out = SchedulerOutput { work: std::mem::take(&mut self.scratch_work), ..SchedulerOutput::default() };
-        out.work.clear();
-        out
+        SchedulerOutput::reusing(std::mem::take(&mut self.scratch_work))
     }
 
     /// The step's second half, once the running groups are served with `budget` left:
