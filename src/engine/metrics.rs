@@ -138,6 +138,13 @@ pub fn percentile(values: &mut [f64], p: f64) -> f64 {
     percentile_of_sorted(values, p)
 }
 
+/// A sorted copy (by `f64::total_cmp`), for taking several percentiles.
+pub fn sorted(values: &[f64]) -> Vec<f64> {
+    let mut v = values.to_vec();
+    v.sort_unstable_by(f64::total_cmp);
+    v
+}
+
 /// Nearest-rank percentile of a list sorted by `f64::total_cmp` (0 when empty).
 pub fn percentile_of_sorted(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {

@@ -2,17 +2,18 @@
 //! scheduler for a batch, advances simulated time by the step-time model, and applies the results
 //! (prompts fork into samples, tokens are sampled, finished sequences free their KV).
 
-use super::alloc::{ContiguousAllocator, KvCacheManager, PagedAllocator, RequestId, SeqId};
+use super::alloc::{ContiguousAllocator, KvCacheManager, PagedAllocator, SeqId};
 use super::config::{AllocatorConfig, ConfigError, SimConfig};
 use super::memory_map::MemoryMap;
 use super::metrics::{Integrals, Rejection, Report, StepPoint};
 use super::model::GIB;
 use super::request::{GroupStatus, Sequence, SequenceGroup};
-use super::scheduler::{HolReason, ScheduledWork, Scheduler, SchedulerOutput, Target};
+use super::scheduler::Scheduler;
 use super::timing::{StepTimeModel, StepWork};
 use super::workload::{generate, RequestSpec};
 use std::sync::Arc;
 
+mod apply;
 pub mod checkpoints;
 mod cohort;
 mod events;
@@ -365,139 +366,5 @@ impl Simulation {
             swapped: self.scheduler.num_swapped() as u32,
             preemptions: self.scheduler.preemptions().0 as u32,
         }
-    }
-
-    fn run_batch(&mut self, out: SchedulerOutput) {
-        let mut work = StepWork { swap_blocks: out.swapped_blocks, ..StepWork::default() };
-        self.add_work(&mut work, &out.work);
-        self.account_step(&work, out.hol);
-        self.apply_work(&out.work);
-        self.scheduler.recycle(out.work);
-    }
-
-    /// Adds scheduled work to the step's totals (a chunk of more than one token is prefill).
-    fn add_work(&mut self, work: &mut StepWork, items: &[ScheduledWork]) {
-        for w in items {
-            self.scheduled_tokens += u64::from(w.num_new_tokens);
-            if w.target == Target::Prefill || w.num_new_tokens > 1 {
-                work.prefill_tokens += u64::from(w.num_new_tokens);
-            } else {
-                work.decode_tokens += u64::from(w.num_new_tokens);
-            }
-            work.kv_read_tokens += u64::from(w.context_tokens);
-        }
-    }
-
-    /// The step takes its time: the series point, the time integrals, head-of-line counts.
-    fn account_step(&mut self, work: &StepWork, hol: Option<HolReason>) {
-        let dt = self.timing.step_us(work);
-        let end = self.now_us + dt;
-        let sample = self.sample(end);
-        let counted = end.min(self.duration_us) - self.now_us;
-        self.integrals.add(counted, &sample, self.kv.capacity_tokens());
-        self.series.push(sample);
-        self.running_max = self.running_max.max(sample.running);
-        if let Some(reason) = hol {
-            self.hol_blocked_steps += 1;
-            if let HolReason::Memory(b) = reason {
-                if b.enough_total_free {
-                    self.hol_blocked_with_free_memory_steps += 1;
-                }
-            }
-        }
-        self.now_us = end;
-        self.steps += 1;
-    }
-
-    /// The computed tokens land: prefills complete and fork, samples make their tokens.
-    fn apply_work(&mut self, items: &[ScheduledWork]) {
-        for w in items {
-            match w.target {
-                Target::Prefill => self.advance_prefill(w.request, w.num_new_tokens),
-                Target::Sample(k) => {
-                    let s = &mut self.groups[w.request as usize].samples[k as usize];
-                    s.num_computed += w.num_new_tokens;
-                    if s.num_computed == s.num_tokens {
-                        self.emit_token(w.request, k);
-                    }
-                }
-            }
-        }
-    }
-
-    fn advance_prefill(&mut self, r: RequestId, new: u32) {
-        let g = &mut self.groups[r as usize];
-        g.prefill_computed += new;
-        if g.prefill_computed < g.prompt_tokens {
-            return;
-        }
-        // The prompt is in the cache: every unfinished sample forks from the parent's table.
-        let parent = g.parent();
-        for k in 1..g.samples.len() {
-            if !g.samples[k].finished {
-                let seq = g.samples[k].seq;
-                self.kv.fork(parent, seq, g.identity(seq));
-            }
-        }
-        if g.samples[0].finished {
-            self.kv.free(parent);
-        }
-        g.forked = true;
-        let prompt = g.prompt_tokens;
-        let mut first = Vec::new();
-        for (k, s) in g.samples.iter_mut().enumerate() {
-            if s.finished {
-                continue;
-            }
-            s.num_computed = prompt;
-            if s.generated == 0 {
-                first.push(k as u32);
-            }
-        }
-        for k in first {
-            self.emit_token(r, k);
-        }
-    }
-
-    /// Sequence `k` of request `r` produces one token; it may finish.
-    #[inline]
-    fn emit_token(&mut self, r: RequestId, k: u32) {
-        let now = self.now_us;
-        let g = &mut self.groups[r as usize];
-        let s = &mut g.samples[k as usize];
-        s.generated += 1;
-        s.num_tokens += 1;
-        self.output_tokens += 1;
-        let done = s.generated >= s.target || s.num_tokens >= self.config.scheduler.max_model_len;
-        if g.first_token_us.is_none() {
-            g.first_token_us = Some(now);
-            self.ttft_us.push((now - g.arrival_us) as f64);
-        }
-        if done {
-            self.finish_sample(r, k);
-        }
-    }
-
-    /// Sequence `k` of request `r` reached its length: free its KV; the request may be done.
-    #[cold]
-    fn finish_sample(&mut self, r: RequestId, k: u32) {
-        let now = self.now_us;
-        let g = &mut self.groups[r as usize];
-        let s = &mut g.samples[k as usize];
-        s.finished = true;
-        let seq = s.seq;
-        self.kv.free(seq);
-        self.finished_seqs += 1;
-        if g.samples.iter().all(|s| s.finished) {
-            g.status = GroupStatus::Finished;
-            g.finish_us = Some(now);
-            let max_gen = g.samples.iter().map(|s| s.generated).max().unwrap_or(1);
-            if max_gen >= 2 {
-                let first = g.first_token_us.unwrap_or(now);
-                self.tpot_us.push((now - first) as f64 / f64::from(max_gen - 1));
-            }
-            self.finished += 1;
-        }
-        self.scheduler.finish_sample(&mut self.groups, r, k);
     }
 }

@@ -8,7 +8,7 @@ use crate::engine::alloc::KvCacheManager;
 use crate::engine::config::AllocatorConfig;
 use crate::engine::memory_budget::MemoryBudget;
 use crate::engine::metrics::{
-    percentile_of_sorted, round_to, GpuMemoryReport, KvSummary, LatencyMs, Report, RequestCounts,
+    percentile_of_sorted, round_to, sorted, GpuMemoryReport, KvSummary, LatencyMs, Report, RequestCounts,
 };
 use crate::engine::model::GIB;
 use crate::engine::plan::startup_line;
@@ -18,11 +18,6 @@ impl Simulation {
     pub fn report(&self) -> Report {
         let i = &self.integrals;
         let ratio = |num: f64, den: f64| if den > 0.0 { round_to(num / den, 4) } else { 0.0 };
-        let sorted = |v: &[f64]| {
-            let mut v = v.to_vec();
-            v.sort_unstable_by(f64::total_cmp);
-            v
-        };
         let (ttft_us, tpot_us) = (sorted(&self.ttft_us), sorted(&self.tpot_us));
         let ms = |v: &[f64], p: f64| round_to(percentile_of_sorted(v, p) / 1000.0, 2);
         let allocator = match self.config.allocator {
