@@ -232,18 +232,19 @@ impl DecodeCohort {
         self.tick += 1;
     }
 
-    /// Live members whose token of the step just taken (the tick before this one) finished
-    /// them, in running order, appended to `out`.
-    pub fn pop_finished(&mut self, out: &mut Vec<u32>) {
+    /// The next live member whose token of the step just taken (the tick before this one)
+    /// finished it, in running order; None when there is none left.
+    pub fn next_finished(&mut self) -> Option<u32> {
         while let Some(&Reverse((t, idx))) = self.finishes.peek() {
             if t >= self.tick {
-                break;
+                return None;
             }
             self.finishes.pop();
             debug_assert!(t + 1 == self.tick || !self.members[idx as usize].alive, "a finish was skipped");
             if self.members[idx as usize].alive {
-                out.push(idx);
+                return Some(idx);
             }
         }
+        None
     }
 }

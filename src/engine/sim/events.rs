@@ -207,10 +207,8 @@ impl Simulation {
         self.account_step(&work, out.hol);
         // Every member made its token; those at their length finish, in running order.
         self.output_tokens += u64::from(served);
-        let mut finished = Vec::new();
-        self.cohort.pop_finished(&mut finished);
         let tick = self.cohort.tick();
-        for idx in finished {
+        while let Some(idx) = self.cohort.next_finished() {
             self.sync_member(idx, tick);
             self.cohort.remove(idx);
             let m = self.cohort.member(idx);
