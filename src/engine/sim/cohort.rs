@@ -114,6 +114,11 @@ impl DecodeCohort {
     pub fn tick(&self) -> u64 {
         self.tick
     }
+    /// Some writes wait to be written down (with 1-token blocks every write is slow, so the
+    /// tables are always up to date).
+    pub fn defers_writes(&self) -> bool {
+        self.block_size != 1
+    }
     /// Live members: the requests the running pass serves.
     pub fn alive(&self) -> usize {
         self.alive

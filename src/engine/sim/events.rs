@@ -236,7 +236,9 @@ impl Simulation {
             if !m.is_alive() {
                 continue;
             }
-            self.kv.catch_up(m.seq, m.computed_at(tick));
+            if self.cohort.defers_writes() {
+                self.kv.catch_up(m.seq, m.computed_at(tick));
+            }
             loop {
                 if self.kv.allocate_slots(m.seq, 1).is_some() {
                     written += 1;
