@@ -217,33 +217,28 @@ impl BlockPool {
             }
             return Some(());
         }
-        // Without prefix caching no block carries a hash: nothing to evict. The queue's entries
-        // are read in place and dropped together.
+        // Without prefix caching no block carries a hash and none leaves the queue's middle, so
+        // every entry is current: the first `n` are the blocks, read in place.
+        let start = out.len();
+        out.resize(start + n as usize, 0);
         let blocks = &mut self.blocks[..];
-        let queue = &mut self.free_queue;
-        let (mut read, mut taken) = (0usize, 0u32);
-        let (front, back) = queue.entries.as_slices();
-        'parts: for part in [front, back] {
-            for &(id, stamp) in part {
-                if taken == n {
-                    break 'parts;
-                }
-                read += 1;
-                let Some(b) = blocks.get_mut(id as usize) else { continue };
-                if !b.in_free_queue || b.queue_stamp != stamp {
-                    continue;
-                }
-                b.in_free_queue = false;
-                b.ref_cnt = 1;
-                taken += 1;
-                b.filled = if taken == n { last_fill } else { fill };
-                b.owner = owner;
-                b.copied = false;
-                out.push(id);
-            }
+        let entries = &mut self.free_queue.entries;
+        let (front, back) = entries.as_slices();
+        for (slot, &(id, stamp)) in out[start..].iter_mut().zip(front.iter().chain(back)) {
+            let b = &mut blocks[id as usize];
+            debug_assert!(b.in_free_queue && b.queue_stamp == stamp, "a stale entry without prefix caching");
+            b.in_free_queue = false;
+            b.ref_cnt = 1;
+            b.filled = fill;
+            b.owner = owner;
+            b.copied = false;
+            *slot = id;
         }
-        queue.entries.drain(..read);
-        queue.len -= n;
+        if n > 0 {
+            blocks[out[out.len() - 1] as usize].filled = last_fill;
+        }
+        entries.drain(..n as usize);
+        self.free_queue.len -= n;
         self.epoch += u64::from(n);
         Some(())
     }
