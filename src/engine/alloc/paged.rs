@@ -9,6 +9,9 @@ use super::block_pool::BlockPool;
 use super::ids::{RequestId, SeqId, TokenIdentity};
 use crate::engine::version::EngineVersion;
 
+/// Emptied block tables kept for reuse, at most (a bound on the memory they hold).
+const MAX_SPARE_TABLES: usize = 256;
+
 /// A sequence's logical → physical block mapping plus its written length.
 #[derive(Clone, Debug)]
 pub struct BlockTable {
@@ -57,6 +60,8 @@ pub struct PagedAllocator {
     watermark_blocks: u32,
     prefix_caching: bool,
     tables: Vec<Option<BlockTable>>,
+    /// Emptied block-table buffers kept for the next admissions (no allocation per request).
+    spare_tables: Vec<Vec<u32>>,
     live_tokens: u64,
     pub cow_copies: u64,
     /// Prefix-cache lookups of requests admitted for the first time (vLLM's `PrefixCacheStats`).
@@ -102,6 +107,7 @@ impl PagedAllocator {
             watermark_blocks: (watermark * f64::from(num_blocks)) as u32,
             prefix_caching,
             tables: Vec::new(),
+            spare_tables: Vec::new(),
             live_tokens: 0,
             cow_copies: 0,
             prefix: PrefixStats::default(),
@@ -189,10 +195,12 @@ impl PagedAllocator {
         if self.tables.len() <= idx {
             self.tables.resize(idx + 1, None);
         }
+        let mut blocks = self.spare_tables.pop().unwrap_or_default();
+        blocks.extend_from_slice(&computed.blocks);
         self.tables[idx] = Some(BlockTable {
             request: req.request,
             identity: req.identity,
-            blocks: computed.blocks.clone(),
+            blocks,
             num_tokens: computed.num_tokens,
             // A hit block carries its chained hash.
             chain_hash: computed.blocks.last().and_then(|&b| self.pool.block_hash(b)).unwrap_or(0),
@@ -336,8 +344,12 @@ impl PagedAllocator {
 
     /// Releases the sequence's blocks, last block first (so tail blocks are evicted first).
     pub fn free(&mut self, seq: SeqId) {
-        let Some(table) = self.tables.get_mut(seq as usize).and_then(Option::take) else { return };
+        let Some(mut table) = self.tables.get_mut(seq as usize).and_then(Option::take) else { return };
         self.live_tokens -= self.pool.free_table(&table.blocks);
+        if self.spare_tables.len() < MAX_SPARE_TABLES {
+            table.blocks.clear();
+            self.spare_tables.push(table.blocks);
+        }
     }
 
     /// Unique blocks the given sequences hold (what a swap-out would move).

@@ -80,6 +80,8 @@ pub struct DecodeCohort {
     computed_sum: u64,
     /// Slow writes by tick modulo `block_size + 1`.
     ring: Vec<Vec<u32>>,
+    /// `tick % ring.len()`, kept as the tick moves (no division per write).
+    ring_head: usize,
     /// (tick of the step whose token finishes it, member), earliest first.
     finishes: BinaryHeap<Reverse<(u64, u32)>>,
     /// 0 for contiguous slabs (no slow writes).
@@ -145,7 +147,8 @@ impl DecodeCohort {
     /// Ticks from a write position to the next write that leaves the fast path, for a table
     /// holding `written` tokens.
     fn ticks_to_slow(&self, written: u32, last_block_shared: bool) -> u64 {
-        let offset = written % self.block_size;
+        let bs = self.block_size;
+        let offset = if bs.is_power_of_two() { written & (bs - 1) } else { written % bs };
         if offset == 0 || last_block_shared {
             return 0;
         }
@@ -155,9 +158,13 @@ impl DecodeCohort {
     }
 
     fn schedule_slow(&mut self, idx: u32, at_tick: u64) {
-        let len = self.ring.len() as u64;
-        debug_assert!(at_tick >= self.tick && at_tick - self.tick < len, "slow write beyond the ring");
-        self.ring[(at_tick % len) as usize].push(idx);
+        let len = self.ring.len();
+        debug_assert!(at_tick >= self.tick && at_tick - self.tick < len as u64, "slow write beyond the ring");
+        let mut slot = self.ring_head + (at_tick - self.tick) as usize;
+        if slot >= len {
+            slot -= len;
+        }
+        self.ring[slot].push(idx);
     }
 
     /// Adds a request at the end of the running order, at the current tick.
@@ -195,8 +202,7 @@ impl DecodeCohort {
         if self.ring.is_empty() {
             return Vec::new();
         }
-        let len = self.ring.len() as u64;
-        let mut bucket = std::mem::take(&mut self.ring[(self.tick % len) as usize]);
+        let mut bucket = std::mem::take(&mut self.ring[self.ring_head]);
         bucket.sort_unstable();
         bucket
     }
@@ -207,8 +213,7 @@ impl DecodeCohort {
             return;
         }
         bucket.clear();
-        let len = self.ring.len() as u64;
-        let slot = &mut self.ring[(self.tick % len) as usize];
+        let slot = &mut self.ring[self.ring_head];
         if slot.is_empty() {
             *slot = bucket;
         }
@@ -235,6 +240,10 @@ impl DecodeCohort {
     pub fn advance(&mut self) {
         self.computed_sum += self.alive as u64;
         self.tick += 1;
+        self.ring_head += 1;
+        if self.ring_head >= self.ring.len() {
+            self.ring_head = 0;
+        }
     }
 
     /// The next live member whose token of the step just taken (the tick before this one)
