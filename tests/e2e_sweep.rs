@@ -132,9 +132,9 @@ async fn run_search(c: &Client, target: &str) {
     c.find(Locator::Id("sweep-search-run")).await.unwrap().click().await.unwrap();
 }
 
-/// `kvlab sweep --min-kv-for-ttft-p95-ms MS --json` (the built binary) on each allocator's preset
-/// as a sweep makes it, in [`ALLOCATORS`] order: the preset itself for its own allocator.
-fn cli_answers(preset_id: &str, target: &str) -> Vec<Value> {
+/// `kvlab sweep --min-kv-for-ttft-p95-ms MS [ARGS] --json` (the built binary) on each allocator's
+/// preset as a sweep makes it, in [`ALLOCATORS`] order: the preset itself for its own allocator.
+fn cli_answers(preset_id: &str, target: &str, args: &[&str]) -> Vec<Value> {
     let text = std::fs::read_to_string(repo_path(&format!("assets/presets/{preset_id}.json"))).unwrap();
     let preset: Value = serde_json::from_str(&text).unwrap();
     let dir = std::env::temp_dir().join(format!("kvlab-e2e-kv-search-{}", std::process::id()));
@@ -147,6 +147,7 @@ fn cli_answers(preset_id: &str, target: &str) -> Vec<Value> {
             std::fs::write(&file, serde_json::to_string(variant).unwrap()).unwrap();
             let out = std::process::Command::new(env!("CARGO_BIN_EXE_kvlab"))
                 .args(["sweep", file.to_str().unwrap(), "--min-kv-for-ttft-p95-ms", target, "--json"])
+                .args(args)
                 .output()
                 .expect("kvlab runs");
             assert!(out.status.success(), "{allocator}: {}", String::from_utf8_lossy(&out.stderr));
@@ -171,7 +172,7 @@ async fn the_kv_search_in_the_page_answers_as_the_cli_does_and_can_be_cancelled(
     wait_for(c, "kvlab.kvSearchResults().finished", "the search to finish").await;
     let got = numbers_as_floats(js(c, "return kvlab.kvSearchResults()").await);
     assert_eq!(got["target_ttft_p95_ms"], json!(2000.0));
-    for (cli, allocator) in cli_answers("paged-default", "2000").iter().zip(ALLOCATORS) {
+    for (cli, allocator) in cli_answers("paged-default", "2000", &[]).iter().zip(ALLOCATORS) {
         let page = &got[allocator];
         assert_eq!(page["status"], json!("met"), "{allocator}: {page}");
         for key in ["kv_memory_gib", "ttft_p95_ms", "misses_at_gib", "runs"] {
@@ -238,6 +239,67 @@ async fn the_kv_search_in_the_page_answers_as_the_cli_does_and_can_be_cancelled(
     assert_eq!(numbers_as_floats(js(c, "return kvlab.kvSearchResults()").await)["paged"], got["paged"]);
 }
 
+/// Sets the search's three fields and presses Find.
+async fn run_search_in(c: &Client, target: &str, range: &str, step: &str) {
+    let set = |id: &str, v: &str| format!("document.getElementById('{id}').value = {};", json!(v));
+    let fields = [("sweep-search-target", target), ("sweep-search-range", range), ("sweep-search-step", step)];
+    let script: String = fields.iter().map(|(id, v)| set(id, v)).collect();
+    js(c, &format!("{script} return null")).await;
+    c.find(Locator::Id("sweep-search-run")).await.unwrap().click().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_kv_search_takes_a_range_and_a_step_as_the_cli_does() {
+    let base = serve(require_dist()).await;
+    let b = browser(1400, 900).await;
+    let c = &b.client;
+    open(c, &format!("{base}?preset=paged-default&autoplay=0")).await;
+
+    run_search_in(c, "2000", "4:12", "0.5").await;
+    wait_for(c, "kvlab.kvSearchResults().finished", "the search to finish").await;
+    let got = numbers_as_floats(js(c, "return kvlab.kvSearchResults()").await);
+    assert_eq!(got["grid"], json!({ "lo_gib": 4.0, "hi_gib": 12.0, "step_gib": 0.5 }));
+    let cli = cli_answers("paged-default", "2000", &["--kv-range", "4:12", "--kv-step-gib", "0.5"]);
+    for (cli, allocator) in cli.iter().zip(ALLOCATORS) {
+        let page = &got[allocator];
+        for key in ["kv_memory_gib", "ttft_p95_ms", "misses_at_gib", "runs"] {
+            assert_eq!(page[key].as_f64(), cli[key].as_f64(), "{allocator} {key}: page {page}, CLI {cli}");
+        }
+        assert_eq!(got["grid"], numbers_as_floats(cli["grid"].clone()), "{allocator}");
+    }
+    assert_eq!(got["paged"]["kv_memory_gib"], json!(9.0), "the 0.5 GiB step above docs/SWEEP.md's 8.75 GiB");
+
+    // A bad range or step: refused naming the field, which alone is marked invalid; the answer
+    // and the other fields stay.
+    let invalid = "return ['sweep-search-target', 'sweep-search-range', 'sweep-search-step'].map(id => document.getElementById(id).getAttribute('aria-invalid'))";
+    let text = |id: &str| format!("return document.getElementById('{id}').textContent");
+    for (range, step, field, words) in [
+        ("4-12", "0.5", 1, "KV range (GiB): \"4-12\" is not LO:HI in GiB; write e.g. 1:80"),
+        ("4:x", "", 1, "KV range (GiB): \"4:x\" is not LO:HI in GiB"),
+        ("12:4", "", 1, "KV range (GiB): 12:4: give LO:HI in GiB with 0 < LO ≤ HI"),
+        ("4:12", "0", 2, "Step (GiB): 0: give a step above 0"),
+        ("", "fine", 2, "Step (GiB): \"fine\" is not a size; give GiB above 0, e.g. 0.25"),
+    ] {
+        run_search_in(c, "2000", range, step).await;
+        let error = js(c, &text("sweep-search-error")).await;
+        assert!(error.as_str().unwrap().contains(words), "{range:?} {step:?}: {error}");
+        let mut marks = json!([null, null, null]);
+        marks[field] = json!("true");
+        assert_eq!(js(c, invalid).await, marks, "{range:?} {step:?}");
+        assert_eq!(numbers_as_floats(js(c, "return kvlab.kvSearchResults()").await), got, "{range:?} {step:?}");
+    }
+    js(c, "document.getElementById('sweep-search-title').scrollIntoView(); return null").await;
+    save_screenshot(c, "sweep-search-range-refused-1400x900.png").await;
+
+    // Emptied again: the defaults, one step up to the GPU's 80 GiB in 0.25 GiB steps.
+    run_search_in(c, "2000", "", "").await;
+    wait_for(c, "kvlab.kvSearchResults().finished", "the default search").await;
+    let defaults = numbers_as_floats(js(c, "return kvlab.kvSearchResults()").await);
+    assert_eq!(defaults["grid"], json!({ "lo_gib": 0.25, "hi_gib": 80.0, "step_gib": 0.25 }));
+    assert_eq!(defaults["paged"]["kv_memory_gib"], json!(8.75));
+    assert_eq!(js(c, invalid).await, json!([null, null, null]));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_mission_that_locks_the_kv_memory_turns_the_search_off() {
     let base = serve(require_dist()).await;
@@ -249,6 +311,8 @@ async fn a_mission_that_locks_the_kv_memory_turns_the_search_off() {
     assert_eq!(js(c, search_off).await, json!([false, false]));
     open(c, &format!("{base}?mission=m2-block-size&autoplay=0")).await;
     assert_eq!(js(c, search_off).await, json!([true, true]));
+    let fields_off = "return ['sweep-search-target', 'sweep-search-range', 'sweep-search-step'].map(id => document.getElementById(id).disabled)";
+    assert_eq!(js(c, fields_off).await, json!([true, true, true]));
     js(c, "document.getElementById('sweep-search-run').click(); return null").await;
     assert_eq!(js(c, "return kvlab.kvSearchResults()").await, Value::Null);
 }

@@ -176,7 +176,7 @@ fn the_bisection_step_by_step_finds_every_threshold_within_its_bound() {
 fn the_bisection_driven_by_hand_runs_what_smallest_meeting_runs() {
     let text = common::preset_text("paged-default");
     let preset: Value = serde_json::from_str(&text).unwrap();
-    let grid = kvlab::formats::sweep::kv_grid(4.0, 12.0, 0.25).unwrap();
+    let grid = kvlab::formats::sweep::kv_grid(4.0, 12.0, 0.25, &kvlab::formats::sweep::CLI_KV_NAMES).unwrap();
     let config_at = |i: usize| kvlab::formats::sweep::with_kv_memory(&preset, grid[i]);
     let meets = |r: &kvlab::engine::Report| kvlab::engine::sweep::meets_ttft_p95(r, 2000.0);
     let whole = smallest_meeting(grid.len(), config_at, meets).unwrap();
@@ -210,6 +210,14 @@ fn bad_sweeps_are_refused_naming_the_flag() {
         err(&["sweep", &p, "--knob", "scheduler.engine", "--range", "0:1:2"]).contains("list its values with --values")
     );
     assert!(err(&["sweep", &p, "--min-kv-for-ttft-p95-ms", "1", "--kv-range", "4:5"]).contains("even 5 GiB misses"));
+    // A range with a word in it is refused whole (not read as the numbers around the word).
+    for bad in ["8-16", "a:4:8", "4:8:16", "4:"] {
+        let e = err(&["sweep", &p, "--min-kv-for-ttft-p95-ms", "2000", "--kv-range", bad]);
+        assert!(e.contains(&format!("--kv-range: \"{bad}\" is not LO:HI in GiB; write e.g. --kv-range 1:80")), "{e}");
+    }
+    assert!(err(&["sweep", &p, "--min-kv-for-ttft-p95-ms", "2000", "--kv-range", "8:4"])
+        .contains("--kv-range: 8:4: give LO:HI in GiB with 0 < LO ≤ HI"));
+    assert!(err(&["sweep", &p, "--min-kv-for-ttft-p95-ms", "2000", "--kv-step-gib", "0"]).contains("--kv-step-gib: 0:"));
     // A KV size too small for one max-length request is refused by the engine; at the top of the
     // range that stops the search with the engine's words, below it the size counts as missing.
     assert!(err(&["sweep", &p, "--min-kv-for-ttft-p95-ms", "2000", "--kv-range", "0.25:0.5"])

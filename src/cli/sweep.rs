@@ -12,7 +12,9 @@ use super::run::read;
 use crate::engine::config::ConfigError;
 use crate::engine::sweep::{meets_ttft_p95, run_all, smallest_meeting, NotFound, SweepMetrics};
 use crate::formats::preset::parse_preset_dto;
-use crate::formats::sweep::{default_kv_range, kv_grid, plan, with_kv_memory, Knob, ALLOCATORS, KV_STEP_GIB};
+use crate::formats::sweep::{
+    default_kv_range, kv_grid, parse_kv_range, plan, with_kv_memory, Knob, ALLOCATORS, CLI_KV_NAMES, KV_STEP_GIB,
+};
 
 #[derive(Args, Debug)]
 pub struct SweepArgs {
@@ -183,16 +185,10 @@ fn min_kv(args: &SweepArgs, preset: &Value, target: f64) -> Result<(), String> {
     let config = crate::formats::sweep::config_of(preset).map_err(|e| format!("{}: {e}", args.preset.display()))?;
     let step = args.kv_step_gib;
     let (lo, hi) = match &args.kv_range {
-        Some(r) => {
-            let parts: Vec<f64> = r.split(':').filter_map(|x| x.trim().parse().ok()).collect();
-            let [lo, hi] = parts[..] else {
-                return Err(format!("--kv-range: \"{r}\" is not LO:HI in GiB; write e.g. --kv-range 1:80"));
-            };
-            (lo, hi)
-        }
+        Some(r) => parse_kv_range(r, &CLI_KV_NAMES).map_err(|e| e.to_string())?,
         None => default_kv_range(&config, step),
     };
-    let grid = kv_grid(lo, hi, step).map_err(|e| e.to_string())?;
+    let grid = kv_grid(lo, hi, step, &CLI_KV_NAMES).map_err(|e| e.to_string())?;
     let found = smallest_meeting(grid.len(), |i| with_kv_memory(preset, grid[i]), |r| meets_ttft_p95(r, target));
     let found = match found {
         Ok(f) => f,

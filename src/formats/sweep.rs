@@ -193,17 +193,44 @@ pub fn default_kv_range(config: &SimConfig, step: f64) -> (f64, f64) {
     (step, config.gpu.memory_gib * f64::from(config.tensor_parallel_size))
 }
 
-/// The KV memory grid of the smallest-KV search: LO, LO + STEP, … up to HI (HI included when
-/// the steps land on it), at most 100,000 points.
-pub fn kv_grid(lo: f64, hi: f64, step: f64) -> Result<Vec<f64>, ConfigError> {
-    if !(lo.is_finite() && hi.is_finite() && lo > 0.0 && hi >= lo) {
-        return Err(ConfigError::new("--kv-range", format!("{lo}:{hi}: give LO:HI in GiB with 0 < LO ≤ HI")));
+/// How the smallest-KV search's range and step are named where they were written (the CLI's
+/// flags, the page's fields), so an error names what the user typed.
+#[derive(Clone, Copy, Debug)]
+pub struct KvRangeNames {
+    pub range: &'static str,
+    pub step: &'static str,
+    /// A range written as that place takes it, for the error's example.
+    pub example: &'static str,
+}
+
+/// The CLI's names: `--kv-range LO:HI` and `--kv-step-gib GIB`.
+pub const CLI_KV_NAMES: KvRangeNames =
+    KvRangeNames { range: "--kv-range", step: "--kv-step-gib", example: "--kv-range 1:80" };
+
+/// Reads a KV range, `LO:HI` in GiB (both numbers; the grid checks their order).
+pub fn parse_kv_range(text: &str, names: &KvRangeNames) -> Result<(f64, f64), ConfigError> {
+    let num = |s: &str| s.trim().parse::<f64>().ok().filter(|x| x.is_finite());
+    match text.split(':').map(num).collect::<Vec<_>>()[..] {
+        [Some(lo), Some(hi)] => Ok((lo, hi)),
+        _ => Err(ConfigError::new(
+            names.range,
+            format!("\"{}\" is not LO:HI in GiB; write e.g. {}", text.trim(), names.example),
+        )),
     }
-    if !(step.is_finite() && step > 0.0) || (hi - lo) / step > 100_000.0 {
-        return Err(ConfigError::new(
-            "--kv-step-gib",
-            format!("{step}: give a step above 0 and at most 100,000 steps"),
-        ));
+}
+
+/// The KV memory grid of the smallest-KV search: LO, LO + STEP, … up to HI (HI included when
+/// the steps land on it), at most 100,000 points; errors name the range or the step.
+pub fn kv_grid(lo: f64, hi: f64, step: f64, names: &KvRangeNames) -> Result<Vec<f64>, ConfigError> {
+    // The step first: the default range starts one step up, so a bad step spoils it too.
+    if !(step.is_finite() && step > 0.0) {
+        return Err(ConfigError::new(names.step, format!("{step}: give a step above 0 and at most 100,000 steps")));
+    }
+    if !(lo.is_finite() && hi.is_finite() && lo > 0.0 && hi >= lo) {
+        return Err(ConfigError::new(names.range, format!("{lo}:{hi}: give LO:HI in GiB with 0 < LO ≤ HI")));
+    }
+    if (hi - lo) / step > 100_000.0 {
+        return Err(ConfigError::new(names.step, format!("{step}: give a step above 0 and at most 100,000 steps")));
     }
     let n = ((hi - lo) / step + 1e-9).floor() as usize + 1;
     Ok((0..n).map(|i| lo + step * i as f64).collect())

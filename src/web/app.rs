@@ -15,6 +15,7 @@ use crate::missions::mission::Mission;
 use super::controls;
 use super::dom;
 use super::errors;
+use super::kv_search::{Refusal, SearchFields};
 use super::lab::Lab;
 use super::messages::Messages;
 use super::missions;
@@ -218,7 +219,7 @@ impl App {
                 }
             }
             SweepAction::Metric(m) => self.sweep.borrow_mut().metric = m,
-            SweepAction::Search { target } => self.start_search(&target)?,
+            SweepAction::Search(fields) => self.start_search(&fields)?,
             SweepAction::CancelSearch => {
                 if let Some(search) = self.sweep.borrow_mut().search.as_mut().filter(|s| s.running()) {
                     search.cancelled = true;
@@ -231,12 +232,12 @@ impl App {
 
     /// Starts the smallest-KV search on the lab's preset. A refused target is shown under the
     /// field (naming it and the fix) and the previous search and the lab stay as they were.
-    fn start_search(&self, target: &str) -> Result<(), String> {
+    fn start_search(&self, fields: &SearchFields) -> Result<(), String> {
         let job = {
             let lab = self.lab.borrow();
             serde_json::to_value(&lab.state.preset)
-                .map_err(|e| e.to_string())
-                .and_then(|preset| sweep_view::start_search(&preset, lab.mission.as_ref(), target))
+                .map_err(|e| Refusal::general(e.to_string()))
+                .and_then(|preset| sweep_view::start_search(&preset, lab.mission.as_ref(), fields))
         };
         let mut panel = self.sweep.borrow_mut();
         match job {
@@ -248,10 +249,11 @@ impl App {
                 Ok(())
             }
             Err(e) => {
-                panel.search_error = Some(format!("Search not run: {e}."));
+                let message = e.message.clone();
+                panel.search_error = Some(Refusal { message: format!("Search not run: {message}."), ..e });
                 drop(panel);
                 self.draw();
-                Err(e)
+                Err(message)
             }
         }
     }

@@ -458,6 +458,7 @@ fn wire_theme(app: &Rc<App>) {
 /// The Sweep panel (sweep_view.rs): Run, Cancel, the metric picker and the KV search's Find and
 /// Cancel as typed actions.
 fn wire_sweep(app: &Rc<App>) {
+    use super::kv_search::SearchFields;
     use super::sweep_view::{self, SweepAction};
     use web_sys::{HtmlInputElement, HtmlSelectElement};
     if !sweep_view::fill() {
@@ -483,7 +484,12 @@ fn wire_sweep(app: &Rc<App>) {
     });
     let a = app.clone();
     on("sweep-search-run", "click", move |_: Event| {
-        let _ = a.sweep_action(SweepAction::Search { target: value("sweep-search-target") });
+        let fields = SearchFields {
+            target: value("sweep-search-target"),
+            range: value("sweep-search-range"),
+            step: value("sweep-search-step"),
+        };
+        let _ = a.sweep_action(SweepAction::Search(fields));
     });
     let a = app.clone();
     on("sweep-search-cancel", "click", move |_: Event| {

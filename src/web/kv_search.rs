@@ -14,12 +14,78 @@ use crate::engine::config::ConfigError;
 use crate::engine::sweep::{meets_ttft_p95, run_one, Bisection, Found, NotFound};
 use crate::engine::Report;
 use crate::formats::sweep::{
-    allocator_variants, check_kv_searchable, config_of, default_kv_range, kv_grid, with_kv_memory, ALLOCATORS,
-    KV_STEP_GIB,
+    allocator_variants, check_kv_searchable, config_of, default_kv_range, kv_grid, parse_kv_range, with_kv_memory,
+    KvRangeNames, ALLOCATORS, KV_STEP_GIB,
 };
 
 /// The target field, as messages name it.
 pub const TARGET_FIELD: &str = "TTFT p95 target";
+
+/// The range and step fields, as messages name them.
+pub const PAGE_KV_NAMES: KvRangeNames = KvRangeNames { range: "KV range (GiB)", step: "Step (GiB)", example: "1:80" };
+
+/// The search's fields as the page holds them: texts, the range and step empty for the defaults.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SearchFields {
+    pub target: String,
+    pub range: String,
+    pub step: String,
+}
+
+/// The field a refusal is about (the page marks it invalid).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SearchField {
+    Target,
+    Range,
+    Step,
+}
+
+impl SearchField {
+    /// The field's element id.
+    pub fn id(self) -> &'static str {
+        match self {
+            SearchField::Target => "sweep-search-target",
+            SearchField::Range => "sweep-search-range",
+            SearchField::Step => "sweep-search-step",
+        }
+    }
+}
+
+/// Why a search was not started: the words, and the field they are about (None: the preset or
+/// the mission).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Refusal {
+    pub field: Option<SearchField>,
+    pub message: String,
+}
+
+impl Refusal {
+    pub fn general(message: impl Into<String>) -> Refusal {
+        Refusal { field: None, message: message.into() }
+    }
+}
+
+/// Reads the range and step fields (empty: the CLI's defaults, one step up to the GPUs'
+/// memory in 0.25 GiB steps) into the grid and its step.
+fn grid_of(config: &crate::engine::SimConfig, fields: &SearchFields) -> Result<(Vec<f64>, f64), Refusal> {
+    let refuse = |field, e: ConfigError| Refusal { field: Some(field), message: e.to_string() };
+    let step = match fields.step.trim() {
+        "" => KV_STEP_GIB,
+        t => t.parse::<f64>().map_err(|_| {
+            let why = format!("\"{t}\" is not a size; give GiB above 0, e.g. 0.25");
+            refuse(SearchField::Step, ConfigError::new(PAGE_KV_NAMES.step, why))
+        })?,
+    };
+    let (lo, hi) = match fields.range.trim() {
+        "" => default_kv_range(config, step),
+        t => parse_kv_range(t, &PAGE_KV_NAMES).map_err(|e| refuse(SearchField::Range, e))?,
+    };
+    let grid = kv_grid(lo, hi, step, &PAGE_KV_NAMES).map_err(|e| {
+        let field = if e.field == PAGE_KV_NAMES.step { SearchField::Step } else { SearchField::Range };
+        refuse(field, e)
+    })?;
+    Ok((grid, step))
+}
 
 /// Reads the target field: milliseconds above 0.
 pub fn parse_target(text: &str) -> Result<f64, String> {
@@ -59,25 +125,26 @@ struct Side {
 pub struct KvSearchJob {
     pub target_ms: f64,
     grid: Vec<f64>,
+    step_gib: f64,
     sides: [Side; 2],
     pub cancelled: bool,
 }
 
 impl KvSearchJob {
-    /// Plans the search on `preset` for the target field's text; errors name the field.
-    pub fn plan(preset: &Value, target: &str) -> Result<KvSearchJob, String> {
-        let target_ms = parse_target(target)?;
-        let config = config_of(preset).map_err(|e| e.to_string())?;
-        check_kv_searchable(preset).map_err(|e| e.to_string())?;
-        let (lo, hi) = default_kv_range(&config, KV_STEP_GIB);
-        let grid = kv_grid(lo, hi, KV_STEP_GIB).map_err(|e| e.to_string())?;
+    /// Plans the search on `preset` for the fields' texts; errors name the field.
+    pub fn plan(preset: &Value, fields: &SearchFields) -> Result<KvSearchJob, Refusal> {
+        let target_ms =
+            parse_target(&fields.target).map_err(|message| Refusal { field: Some(SearchField::Target), message })?;
+        let config = config_of(preset).map_err(|e| Refusal::general(e.to_string()))?;
+        check_kv_searchable(preset).map_err(|e| Refusal::general(e.to_string()))?;
+        let (grid, step_gib) = grid_of(&config, fields)?;
         let sides = allocator_variants(preset).map(|preset| Side { preset, search: Bisection::new(grid.len()) });
-        Ok(KvSearchJob { target_ms, grid, sides, cancelled: false })
+        Ok(KvSearchJob { target_ms, grid, step_gib, sides, cancelled: false })
     }
 
     /// The KV sizes searched, GiB: (lowest, highest, step).
     pub fn grid(&self) -> (f64, f64, f64) {
-        (self.grid[0], self.grid[self.grid.len() - 1], KV_STEP_GIB)
+        (self.grid[0], self.grid[self.grid.len() - 1], self.step_gib)
     }
 
     /// Runs done, both allocators.

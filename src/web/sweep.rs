@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::engine::sweep::{run_one, SweepMetrics};
 use crate::formats::sweep::{plan, Knob, PlannedPoint, ALLOCATORS};
 
-use super::kv_search::KvSearchJob;
+use super::kv_search::{KvSearchJob, Refusal};
 
 /// The knobs the panel offers: (preset path, label).
 pub const KNOBS: &[(&str, &str)] = &[
@@ -152,8 +152,9 @@ pub struct SweepPanel {
     /// `performance.now()` when the search started and when it finished.
     pub search_started_ms: f64,
     pub search_took_ms: Option<f64>,
-    /// Why the last search was not started (shown under the target field); None once one starts.
-    pub search_error: Option<String>,
+    /// Why the last search was not started (shown under the fields, the field it names marked
+    /// invalid); None once one starts.
+    pub search_error: Option<Refusal>,
 }
 
 impl Default for SweepPanel {

@@ -17,7 +17,7 @@ use crate::missions::mission::Mission;
 use super::chart::{self, px, ChartTheme};
 use super::control_edit::control_unlocked;
 use super::dom;
-use super::kv_search::{answer_text, plural, Answer, KvSearchJob};
+use super::kv_search::{answer_text, plural, Answer, KvSearchJob, Refusal, SearchField, SearchFields};
 use super::sweep::{metric_value, Outcome, SweepJob, SweepPanel, KNOBS, METRICS};
 
 /// The page message kind a refused sweep leaves (messages.rs).
@@ -34,10 +34,9 @@ pub enum SweepAction {
     Cancel,
     /// Chart another metric (a key of sweep.rs's `METRICS`).
     Metric(String),
-    /// Start the smallest-KV search for a TTFT p95 target (the field's text, milliseconds).
-    Search {
-        target: String,
-    },
+    /// Start the smallest-KV search: a TTFT p95 target (milliseconds), the KV range and step
+    /// (GiB; empty for the defaults), as the fields hold them.
+    Search(SearchFields),
     /// Stop the search after the run in progress.
     CancelSearch,
 }
@@ -75,22 +74,22 @@ const SEARCH_KNOB: &str = "kv_memory_gib";
 
 /// Plans the smallest-KV search on the lab's preset, refused when the mission locks the KV
 /// memory (the same check as the sweep's knobs).
-pub fn start_search(preset: &Value, mission: Option<&Mission>, target: &str) -> Result<KvSearchJob, String> {
+pub fn start_search(preset: &Value, mission: Option<&Mission>, fields: &SearchFields) -> Result<KvSearchJob, Refusal> {
     if let Some(m) = mission.filter(|m| !control_unlocked(m.knobs(), SEARCH_KNOB)) {
-        return Err(format!(
+        return Err(Refusal::general(format!(
             "{SEARCH_KNOB} is locked in mission {}, and the KV search sets it; change one of the knobs it leaves free ({})",
             m.number(),
             super::missions::knob_list(m)
-        ));
+        )));
     }
-    KvSearchJob::plan(preset, target)
+    KvSearchJob::plan(preset, fields)
 }
 
 /// Disables the knobs a mission locks (and Run when none is left), and the KV search when the
 /// mission locks the KV memory.
 pub fn lock(mission: Option<&Mission>) {
     let search_off = mission.is_some_and(|m| !control_unlocked(m.knobs(), SEARCH_KNOB));
-    for id in ["sweep-search-run", "sweep-search-target"] {
+    for id in ["sweep-search-run", "sweep-search-target", "sweep-search-range", "sweep-search-step"] {
         if let Some(el) = dom::by_id::<Element>(id) {
             let _ = el.toggle_attribute_with_force("disabled", search_off);
         }
@@ -179,12 +178,20 @@ fn render_search(panel: &SweepPanel) {
             dom::toggle_class(&li, "met", matches!(answer, Answer::Met { .. }));
         }
     }
+    let error = panel.search_error.as_ref();
     if let Some(err) = dom::by_id::<web_sys::HtmlElement>("sweep-search-error") {
-        dom::set_text(&err, panel.search_error.as_deref().unwrap_or_default());
-        dom::set_hidden(&err, panel.search_error.is_none());
+        dom::set_text(&err, error.map_or("", |e| e.message.as_str()));
+        dom::set_hidden(&err, error.is_none());
     }
-    if let Some(input) = dom::by_id::<Element>("sweep-search-target") {
-        let _ = input.toggle_attribute_with_force("aria-invalid", panel.search_error.is_some());
+    for field in [SearchField::Target, SearchField::Range, SearchField::Step] {
+        if let Some(input) = dom::by_id::<Element>(field.id()) {
+            // `aria-invalid=""` reads as false: the attribute says "true" or is absent.
+            let _ = if error.is_some_and(|e| e.field == Some(field)) {
+                input.set_attribute("aria-invalid", "true")
+            } else {
+                input.remove_attribute("aria-invalid")
+            };
+        }
     }
     if let Some(cancel) = dom::by_id::<web_sys::HtmlElement>("sweep-search-cancel") {
         dom::set_hidden(&cancel, !running);

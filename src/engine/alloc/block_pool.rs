@@ -13,73 +13,91 @@ use std::collections::{BTreeMap, VecDeque};
 use super::ids::RequestId;
 use crate::engine::version::EngineVersion;
 
+/// One block's record, 12 bytes: a usable block is in the free queue exactly when its ref
+/// count is 0, so no flag says so, and the free-queue stamps live beside the records (prefix
+/// caching only).
 #[derive(Clone, Debug)]
 pub struct KvCacheBlock {
     pub ref_cnt: u32,
-    /// Token slots written (≤ block size).
-    pub filled: u32,
     /// The request that last took this block (for drawing the map).
     pub owner: RequestId,
+    /// Token slots written (≤ block size, which is at most 256).
+    pub filled: u16,
     /// The block was made by copy-on-write.
     pub copied: bool,
-    in_free_queue: bool,
-    /// Bumped each time the block joins the free queue: the queue's entry that carries the
-    /// current stamp is the block's place in it.
-    queue_stamp: u32,
 }
 
 /// Free blocks in eviction order: allocation pops the head, frees push either end, and a
 /// cached block revived by a prefix hit leaves from the middle in O(1). vLLM keeps a doubly
 /// linked list; here the order is a ring buffer of (block, stamp) entries and leaving the
-/// middle only marks the block, so the entry it leaves behind no longer matches the block's
-/// stamp and is skipped. Allocation reads consecutive entries instead of chasing links.
+/// middle only takes the block out (its ref count goes up), so the entry it leaves behind no
+/// longer matches a free block carrying that stamp and is skipped. Allocation reads consecutive
+/// entries instead of chasing links.
+///
+/// Only prefix caching revives blocks from the middle. Without it every entry is current, so
+/// no stamps are kept (`stamps` is empty, entries carry 0) and nothing is read back to check.
 #[derive(Clone, Debug)]
 pub struct FreeBlockQueue {
     entries: VecDeque<(u32, u32)>,
+    /// Bumped each time a block joins the queue: the entry that carries the block's current
+    /// stamp is its place in it (prefix caching only).
+    stamps: Vec<u32>,
     len: u32,
 }
 
 impl FreeBlockQueue {
-    fn is_current(blocks: &[KvCacheBlock], (id, stamp): (u32, u32)) -> bool {
-        let b = &blocks[id as usize];
-        b.in_free_queue && b.queue_stamp == stamp
+    fn new(num_blocks: u32, stamped: bool) -> Self {
+        FreeBlockQueue {
+            entries: VecDeque::with_capacity(num_blocks as usize),
+            stamps: if stamped { vec![0; num_blocks as usize] } else { Vec::new() },
+            len: 0,
+        }
     }
 
-    fn enter(blocks: &mut [KvCacheBlock], id: u32) -> (u32, u32) {
-        let b = &mut blocks[id as usize];
-        debug_assert!(!b.in_free_queue);
-        b.in_free_queue = true;
-        b.queue_stamp = b.queue_stamp.wrapping_add(1);
-        (id, b.queue_stamp)
+    fn is_current(&self, blocks: &[KvCacheBlock], entry: (u32, u32)) -> bool {
+        Self::current(&self.stamps, blocks, entry)
     }
 
-    fn push_back(&mut self, blocks: &mut [KvCacheBlock], id: u32) {
-        let entry = Self::enter(blocks, id);
+    fn current(stamps: &[u32], blocks: &[KvCacheBlock], (id, stamp): (u32, u32)) -> bool {
+        stamps.is_empty() || (blocks[id as usize].ref_cnt == 0 && stamps[id as usize] == stamp)
+    }
+
+    fn enter(&mut self, id: u32) -> (u32, u32) {
+        match self.stamps.get_mut(id as usize) {
+            Some(stamp) => {
+                *stamp = stamp.wrapping_add(1);
+                (id, *stamp)
+            }
+            None => (id, 0),
+        }
+    }
+
+    fn push_back(&mut self, id: u32) {
+        let entry = self.enter(id);
         self.entries.push_back(entry);
         self.len += 1;
     }
 
-    fn push_front(&mut self, blocks: &mut [KvCacheBlock], id: u32) {
-        let entry = Self::enter(blocks, id);
+    fn push_front(&mut self, id: u32) {
+        let entry = self.enter(id);
         self.entries.push_front(entry);
         self.len += 1;
     }
 
-    fn remove(&mut self, blocks: &mut [KvCacheBlock], id: u32) {
-        let b = &mut blocks[id as usize];
-        debug_assert!(b.in_free_queue);
-        b.in_free_queue = false;
+    /// A cached block left the middle: its ref count just left 0, so its entry is stale.
+    fn remove(&mut self, blocks: &[KvCacheBlock]) {
+        debug_assert!(!self.stamps.is_empty(), "only prefix caching revives free blocks");
         self.len -= 1;
         // Stale entries are dropped once they outnumber the live ones.
         if self.entries.len() > 2 * self.len as usize + 64 {
-            self.entries.retain(|&e| Self::is_current(blocks, e));
+            let stamps = &self.stamps;
+            self.entries.retain(|&e| Self::current(stamps, blocks, e));
         }
     }
 
-    fn pop_front(&mut self, blocks: &mut [KvCacheBlock]) -> Option<u32> {
+    fn pop_front(&mut self, blocks: &[KvCacheBlock]) -> Option<u32> {
         while let Some(entry) = self.entries.pop_front() {
-            if Self::is_current(blocks, entry) {
-                blocks[entry.0 as usize].in_free_queue = false;
+            if self.is_current(blocks, entry) {
                 self.len -= 1;
                 return Some(entry.0);
             }
@@ -89,7 +107,7 @@ impl FreeBlockQueue {
 
     /// Block ids from head to tail.
     pub fn iter<'a>(&'a self, blocks: &'a [KvCacheBlock]) -> impl Iterator<Item = u32> + 'a {
-        self.entries.iter().filter(|&&e| Self::is_current(blocks, e)).map(|&(id, _)| id)
+        self.entries.iter().filter(move |&&e| self.is_current(blocks, e)).map(|&(id, _)| id)
     }
 }
 
@@ -113,15 +131,11 @@ pub struct BlockPool {
 impl BlockPool {
     /// `num_blocks` as vLLM counts them: under v1 block 0 is the null block, never handed out.
     pub fn new(num_blocks: u32, enable_caching: bool, engine: EngineVersion) -> Self {
-        let mut blocks =
-            vec![
-                KvCacheBlock { ref_cnt: 0, filled: 0, owner: 0, copied: false, in_free_queue: false, queue_stamp: 0 };
-                num_blocks as usize
-            ];
-        let mut free_queue = FreeBlockQueue { entries: VecDeque::with_capacity(num_blocks as usize), len: 0 };
+        let blocks = vec![KvCacheBlock { ref_cnt: 0, owner: 0, filled: 0, copied: false }; num_blocks as usize];
+        let mut free_queue = FreeBlockQueue::new(num_blocks, enable_caching);
         let first = u32::from(engine == EngineVersion::V1).min(num_blocks);
         for id in first..num_blocks {
-            free_queue.push_back(&mut blocks, id);
+            free_queue.push_back(id);
         }
         BlockPool {
             blocks,
@@ -175,7 +189,7 @@ impl BlockPool {
 
     /// Takes the block at the head of the free queue, evicting its cached hash; None if empty.
     pub fn get_new_block(&mut self, owner: RequestId) -> Option<u32> {
-        let id = self.free_queue.pop_front(&mut self.blocks)?;
+        let id = self.free_queue.pop_front(&self.blocks)?;
         self.epoch += 1;
         if let Some(h) = self.hashes.get_mut(id as usize).and_then(Option::take) {
             if let Some(ids) = self.cached.get_mut(&h) {
@@ -212,7 +226,7 @@ impl BlockPool {
         if self.enable_caching {
             for k in 0..n {
                 let id = self.get_new_block(owner).expect("counted above");
-                self.blocks[id as usize].filled = if k + 1 == n { last_fill } else { fill };
+                self.blocks[id as usize].filled = (if k + 1 == n { last_fill } else { fill }) as u16;
                 out.push(id);
             }
             return Some(());
@@ -224,10 +238,10 @@ impl BlockPool {
         let blocks = &mut self.blocks[..];
         let entries = &mut self.free_queue.entries;
         let (front, back) = entries.as_slices();
-        for (slot, &(id, stamp)) in out[start..].iter_mut().zip(front.iter().chain(back)) {
+        let fill = fill as u16;
+        for (slot, &(id, _)) in out[start..].iter_mut().zip(front.iter().chain(back)) {
             let b = &mut blocks[id as usize];
-            debug_assert!(b.in_free_queue && b.queue_stamp == stamp, "a stale entry without prefix caching");
-            b.in_free_queue = false;
+            debug_assert_eq!(b.ref_cnt, 0, "block {id} in the free queue is referenced");
             b.ref_cnt = 1;
             b.filled = fill;
             b.owner = owner;
@@ -235,7 +249,7 @@ impl BlockPool {
             *slot = id;
         }
         if n > 0 {
-            blocks[out[out.len() - 1] as usize].filled = last_fill;
+            blocks[out[out.len() - 1] as usize].filled = last_fill as u16;
         }
         entries.drain(..n as usize);
         self.free_queue.len -= n;
@@ -245,12 +259,14 @@ impl BlockPool {
 
     /// Adds a reference; a block revived from the free queue (a cache hit) leaves it.
     pub fn touch(&mut self, id: u32, owner: RequestId) {
-        if self.blocks[id as usize].ref_cnt == 0 {
-            self.free_queue.remove(&mut self.blocks, id);
+        let b = &mut self.blocks[id as usize];
+        b.ref_cnt += 1;
+        if b.ref_cnt == 1 {
+            b.owner = owner;
+            // Its entry in the queue is stale now that the block is referenced.
+            self.free_queue.remove(&self.blocks);
             self.epoch += 1;
-            self.blocks[id as usize].owner = owner;
         }
-        self.blocks[id as usize].ref_cnt += 1;
     }
 
     /// Drops one reference from each block, given in eviction order (the first is evicted
@@ -267,12 +283,12 @@ impl BlockPool {
             if self.engine == EngineVersion::V1 && !hashed {
                 front.push(id);
             } else {
-                self.free_queue.push_back(&mut self.blocks, id);
+                self.free_queue.push_back(id);
             }
             self.epoch += 1;
         }
         for &id in front.iter().rev() {
-            self.free_queue.push_front(&mut self.blocks, id);
+            self.free_queue.push_front(id);
         }
         self.scratch_front = front;
         freed_tokens
@@ -284,7 +300,7 @@ impl BlockPool {
         let b = &mut self.blocks[id as usize];
         assert!(b.ref_cnt > 0, "block {id} freed with ref count 0");
         b.ref_cnt -= 1;
-        (b.ref_cnt == 0).then_some(b.filled)
+        (b.ref_cnt == 0).then_some(u32::from(b.filled))
     }
 
     /// Frees a block table's blocks last block first, as `free_blocks(table.iter().rev())`
@@ -299,14 +315,15 @@ impl BlockPool {
         for &id in table {
             let Some(filled) = self.release(id) else { continue };
             freed_tokens += u64::from(filled);
-            self.free_queue.push_front(&mut self.blocks, id);
+            self.free_queue.push_front(id);
             self.epoch += 1;
         }
         freed_tokens
     }
 
     pub fn set_filled(&mut self, id: u32, filled: u32) {
-        self.blocks[id as usize].filled = filled;
+        debug_assert!(filled <= 256, "a block holds at most 256 tokens");
+        self.blocks[id as usize].filled = filled as u16;
     }
     pub fn mark_copied(&mut self, id: u32) {
         self.blocks[id as usize].copied = true;

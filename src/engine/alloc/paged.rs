@@ -269,7 +269,7 @@ impl PagedAllocator {
         if let (true, Some(last)) = (cow, table.blocks.last_mut()) {
             let old = *last;
             let new = pool.get_new_block(request).expect("checked free count");
-            let filled = pool.block(old).filled;
+            let filled = u32::from(pool.block(old).filled);
             pool.set_filled(new, filled);
             pool.mark_copied(new);
             pool.free_blocks([old]); // still referenced by the other samples
@@ -373,7 +373,7 @@ impl PagedAllocator {
                     Ok(i) => index[i].1,
                     Err(i) => {
                         let c = out.block_fill.len() as u32;
-                        out.block_fill.push(self.pool.block(b).filled);
+                        out.block_fill.push(u32::from(self.pool.block(b).filled));
                         index.insert(i, (b, c));
                         c
                     }
@@ -461,7 +461,7 @@ impl PagedAllocator {
             if b.ref_cnt != refs[id] {
                 return Err(format!("block {id}: ref count {} but {} table references", b.ref_cnt, refs[id]));
             }
-            if b.filled > self.block_size {
+            if u32::from(b.filled) > self.block_size {
                 return Err(format!("block {id} holds {} tokens > block size", b.filled));
             }
             if b.ref_cnt > 0 {
@@ -470,7 +470,7 @@ impl PagedAllocator {
             }
         }
         for (id, b) in self.pool.blocks().iter().enumerate() {
-            if self.pool.block_hash(id as u32).is_some() && b.filled != self.block_size {
+            if self.pool.block_hash(id as u32).is_some() && u32::from(b.filled) != self.block_size {
                 return Err(format!("block {id} is cached with {} of {} tokens", b.filled, self.block_size));
             }
         }

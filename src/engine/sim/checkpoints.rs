@@ -50,13 +50,14 @@ impl Snapshot {
     fn estimate_bytes(&self) -> usize {
         let s = &self.sim;
         let caching = matches!(s.config.allocator, AllocatorConfig::Paged { prefix_caching: true, .. });
-        let hash = if caching { size_of::<Option<u64>>() } else { 0 };
+        // With prefix caching a block also has a hash and a free-queue stamp.
+        let hash = if caching { size_of::<Option<u64>>() + size_of::<u32>() } else { 0 };
         let samples: usize = s.groups.iter().map(|g| g.samples.len()).sum();
         s.groups.len() * size_of::<SequenceGroup>()
             + samples * size_of::<Sequence>()
             + (s.ttft_us.len() + s.tpot_us.len()) * size_of::<f64>()
-            // Per block: its record, its place in a block table, its free-queue entry, and its
-            // hash with prefix caching.
+            // Per block: its record, its place in a block table, its free-queue entry (two u32),
+            // and its hash and stamp with prefix caching.
             + s.config.run_bounds().kv_cells as usize * (size_of::<KvCacheBlock>() + 3 * size_of::<u32>() + hash)
     }
 }
