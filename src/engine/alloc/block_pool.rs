@@ -1,119 +1,32 @@
 //! The paged allocator's physical side, named as vLLM's `block_pool.py` names it:
-//! `KvCacheBlock`s with reference counts, a `FreeBlockQueue` (the free blocks in eviction order,
-//! a cached block able to leave the middle in O(1)) and a `BlockPool` that
-//! hands out blocks from the queue's head and keeps a hash → block map for prefix caching.
+//! `KvCacheBlock`s with reference counts, the `FreeBlockQueue` (`free_queue.rs`) and a
+//! `BlockPool` that hands out blocks from the queue's head and keeps a hash → block map for
+//! prefix caching.
 //!
 //! Freeing follows the engine: vLLM v1 puts blocks without a hash at the queue's head (reused
 //! first) and hashed ones at the tail (evicted last, least recently used), keeps duplicate hashes,
 //! and reserves block 0 as the null block; v0 puts every freed block at the tail and caches one
 //! block per hash. A free block that still holds a cached prefix keeps its hash until it is reused.
+//!
+//! Block records are kept only where a block can have more than one holder: prefix caching
+//! (cache hits), or v0 (forked samples, swaps). vLLM v1 without prefix caching never shares a
+//! block, so a block is held exactly when one block table holds it, and the tables are the
+//! records (`PagedAllocator::block_records` derives them): handing out and freeing a block
+//! then moves its id between the queue and a table and writes nothing else.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 
+use super::block::KvCacheBlock;
+use super::free_queue::FreeBlockQueue;
 use super::ids::RequestId;
 use crate::engine::version::EngineVersion;
 
-/// One block's record, 12 bytes: a usable block is in the free queue exactly when its ref
-/// count is 0, so no flag says so, and the free-queue stamps live beside the records (prefix
-/// caching only).
-#[derive(Clone, Debug)]
-pub struct KvCacheBlock {
-    pub ref_cnt: u32,
-    /// The request that last took this block (for drawing the map).
-    pub owner: RequestId,
-    /// Token slots written (≤ block size, which is at most 256).
-    pub filled: u16,
-    /// The block was made by copy-on-write.
-    pub copied: bool,
-}
-
-/// Free blocks in eviction order: allocation pops the head, frees push either end, and a
-/// cached block revived by a prefix hit leaves from the middle in O(1). vLLM keeps a doubly
-/// linked list; here the order is a ring buffer of (block, stamp) entries and leaving the
-/// middle only takes the block out (its ref count goes up), so the entry it leaves behind no
-/// longer matches a free block carrying that stamp and is skipped. Allocation reads consecutive
-/// entries instead of chasing links.
-///
-/// Only prefix caching revives blocks from the middle. Without it every entry is current, so
-/// no stamps are kept (`stamps` is empty, entries carry 0) and nothing is read back to check.
-#[derive(Clone, Debug)]
-pub struct FreeBlockQueue {
-    entries: VecDeque<(u32, u32)>,
-    /// Bumped each time a block joins the queue: the entry that carries the block's current
-    /// stamp is its place in it (prefix caching only).
-    stamps: Vec<u32>,
-    len: u32,
-}
-
-impl FreeBlockQueue {
-    fn new(num_blocks: u32, stamped: bool) -> Self {
-        FreeBlockQueue {
-            entries: VecDeque::with_capacity(num_blocks as usize),
-            stamps: if stamped { vec![0; num_blocks as usize] } else { Vec::new() },
-            len: 0,
-        }
-    }
-
-    fn is_current(&self, blocks: &[KvCacheBlock], entry: (u32, u32)) -> bool {
-        Self::current(&self.stamps, blocks, entry)
-    }
-
-    fn current(stamps: &[u32], blocks: &[KvCacheBlock], (id, stamp): (u32, u32)) -> bool {
-        stamps.is_empty() || (blocks[id as usize].ref_cnt == 0 && stamps[id as usize] == stamp)
-    }
-
-    fn enter(&mut self, id: u32) -> (u32, u32) {
-        match self.stamps.get_mut(id as usize) {
-            Some(stamp) => {
-                *stamp = stamp.wrapping_add(1);
-                (id, *stamp)
-            }
-            None => (id, 0),
-        }
-    }
-
-    fn push_back(&mut self, id: u32) {
-        let entry = self.enter(id);
-        self.entries.push_back(entry);
-        self.len += 1;
-    }
-
-    fn push_front(&mut self, id: u32) {
-        let entry = self.enter(id);
-        self.entries.push_front(entry);
-        self.len += 1;
-    }
-
-    /// A cached block left the middle: its ref count just left 0, so its entry is stale.
-    fn remove(&mut self, blocks: &[KvCacheBlock]) {
-        debug_assert!(!self.stamps.is_empty(), "only prefix caching revives free blocks");
-        self.len -= 1;
-        // Stale entries are dropped once they outnumber the live ones.
-        if self.entries.len() > 2 * self.len as usize + 64 {
-            let stamps = &self.stamps;
-            self.entries.retain(|&e| Self::current(stamps, blocks, e));
-        }
-    }
-
-    fn pop_front(&mut self, blocks: &[KvCacheBlock]) -> Option<u32> {
-        while let Some(entry) = self.entries.pop_front() {
-            if self.is_current(blocks, entry) {
-                self.len -= 1;
-                return Some(entry.0);
-            }
-        }
-        None
-    }
-
-    /// Block ids from head to tail.
-    pub fn iter<'a>(&'a self, blocks: &'a [KvCacheBlock]) -> impl Iterator<Item = u32> + 'a {
-        self.entries.iter().filter(move |&&e| self.is_current(blocks, e)).map(|&(id, _)| id)
-    }
-}
-
 #[derive(Clone, Debug)]
 pub struct BlockPool {
+    /// One record per block where blocks can be shared; empty where they cannot (see the module
+    /// doc).
     blocks: Vec<KvCacheBlock>,
+    num_blocks: u32,
     free_queue: FreeBlockQueue,
     /// Each block's hash, set once it is full (prefix caching only: empty without it, which
     /// keeps the block records small).
@@ -131,7 +44,8 @@ pub struct BlockPool {
 impl BlockPool {
     /// `num_blocks` as vLLM counts them: under v1 block 0 is the null block, never handed out.
     pub fn new(num_blocks: u32, enable_caching: bool, engine: EngineVersion) -> Self {
-        let blocks = vec![KvCacheBlock { ref_cnt: 0, owner: 0, filled: 0, copied: false }; num_blocks as usize];
+        let shares = enable_caching || engine == EngineVersion::V0;
+        let blocks = if shares { vec![KvCacheBlock::default(); num_blocks as usize] } else { Vec::new() };
         let mut free_queue = FreeBlockQueue::new(num_blocks, enable_caching);
         let first = u32::from(engine == EngineVersion::V1).min(num_blocks);
         for id in first..num_blocks {
@@ -139,6 +53,7 @@ impl BlockPool {
         }
         BlockPool {
             blocks,
+            num_blocks,
             free_queue,
             hashes: if enable_caching { vec![None; num_blocks as usize] } else { Vec::new() },
             cached: BTreeMap::new(),
@@ -151,7 +66,7 @@ impl BlockPool {
 
     /// Every block, the null block included (vLLM's `num_gpu_blocks`).
     pub fn num_blocks(&self) -> u32 {
-        self.blocks.len() as u32
+        self.num_blocks
     }
 
     /// Blocks that can hold tokens: all but v1's null block.
@@ -168,13 +83,28 @@ impl BlockPool {
         self.engine
     }
     pub fn num_free_blocks(&self) -> u32 {
-        self.free_queue.len
+        self.free_queue.len()
     }
+    /// A block can have more than one holder (prefix caching, or v0), so records are kept.
+    pub fn shares_blocks(&self) -> bool {
+        self.enable_caching || self.engine == EngineVersion::V0
+    }
+    /// A block's record; only where blocks can be shared ([`BlockPool::shares_blocks`]).
     pub fn block(&self, id: u32) -> &KvCacheBlock {
         &self.blocks[id as usize]
     }
+    /// Every block's record; empty where blocks cannot be shared.
     pub fn blocks(&self) -> &[KvCacheBlock] {
         &self.blocks
+    }
+    /// The references to a block some table holds (1 where blocks cannot be shared).
+    #[inline]
+    pub fn holders(&self, id: u32) -> u32 {
+        self.blocks.get(id as usize).map_or(1, |b| b.ref_cnt)
+    }
+    /// The block was made by copy-on-write (never where blocks cannot be shared).
+    pub fn copied(&self, id: u32) -> bool {
+        self.blocks.get(id as usize).is_some_and(|b| b.copied)
     }
     pub fn epoch(&self) -> u64 {
         self.epoch
@@ -186,11 +116,18 @@ impl BlockPool {
     pub fn block_hash(&self, id: u32) -> Option<u64> {
         self.hashes.get(id as usize).copied().flatten()
     }
+    /// Free-queue entries held, stale ones included (what a snapshot copies).
+    pub fn num_queue_entries(&self) -> usize {
+        self.free_queue.num_entries()
+    }
 
     /// Takes the block at the head of the free queue, evicting its cached hash; None if empty.
     pub fn get_new_block(&mut self, owner: RequestId) -> Option<u32> {
         let id = self.free_queue.pop_front(&self.blocks)?;
         self.epoch += 1;
+        if !self.shares_blocks() {
+            return Some(id);
+        }
         if let Some(h) = self.hashes.get_mut(id as usize).and_then(Option::take) {
             if let Some(ids) = self.cached.get_mut(&h) {
                 ids.retain(|&x| x != id);
@@ -201,10 +138,7 @@ impl BlockPool {
         }
         let b = &mut self.blocks[id as usize];
         debug_assert_eq!(b.ref_cnt, 0);
-        b.ref_cnt = 1;
-        b.filled = 0;
-        b.owner = owner;
-        b.copied = false;
+        *b = KvCacheBlock { ref_cnt: 1, owner, filled: 0, copied: false };
         Some(id)
     }
 
@@ -219,7 +153,7 @@ impl BlockPool {
         fill: u32,
         last_fill: u32,
     ) -> Option<()> {
-        if self.free_queue.len < n {
+        if self.free_queue.len() < n {
             return None;
         }
         out.reserve(n as usize);
@@ -232,28 +166,21 @@ impl BlockPool {
             return Some(());
         }
         // Without prefix caching no block carries a hash and none leaves the queue's middle, so
-        // every entry is current: the first `n` are the blocks, read in place.
+        // every entry is current: the first `n` are the blocks, copied out in place.
         let start = out.len();
-        out.resize(start + n as usize, 0);
-        let blocks = &mut self.blocks[..];
-        let entries = &mut self.free_queue.entries;
-        let (front, back) = entries.as_slices();
-        let fill = fill as u16;
-        for (slot, &(id, _)) in out[start..].iter_mut().zip(front.iter().chain(back)) {
-            let b = &mut blocks[id as usize];
-            debug_assert_eq!(b.ref_cnt, 0, "block {id} in the free queue is referenced");
-            b.ref_cnt = 1;
-            b.filled = fill;
-            b.owner = owner;
-            b.copied = false;
-            *slot = id;
-        }
-        if n > 0 {
-            blocks[out[out.len() - 1] as usize].filled = last_fill as u16;
-        }
-        entries.drain(..n as usize);
-        self.free_queue.len -= n;
+        self.free_queue.pop_front_n(n, out);
         self.epoch += u64::from(n);
+        if self.shares_blocks() {
+            let fill = fill as u16;
+            for &id in &out[start..] {
+                let b = &mut self.blocks[id as usize];
+                debug_assert_eq!(b.ref_cnt, 0, "block {id} in the free queue is referenced");
+                *b = KvCacheBlock { ref_cnt: 1, owner, filled: fill, copied: false };
+            }
+            if n > 0 {
+                self.blocks[out[out.len() - 1] as usize].filled = last_fill as u16;
+            }
+        }
         Some(())
     }
 
@@ -272,6 +199,7 @@ impl BlockPool {
     /// Drops one reference from each block, given in eviction order (the first is evicted
     /// first), and returns the tokens of the blocks that became free. v1 puts the unhashed ones at
     /// the queue's head in that order and the hashed ones at the tail; v0 puts all at the tail.
+    /// Only where blocks can be shared.
     pub fn free_blocks(&mut self, ordered: impl IntoIterator<Item = u32>) -> u64 {
         let mut front = std::mem::take(&mut self.scratch_front);
         front.clear();
@@ -304,27 +232,29 @@ impl BlockPool {
     }
 
     /// Frees a block table's blocks last block first, as `free_blocks(table.iter().rev())`
-    /// does, and returns the tokens of the blocks that became free.
-    pub fn free_table(&mut self, table: &[u32]) -> u64 {
-        if self.enable_caching || self.engine != EngineVersion::V1 {
+    /// does, and returns the tokens of the blocks that became free. `num_tokens` is what the
+    /// table holds: the tokens freed where blocks cannot be shared.
+    pub fn free_table(&mut self, table: &[u32], num_tokens: u32) -> u64 {
+        if self.shares_blocks() {
             return self.free_blocks(table.iter().rev().copied());
         }
-        // v1 without caching: every block that becomes free goes to the head, the table's
-        // last block first in line, which is pushing them to the front in table order.
-        let mut freed_tokens = 0u64;
-        for &id in table {
-            let Some(filled) = self.release(id) else { continue };
-            freed_tokens += u64::from(filled);
-            self.free_queue.push_front(id);
-            self.epoch += 1;
-        }
-        freed_tokens
+        // v1 without prefix caching: every block of the table becomes free and goes to the
+        // head, the table's last block first in line, which is pushing them to the front in
+        // table order.
+        self.free_queue.push_front_all(table);
+        self.epoch += table.len() as u64;
+        u64::from(num_tokens)
     }
 
+    /// Records the tokens a block holds (nothing to record where blocks cannot be shared).
+    #[inline]
     pub fn set_filled(&mut self, id: u32, filled: u32) {
         debug_assert!(filled <= 256, "a block holds at most 256 tokens");
-        self.blocks[id as usize].filled = filled as u16;
+        if let Some(b) = self.blocks.get_mut(id as usize) {
+            b.filled = filled as u16;
+        }
     }
+    /// Marks a block made by copy-on-write (which only shared blocks need).
     pub fn mark_copied(&mut self, id: u32) {
         self.blocks[id as usize].copied = true;
     }
@@ -350,33 +280,38 @@ impl BlockPool {
         self.epoch += 1;
     }
 
-    /// The free queue's length matches the free blocks, every ref-0 block is in it exactly once,
-    /// and every cached hash points at a block that carries it.
-    pub fn check_invariants(&self) -> Result<(), String> {
-        let mut seen = vec![false; self.blocks.len()];
+    /// The free queue's length matches the blocks in it, which are usable and there once each;
+    /// with records, every ref-0 block is in it and none other is, and every cached hash points
+    /// at a block that carries it. Returns which blocks are free.
+    pub fn check_invariants(&self) -> Result<Vec<bool>, String> {
+        let n = self.num_blocks as usize;
+        let null = self.first_usable() as usize;
+        let mut free = vec![false; n];
         let mut count = 0u32;
         for id in self.free_queue.iter(&self.blocks) {
-            if seen[id as usize] {
+            if (id as usize) < null || id as usize >= n {
+                return Err(format!("block {id} is in the free queue but is not a usable block"));
+            }
+            if free[id as usize] {
                 return Err(format!("block {id} is twice in the free queue"));
             }
-            seen[id as usize] = true;
+            free[id as usize] = true;
             count += 1;
-            if self.blocks[id as usize].ref_cnt != 0 {
+            if self.blocks.get(id as usize).is_some_and(|b| b.ref_cnt != 0) {
                 return Err(format!("block {id} is in the free queue with ref count > 0"));
             }
         }
-        if count != self.free_queue.len {
-            return Err(format!("free queue links {count} blocks but counts {}", self.free_queue.len));
+        if count != self.free_queue.len() {
+            return Err(format!("free queue links {count} blocks but counts {}", self.free_queue.len()));
         }
-        let null = self.first_usable() as usize;
         for (id, b) in self.blocks.iter().enumerate() {
             if id < null {
-                if seen[id] || b.ref_cnt != 0 || self.block_hash(id as u32).is_some() {
+                if b.ref_cnt != 0 || self.block_hash(id as u32).is_some() {
                     return Err(format!("null block {id} was handed out"));
                 }
                 continue;
             }
-            if b.ref_cnt == 0 && !seen[id] {
+            if b.ref_cnt == 0 && !free[id] {
                 return Err(format!("block {id} has ref count 0 but is not free"));
             }
             if let Some(h) = self.block_hash(id as u32) {
@@ -395,6 +330,6 @@ impl BlockPool {
                 }
             }
         }
-        Ok(())
+        Ok(free)
     }
 }

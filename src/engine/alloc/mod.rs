@@ -2,13 +2,17 @@
 //! allocator and the paged block allocator. Both answer the same questions (can this request be
 //! admitted, make room for n more tokens, free a sequence) and draw the same `MemoryMap`.
 
+pub mod block;
 pub mod block_pool;
 pub mod contiguous;
+pub mod free_queue;
 pub mod ids;
 pub mod paged;
 
-pub use block_pool::{BlockPool, FreeBlockQueue, KvCacheBlock};
+pub use block::KvCacheBlock;
+pub use block_pool::BlockPool;
 pub use contiguous::{ContiguousAllocator, Fit, Slab};
+pub use free_queue::FreeBlockQueue;
 pub use ids::{splitmix64, RequestId, SeqId, TokenIdentity};
 pub use paged::{BlockTable, ComputedBlocks, PagedAdmit, PagedAllocator, PrefixStats, Shortfall, SwappedKv};
 
@@ -40,6 +44,9 @@ pub struct AdmitRequest<'a> {
     pub preempted_before: bool,
 }
 
+/// One per simulation, so the variants' sizes differ by a few hundred bytes once; boxing the
+/// paged one would add a pointer to follow on every call of the hot path.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug)]
 pub enum KvCacheManager {
     Contiguous(ContiguousAllocator),
@@ -230,7 +237,8 @@ impl KvCacheManager {
             KvCacheManager::Paged(p) => {
                 // v1's null block holds nothing and is never handed out: the map leaves it out.
                 let first = p.pool().first_usable() as usize;
-                let cells = p.pool().blocks()[first..]
+                let records = p.block_records();
+                let cells = records[first..]
                     .iter()
                     .zip(first as u32..)
                     .map(|(b, id)| {
@@ -248,7 +256,7 @@ impl KvCacheManager {
                             if b.copied {
                                 flags |= MapCell::COPIED;
                             }
-                            MapCell { owner: b.owner + 1, live_tokens: b.filled as u16, flags }
+                            MapCell { owner: b.owner + 1, live_tokens: b.filled, flags }
                         }
                     })
                     .collect();

@@ -6,6 +6,8 @@
 //! `allocate_slots` returns None when the pool is short, which is the scheduler's cue to preempt.
 
 use super::block_pool::BlockPool;
+
+mod records;
 use super::ids::{RequestId, SeqId, TokenIdentity};
 use crate::engine::version::EngineVersion;
 
@@ -226,7 +228,7 @@ impl PagedAllocator {
             need += self.blocks_for(t.num_tokens + n).saturating_sub(t.blocks.len() as u32);
             if n > 0 && t.num_tokens % self.block_size != 0 {
                 let last = *t.blocks.last().expect("a partial block exists");
-                if self.pool.block(last).ref_cnt > 1 {
+                if self.pool.holders(last) > 1 {
                     match shared.iter_mut().find(|(b, _)| *b == last) {
                         Some((_, k)) => *k += 1,
                         None => shared.push((last, 1)),
@@ -234,7 +236,7 @@ impl PagedAllocator {
                 }
             }
         }
-        need + shared.iter().map(|&(b, k)| k.min(self.pool.block(b).ref_cnt - 1)).sum::<u32>()
+        need + shared.iter().map(|&(b, k)| k.min(self.pool.holders(b) - 1)).sum::<u32>()
     }
 
     /// Makes room for `num_new_tokens` more tokens of `seq` and writes them: copy-on-write of a
@@ -248,17 +250,27 @@ impl PagedAllocator {
         let offset = cur % bs;
         if num_new_tokens == 1 && offset != 0 && (offset + 1 != bs || !self.prefix_caching) {
             let last = *table.blocks.last().expect("a partial block exists");
-            if self.pool.block(last).ref_cnt == 1 {
+            if self.pool.holders(last) == 1 {
                 table.num_tokens += 1;
                 self.pool.set_filled(last, offset + 1);
                 self.live_tokens += 1;
                 return Some(());
             }
         }
+        // Fast path of a decode token that needs a new block (every decode step with 1-token
+        // blocks), when no prefix cache hashes it: the last block, if any, is full, so there is
+        // nothing to copy.
+        if num_new_tokens == 1 && offset == 0 && !self.prefix_caching {
+            let id = self.pool.get_new_block(table.request)?;
+            self.pool.set_filled(id, 1);
+            table.blocks.push(id);
+            table.num_tokens += 1;
+            self.live_tokens += 1;
+            return Some(());
+        }
         let total = cur + num_new_tokens;
         let need = total.div_ceil(bs).saturating_sub(table.blocks.len() as u32);
-        let cow =
-            cur % bs != 0 && num_new_tokens > 0 && table.blocks.last().is_some_and(|&b| self.pool.block(b).ref_cnt > 1);
+        let cow = cur % bs != 0 && num_new_tokens > 0 && table.blocks.last().is_some_and(|&b| self.pool.holders(b) > 1);
         if self.pool.num_free_blocks() < need + u32::from(cow) {
             return None;
         }
@@ -321,7 +333,7 @@ impl PagedAllocator {
     /// The last block of `seq` is partly filled and shared: its next write copies it first.
     pub fn last_block_shared(&self, seq: SeqId) -> bool {
         self.table(seq).is_some_and(|t| {
-            t.num_tokens % self.block_size != 0 && t.blocks.last().is_some_and(|&b| self.pool.block(b).ref_cnt > 1)
+            t.num_tokens % self.block_size != 0 && t.blocks.last().is_some_and(|&b| self.pool.holders(b) > 1)
         })
     }
 
@@ -345,7 +357,7 @@ impl PagedAllocator {
     /// Releases the sequence's blocks, last block first (so tail blocks are evicted first).
     pub fn free(&mut self, seq: SeqId) {
         let Some(mut table) = self.tables.get_mut(seq as usize).and_then(Option::take) else { return };
-        self.live_tokens -= self.pool.free_table(&table.blocks);
+        self.live_tokens -= self.pool.free_table(&table.blocks, table.num_tokens);
         if self.spare_tables.len() < MAX_SPARE_TABLES {
             table.blocks.clear();
             self.spare_tables.push(table.blocks);
@@ -434,56 +446,5 @@ impl PagedAllocator {
             });
         }
         true
-    }
-
-    /// free + referenced = total; each block's ref count equals the block-table references to it;
-    /// tables hold exactly ⌈tokens / block size⌉ blocks; live tokens match the referenced blocks.
-    pub fn check_invariants(&self) -> Result<(), String> {
-        self.pool.check_invariants()?;
-        let n = self.pool.num_blocks() as usize;
-        let mut refs = vec![0u32; n];
-        for (seq, t) in self.tables() {
-            if t.blocks.len() as u32 != self.blocks_for(t.num_tokens) {
-                return Err(format!(
-                    "seq {seq} holds {} blocks for {} tokens (block size {})",
-                    t.blocks.len(),
-                    t.num_tokens,
-                    self.block_size
-                ));
-            }
-            for &b in &t.blocks {
-                refs[b as usize] += 1;
-            }
-        }
-        let mut referenced = 0u32;
-        let mut live = 0u64;
-        for (id, b) in self.pool.blocks().iter().enumerate() {
-            if b.ref_cnt != refs[id] {
-                return Err(format!("block {id}: ref count {} but {} table references", b.ref_cnt, refs[id]));
-            }
-            if u32::from(b.filled) > self.block_size {
-                return Err(format!("block {id} holds {} tokens > block size", b.filled));
-            }
-            if b.ref_cnt > 0 {
-                referenced += 1;
-                live += u64::from(b.filled);
-            }
-        }
-        for (id, b) in self.pool.blocks().iter().enumerate() {
-            if self.pool.block_hash(id as u32).is_some() && u32::from(b.filled) != self.block_size {
-                return Err(format!("block {id} is cached with {} of {} tokens", b.filled, self.block_size));
-            }
-        }
-        if referenced + self.pool.num_free_blocks() != self.pool.num_usable_blocks() {
-            return Err(format!(
-                "free ({}) + referenced ({referenced}) != usable total ({})",
-                self.pool.num_free_blocks(),
-                self.pool.num_usable_blocks()
-            ));
-        }
-        if live != self.live_tokens {
-            return Err(format!("live tokens counter {} != {live} in referenced blocks", self.live_tokens));
-        }
-        Ok(())
     }
 }

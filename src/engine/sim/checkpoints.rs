@@ -10,7 +10,7 @@
 //! would pass either limit, every other snapshot is dropped and the spacing doubles.
 
 use super::Simulation;
-use crate::engine::alloc::block_pool::KvCacheBlock;
+use crate::engine::alloc::KvCacheBlock;
 use crate::engine::config::AllocatorConfig;
 use crate::engine::metrics::StepPoint;
 use crate::engine::request::{Sequence, SequenceGroup};
@@ -50,15 +50,17 @@ impl Snapshot {
     fn estimate_bytes(&self) -> usize {
         let s = &self.sim;
         let caching = matches!(s.config.allocator, AllocatorConfig::Paged { prefix_caching: true, .. });
-        // With prefix caching a block also has a hash and a free-queue stamp.
-        let hash = if caching { size_of::<Option<u64>>() + size_of::<u32>() } else { 0 };
+        // Records are kept where blocks can be shared (prefix caching, or v0); with prefix
+        // caching a block also has a hash, a stamp and a stamped free-queue entry.
+        let record = if caching || !s.config.paged_v1() { size_of::<KvCacheBlock>() } else { 0 };
+        let hash = if caching { size_of::<Option<u64>>() + 2 * size_of::<u32>() } else { 0 };
         let samples: usize = s.groups.iter().map(|g| g.samples.len()).sum();
         s.groups.len() * size_of::<SequenceGroup>()
             + samples * size_of::<Sequence>()
             + (s.ttft_us.len() + s.tpot_us.len()) * size_of::<f64>()
-            // Per block: its record, its place in a block table, its free-queue entry (two u32),
-            // and its hash and stamp with prefix caching.
-            + s.config.run_bounds().kv_cells as usize * (size_of::<KvCacheBlock>() + 3 * size_of::<u32>() + hash)
+            // Per block: its place in a block table, its free-queue entry, its record where
+            // kept, and its hash and stamps with prefix caching.
+            + s.config.run_bounds().kv_cells as usize * (2 * size_of::<u32>() + record + hash)
     }
 }
 

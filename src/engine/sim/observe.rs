@@ -148,9 +148,8 @@ impl Simulation {
                         if let Some(t) = p.table(s.seq) {
                             v.kv_tokens = t.num_tokens;
                             v.block_table = t.blocks.clone();
-                            v.shared_blocks =
-                                t.blocks.iter().filter(|&&b| p.pool().block(b).ref_cnt > 1).count() as u32;
-                            v.copied_blocks = t.blocks.iter().filter(|&&b| p.pool().block(b).copied).count() as u32;
+                            v.shared_blocks = t.blocks.iter().filter(|&&b| p.pool().holders(b) > 1).count() as u32;
+                            v.copied_blocks = t.blocks.iter().filter(|&&b| p.pool().copied(b)).count() as u32;
                         }
                     }
                     KvCacheManager::Contiguous(c) => {

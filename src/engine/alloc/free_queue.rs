@@ -1,0 +1,154 @@
+//! vLLM's `FreeBlockQueue` (`kv_cache_utils.py`): the free blocks in eviction order.
+//! Allocation pops the head, frees push either end, and a cached block revived by a prefix hit
+//! leaves from the middle in O(1).
+//!
+//! vLLM keeps a doubly linked list through the blocks. Here the order is a ring buffer of block
+//! ids, read in place when a prefill takes many blocks at once. Leaving the middle only takes
+//! the block out (its ref count leaves 0): with prefix caching every entry carries a stamp,
+//! bumped each time its block joins the queue, and an entry counts only while its block is free
+//! and carries that stamp, so the entry left behind is skipped. Only prefix caching revives
+//! blocks from the middle; without it every entry is current and no stamps are kept.
+
+use std::collections::VecDeque;
+
+use super::block::KvCacheBlock;
+
+#[derive(Clone, Debug)]
+pub struct FreeBlockQueue {
+    /// Block ids, head first.
+    ids: VecDeque<u32>,
+    /// Each entry's stamp, beside `ids` (prefix caching only; empty without it).
+    entry_stamps: VecDeque<u32>,
+    /// Each block's current stamp (prefix caching only).
+    stamps: Vec<u32>,
+    len: u32,
+}
+
+impl FreeBlockQueue {
+    /// An empty queue for `num_blocks` blocks; `stamped` where cached blocks can leave the middle.
+    pub fn new(num_blocks: u32, stamped: bool) -> Self {
+        FreeBlockQueue {
+            ids: VecDeque::with_capacity(num_blocks as usize),
+            entry_stamps: VecDeque::with_capacity(if stamped { num_blocks as usize } else { 0 }),
+            stamps: if stamped { vec![0; num_blocks as usize] } else { Vec::new() },
+            len: 0,
+        }
+    }
+
+    /// Free blocks in the queue.
+    pub fn len(&self) -> u32 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn stamped(&self) -> bool {
+        !self.stamps.is_empty()
+    }
+
+    fn current(stamps: &[u32], blocks: &[KvCacheBlock], id: u32, stamp: u32) -> bool {
+        blocks[id as usize].ref_cnt == 0 && stamps[id as usize] == stamp
+    }
+
+    /// The stamp of a block joining the queue (prefix caching only).
+    fn enter(&mut self, id: u32) -> Option<u32> {
+        let stamp = self.stamps.get_mut(id as usize)?;
+        *stamp = stamp.wrapping_add(1);
+        Some(*stamp)
+    }
+
+    pub fn push_back(&mut self, id: u32) {
+        if let Some(stamp) = self.enter(id) {
+            self.entry_stamps.push_back(stamp);
+        }
+        self.ids.push_back(id);
+        self.len += 1;
+    }
+
+    pub fn push_front(&mut self, id: u32) {
+        if let Some(stamp) = self.enter(id) {
+            self.entry_stamps.push_front(stamp);
+        }
+        self.ids.push_front(id);
+        self.len += 1;
+    }
+
+    /// Pushes every block of `ids` to the front in turn: the last ends up at the head. Without
+    /// stamps only.
+    pub fn push_front_all(&mut self, ids: &[u32]) {
+        debug_assert!(!self.stamped(), "stamped queues push one block at a time");
+        self.ids.reserve(ids.len());
+        for &id in ids {
+            self.ids.push_front(id);
+        }
+        self.len += ids.len() as u32;
+    }
+
+    /// A cached block left the middle: its ref count just left 0, so its entry is stale.
+    pub fn remove(&mut self, blocks: &[KvCacheBlock]) {
+        debug_assert!(self.stamped(), "only prefix caching revives free blocks");
+        self.len -= 1;
+        // Stale entries are dropped once they outnumber the live ones.
+        if self.ids.len() > 2 * self.len as usize + 64 {
+            let stamps = &self.stamps;
+            let (ids, entry_stamps): (VecDeque<u32>, VecDeque<u32>) = self
+                .ids
+                .iter()
+                .zip(&self.entry_stamps)
+                .filter(|&(&id, &stamp)| Self::current(stamps, blocks, id, stamp))
+                .unzip();
+            (self.ids, self.entry_stamps) = (ids, entry_stamps);
+        }
+    }
+
+    /// Takes the block at the head; None when the queue is empty.
+    pub fn pop_front(&mut self, blocks: &[KvCacheBlock]) -> Option<u32> {
+        if !self.stamped() {
+            let id = self.ids.pop_front()?;
+            self.len -= 1;
+            return Some(id);
+        }
+        while let (Some(id), Some(stamp)) = (self.ids.pop_front(), self.entry_stamps.pop_front()) {
+            if Self::current(&self.stamps, blocks, id, stamp) {
+                self.len -= 1;
+                return Some(id);
+            }
+        }
+        None
+    }
+
+    /// Takes the first `n` blocks onto `out` at once (`n` ≤ `len`). Without stamps only: every
+    /// entry is current, so they are copied out in place.
+    pub fn pop_front_n(&mut self, n: u32, out: &mut Vec<u32>) {
+        debug_assert!(!self.stamped(), "stamped queues pop one block at a time");
+        debug_assert!(n <= self.len);
+        let n = n as usize;
+        let (front, back) = self.ids.as_slices();
+        let from_front = n.min(front.len());
+        out.extend_from_slice(&front[..from_front]);
+        out.extend_from_slice(&back[..n - from_front]);
+        self.ids.drain(..n);
+        self.len -= n as u32;
+    }
+
+    /// Block ids from head to tail.
+    pub fn iter<'a>(&'a self, blocks: &'a [KvCacheBlock]) -> Box<dyn Iterator<Item = u32> + 'a> {
+        if !self.stamped() {
+            return Box::new(self.ids.iter().copied());
+        }
+        Box::new(
+            self.ids
+                .iter()
+                .zip(&self.entry_stamps)
+                .filter(move |&(&id, &stamp)| Self::current(&self.stamps, blocks, id, stamp))
+                .map(|(&id, _)| id),
+        )
+    }
+
+    /// Entries held, stale ones included (what a snapshot of the queue copies).
+    pub fn num_entries(&self) -> usize {
+        self.ids.len()
+    }
+}
