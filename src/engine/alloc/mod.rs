@@ -236,9 +236,11 @@ impl KvCacheManager {
         match self {
             KvCacheManager::Paged(p) => {
                 // v1's null block holds nothing and is never handed out: the map leaves it out.
+                if !p.pool().shares_blocks() {
+                    return MemoryMap { cell_tokens: p.block_size(), cells: p.held_cells() };
+                }
                 let first = p.pool().first_usable() as usize;
-                let records = p.block_records();
-                let cells = records[first..]
+                let cells = p.pool().blocks()[first..]
                     .iter()
                     .zip(first as u32..)
                     .map(|(b, id)| {

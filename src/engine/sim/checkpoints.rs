@@ -120,14 +120,17 @@ impl Checkpoints {
         self.snapshots.iter().map(|s| s.bytes).sum()
     }
 
-    /// Brings `sim` to time `t_us` (as `run_until`): back in time from the latest snapshot at or
-    /// before `t_us`, and forward taking a snapshot whenever the work since the last one (past
-    /// the last one, where nothing was recorded yet) reaches the spacing.
+    /// Brings `sim` to time `t_us` (as `run_until`): from the latest snapshot at or before `t_us`
+    /// when that is back in time or ahead of `sim`, then forward, taking a snapshot whenever the
+    /// work since the last one (past the last one, where nothing was recorded yet) reaches the
+    /// spacing.
     pub fn seek(&mut self, sim: &mut Simulation, t_us: u64) {
         self.keep_series(sim);
         let t = t_us.min(sim.duration_us());
-        if t < sim.now_us() {
-            let snap = self.snapshots.iter().rev().find(|s| s.now_us() <= t).expect("the first snapshot is at 0");
+        // The latest snapshot at or before `t` is restored when it is closer than where the run
+        // stands: always going back, and going forward past a snapshot.
+        let snap = self.snapshots.iter().rev().find(|s| s.now_us() <= t).expect("the first snapshot is at 0");
+        if t < sim.now_us() || snap.now_us() > sim.now_us() {
             let mut restored = snap.sim.clone();
             restored.series = self.series[..snap.series_len].to_vec();
             *sim = restored;

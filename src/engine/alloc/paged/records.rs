@@ -7,6 +7,7 @@ use std::borrow::Cow;
 
 use super::PagedAllocator;
 use crate::engine::alloc::KvCacheBlock;
+use crate::engine::memory_map::MapCell;
 
 impl PagedAllocator {
     /// Every block's record, the null block included: the pool's own where blocks can be
@@ -27,6 +28,24 @@ impl PagedAllocator {
             }
         }
         Cow::Owned(records)
+    }
+
+    /// The memory map's cells where no block can be shared, straight from the tables (no
+    /// block is shared, copied or cached, so a held cell has no flags): one per usable block,
+    /// from block [`BlockPool::first_usable`](crate::engine::alloc::BlockPool::first_usable) on.
+    pub fn held_cells(&self) -> Vec<MapCell> {
+        debug_assert!(!self.pool.shares_blocks(), "records are kept where blocks can be shared");
+        let first = self.pool.first_usable();
+        let mut cells = vec![MapCell::default(); self.pool.num_usable_blocks() as usize];
+        let bs = self.block_size;
+        for (_, t) in self.tables() {
+            let owner = t.request + 1;
+            for (k, &id) in (0u32..).zip(&t.blocks) {
+                let live_tokens = t.num_tokens.saturating_sub(k * bs).min(bs) as u16;
+                cells[(id - first) as usize] = MapCell { owner, live_tokens, flags: 0 };
+            }
+        }
+        cells
     }
 
     /// free + referenced = total; no free block is in a table; each block's ref count equals the
