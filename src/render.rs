@@ -80,23 +80,48 @@ pub fn render_map(cells: &[MapCell], cell_tokens: u32, layout: &MapLayout, opts:
     buf.clear();
     buf.resize(w * h * 4, 0);
     let theme = MapTheme::of(opts.dark);
-    for px in buf.chunks_exact_mut(4) {
+    let n = cells.len().min(layout.cells);
+    // With one pixel a cell the cells cover the first `n` pixels and the background the rest.
+    let one_pixel_cells = layout.pitch == 1 && layout.width == layout.cols && layout.height == layout.rows;
+    let background_from = if one_pixel_cells { (n * 4).min(buf.len()) } else { 0 };
+    for px in buf[background_from..].chunks_exact_mut(4) {
         px.copy_from_slice(&theme.background);
     }
     let mut canvas = Pixels { buf, stride: w, height: h, theme };
-    let n = cells.len().min(layout.cells);
-    for (i, c) in cells[..n].iter().enumerate() {
+    if one_pixel_cells {
+        draw_pixels(&mut canvas, &cells[..n], cell_tokens, opts);
+    } else {
+        draw_cells(&mut canvas, &cells[..n], cell_tokens, layout, opts);
+    }
+    if let Some(i) = opts.cursor.filter(|&i| i < n) {
+        let (x, y, w, h) = layout.rect(i);
+        canvas.outline(x, y, w, h, theme.cursor);
+    }
+}
+
+/// Each cell in its rectangle of `layout`.
+fn draw_cells(canvas: &mut Pixels<'_>, cells: &[MapCell], cell_tokens: u32, layout: &MapLayout, opts: &RenderOptions) {
+    for (i, c) in cells.iter().enumerate() {
         let (x, y, w, h) = layout.rect(i);
         let faded = opts.highlight_owner.is_some_and(|owner| c.owner != owner);
-        draw_cell(&mut canvas, (x, y, w, h), c, cell_tokens, faded);
+        draw_cell(canvas, (x, y, w, h), c, cell_tokens, faded);
         if opts.highlight_owner.is_some() && !faded {
             // The highlighted request's cells get a dark frame, whatever their colour.
             canvas.outline(x, y, w, h, palette::INK);
         }
     }
-    if let Some(i) = opts.cursor.filter(|&i| i < n) {
-        let (x, y, w, h) = layout.rect(i);
-        canvas.outline(x, y, w, h, theme.cursor);
+}
+
+/// One pixel a cell, row-major over the whole width (pitch 1): cell `i` is pixel `i`, in the
+/// colour [`draw_cells`] gives a one-pixel cell (a highlighted one is all frame).
+fn draw_pixels(canvas: &mut Pixels<'_>, cells: &[MapCell], cell_tokens: u32, opts: &RenderOptions) {
+    let theme = canvas.theme;
+    for (c, px) in cells.iter().zip(canvas.buf.chunks_exact_mut(4)) {
+        let colour = match opts.highlight_owner {
+            Some(owner) if c.owner == owner => palette::INK,
+            highlight => fade_to(cell_colour_in(c, cell_tokens, &theme), highlight.is_some(), &theme),
+        };
+        px.copy_from_slice(&colour);
     }
 }
 
@@ -298,6 +323,42 @@ mod tests {
         // half-full: top half empty, bottom half the owner's colour
         assert_eq!(pixel(&buf, &l, 31, 2), palette::EMPTY);
         assert_eq!(pixel(&buf, &l, 31, 8), owner_colour(1));
+    }
+
+    /// One-pixel cells are drawn pixel by pixel: the same pixels as drawing each cell in its
+    /// rectangle, free, cached, empty, partly and fully live, shared and copied, highlighted
+    /// or faded, light and dark.
+    #[test]
+    fn one_pixel_cells_draw_as_cell_rectangles_do() {
+        let flags = [0, MapCell::CACHED, MapCell::SHARED, MapCell::COPIED, MapCell::SLAB | MapCell::SLAB_START];
+        let cells: Vec<MapCell> = (0..997u32)
+            .map(|i| {
+                let owner = if i % 7 == 0 { 0 } else { 1 + i % 23 };
+                cell(owner, (i * 5 % 17) as u16, flags[(i % 5) as usize])
+            })
+            .collect();
+        let layout = MapLayout::fit(cells.len(), 40, 10);
+        assert_eq!((layout.pitch, layout.cols, layout.width, layout.rows, layout.height), (1, 40, 40, 25, 25));
+        for opts in [
+            RenderOptions::default(),
+            RenderOptions { highlight_owner: Some(5), cursor: Some(41), dark: false },
+            RenderOptions { highlight_owner: Some(9), cursor: None, dark: true },
+        ] {
+            let mut fast = Vec::new();
+            render_map(&cells, 16, &layout, &opts, &mut fast);
+            let theme = MapTheme::of(opts.dark);
+            let mut slow = vec![0u8; fast.len()];
+            for px in slow.chunks_exact_mut(4) {
+                px.copy_from_slice(&theme.background);
+            }
+            let mut canvas = Pixels { buf: &mut slow, stride: 40, height: 25, theme };
+            draw_cells(&mut canvas, &cells, 16, &layout, &opts);
+            if let Some(i) = opts.cursor {
+                let (x, y, w, h) = layout.rect(i);
+                canvas.outline(x, y, w, h, theme.cursor);
+            }
+            assert!(fast == slow, "one-pixel cells differ from cell rectangles under {opts:?}");
+        }
     }
 
     #[test]
