@@ -85,15 +85,18 @@ pub fn frames(app: &App, n: u32) -> FrameBench {
 #[derive(Serialize)]
 pub struct SimBench {
     reps: u32,
+    /// Runs timed together in each sample (its time is divided by this).
+    batch: u32,
     median_ms: f64,
     min_ms: f64,
     steps: u64,
-    /// Every timed run, in order.
+    /// Every sample's time per run, in order.
     times_ms: Vec<f64>,
 }
 
-/// Simulating the first run's preset from 0 to its end, `reps` times (after 5 untimed runs).
-pub fn simulate(app: &App, reps: u32) -> Option<SimBench> {
+/// Simulating the first run's preset from 0 to its end: `reps` samples of `batch` runs each
+/// (after 5 untimed runs), each sample's time per run.
+pub fn simulate(app: &App, reps: u32, batch: u32) -> Option<SimBench> {
     let config = match app.lab.borrow().runs.first() {
         Some(r) => r.config.clone(),
         None => return None,
@@ -108,15 +111,17 @@ pub fn simulate(app: &App, reps: u32) -> Option<SimBench> {
     let mut steps = 0;
     for _ in 0..reps {
         let t0 = dom::now_ms();
-        if let Ok(mut sim) = Simulation::new(config.clone()) {
-            let report = sim.run_to_end();
-            steps = report.steps;
+        for _ in 0..batch {
+            if let Ok(mut sim) = Simulation::new(config.clone()) {
+                let report = sim.run_to_end();
+                steps = report.steps;
+            }
         }
-        times.push(dom::now_ms() - t0);
+        times.push((dom::now_ms() - t0) / f64::from(batch));
     }
     let min = times.iter().copied().fold(f64::INFINITY, f64::min);
     let times_ms = times.clone();
-    Some(SimBench { reps, median_ms: median(&mut times), min_ms: min, steps, times_ms })
+    Some(SimBench { reps, batch, median_ms: median(&mut times), min_ms: min, steps, times_ms })
 }
 
 #[derive(Serialize)]

@@ -22,11 +22,14 @@ impl LabHandle {
         super::js::to_js(&super::bench::frames(&self.app, frames.max(1))).map_err(|e| JsError::new(&e))
     }
 
-    /// Times simulating the current preset from 0 to the end, `reps` times:
-    /// `{reps, median_ms, min_ms, steps, times_ms}` (`null` without a run).
+    /// Times simulating the current preset from 0 to the end: `reps` samples of `batch` runs
+    /// each (1 when left out), a sample's time divided by `batch`, so that runs shorter than the
+    /// page's coarse timer are still resolved: `{reps, batch, median_ms, min_ms, steps,
+    /// times_ms}` (`null` without a run).
     #[wasm_bindgen(js_name = benchSimulate)]
-    pub fn bench_simulate(&self, reps: u32) -> Result<JsValue, JsError> {
-        super::js::to_js(&super::bench::simulate(&self.app, reps.max(1))).map_err(|e| JsError::new(&e))
+    pub fn bench_simulate(&self, reps: u32, batch: Option<u32>) -> Result<JsValue, JsError> {
+        let batch = batch.unwrap_or(1).max(1);
+        super::js::to_js(&super::bench::simulate(&self.app, reps.max(1), batch)).map_err(|e| JsError::new(&e))
     }
 
     /// Times `moves` slider moves over the current run (seek from the nearest checkpoint, then

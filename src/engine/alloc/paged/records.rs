@@ -40,10 +40,14 @@ impl PagedAllocator {
         let bs = self.block_size;
         for (_, t) in self.tables() {
             let owner = t.request + 1;
-            for (k, &id) in (0u32..).zip(&t.blocks) {
-                let live_tokens = t.num_tokens.saturating_sub(k * bs).min(bs) as u16;
-                cells[(id - first) as usize] = MapCell { owner, live_tokens, flags: 0 };
+            // Every block but the last is full.
+            let Some((&last, full)) = t.blocks.split_last() else { continue };
+            let full_cell = MapCell { owner, live_tokens: bs as u16, flags: 0 };
+            for &id in full {
+                cells[(id - first) as usize] = full_cell;
             }
+            let live_tokens = (t.num_tokens - full.len() as u32 * bs) as u16;
+            cells[(last - first) as usize] = MapCell { owner, live_tokens, flags: 0 };
         }
         cells
     }
