@@ -8,8 +8,11 @@ mod common;
 use std::process::{Command, Output};
 
 use common::{preset, repo_path, run, shipped_presets};
-use kvlab::engine::sweep::{run_all, run_one, smallest_meeting, Bisection, NotFound, SweepMetrics};
+use kvlab::engine::sweep::{
+    meets_ttft_p95, run_against_ttft_p95, run_all, run_one, smallest_meeting, Bisection, NotFound, SweepMetrics,
+};
 use kvlab::engine::AllocatorConfig;
+use kvlab::engine::Simulation;
 use serde_json::Value;
 
 fn kvlab(args: &[&str]) -> Output {
@@ -178,18 +181,46 @@ fn the_bisection_driven_by_hand_runs_what_smallest_meeting_runs() {
     let preset: Value = serde_json::from_str(&text).unwrap();
     let grid = kvlab::formats::sweep::kv_grid(4.0, 12.0, 0.25, &kvlab::formats::sweep::CLI_KV_NAMES).unwrap();
     let config_at = |i: usize| kvlab::formats::sweep::with_kv_memory(&preset, grid[i]);
-    let meets = |r: &kvlab::engine::Report| kvlab::engine::sweep::meets_ttft_p95(r, 2000.0);
-    let whole = smallest_meeting(grid.len(), config_at, meets).unwrap();
+    let whole = smallest_meeting(grid.len(), config_at, |c| run_against_ttft_p95(c, 2000.0)).unwrap();
     let mut search = Bisection::new(grid.len());
     while let Some(i) = search.next() {
-        let run = run_one(&config_at(i).unwrap());
-        let met = run.as_ref().is_ok_and(meets);
-        search.record(run, met);
+        let mut sim = Simulation::new(config_at(i).unwrap()).unwrap();
+        let report = sim.run_to_end();
+        let met = meets_ttft_p95(&sim, &report, 2000.0);
+        search.record(Ok(report), met);
     }
     let by_hand = search.into_result().unwrap().unwrap();
     assert_eq!((by_hand.index, &by_hand.probes), (whole.index, &whole.probes));
     assert_eq!(by_hand.report, whole.report);
     assert_eq!(grid[whole.index], 8.75, "docs/SWEEP.md's example");
+}
+
+/// An overloaded run whose queue only grows can serve the requests it does serve quickly: the
+/// search counts the requests still waiting at the end at their wait so far, so such a run
+/// misses a target its served requests alone would meet.
+#[test]
+fn a_run_that_leaves_a_growing_queue_misses_the_target() {
+    // h200-scale with 1-token blocks: 600 s at 40 requests/s on a pool that holds ~600 of them.
+    let mut config = preset("h200-scale");
+    if let AllocatorConfig::Paged { block_size, .. } = &mut config.allocator {
+        *block_size = 1;
+    }
+    let mut sim = Simulation::new(config).unwrap();
+    let report = sim.run_to_end();
+    let served = report.latency_ms.ttft_p95;
+    let counting_waiting = sim.ttft_p95_counting_waiting_ms();
+    assert!(report.requests.waiting_at_end > 5_000, "{} waiting at the end", report.requests.waiting_at_end);
+    assert!(counting_waiting > served, "waiting requests raise p95: {counting_waiting} vs {served} ms");
+    // A target between the two: the served requests alone meet it, the run does not.
+    let target = (served + counting_waiting) / 2.0;
+    assert!(report.requests.rejected == 0 && report.requests.finished > 0);
+    assert!(!meets_ttft_p95(&sim, &report, target), "p95 {served} ms served, {counting_waiting} ms counting the queue");
+    assert!(meets_ttft_p95(&sim, &report, counting_waiting));
+    // A run with no queue at the end counts the same either way.
+    let mut sim = Simulation::new(preset("paged-default")).unwrap();
+    let report = sim.run_to_end();
+    assert!(report.requests.waiting_at_end <= 3, "{} waiting", report.requests.waiting_at_end);
+    assert!((sim.ttft_p95_counting_waiting_ms() - report.latency_ms.ttft_p95).abs() <= 1.0);
 }
 
 #[test]

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use super::run::read;
 use crate::engine::config::ConfigError;
-use crate::engine::sweep::{meets_ttft_p95, run_all, smallest_meeting, NotFound, SweepMetrics};
+use crate::engine::sweep::{run_against_ttft_p95, run_all, smallest_meeting, NotFound, SweepMetrics};
 use crate::formats::preset::parse_preset_dto;
 use crate::formats::sweep::{
     default_kv_range, kv_grid, parse_kv_range, plan, with_kv_memory, Knob, ALLOCATORS, CLI_KV_NAMES, KV_STEP_GIB,
@@ -189,7 +189,7 @@ fn min_kv(args: &SweepArgs, preset: &Value, target: f64) -> Result<(), String> {
         None => default_kv_range(&config, step),
     };
     let grid = kv_grid(lo, hi, step, &CLI_KV_NAMES).map_err(|e| e.to_string())?;
-    let found = smallest_meeting(grid.len(), |i| with_kv_memory(preset, grid[i]), |r| meets_ttft_p95(r, target));
+    let found = smallest_meeting(grid.len(), |i| with_kv_memory(preset, grid[i]), |c| run_against_ttft_p95(c, target));
     let found = match found {
         Ok(f) => f,
         Err(NotFound::Config(e)) => return Err(format!("{}: {e}", args.preset.display())),

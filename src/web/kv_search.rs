@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::engine::config::ConfigError;
-use crate::engine::sweep::{meets_ttft_p95, run_one, Bisection, Found, NotFound};
+use crate::engine::sweep::{run_against_ttft_p95, Bisection, Found, NotFound};
 use crate::engine::Report;
 use crate::formats::sweep::{
     allocator_variants, check_kv_searchable, config_of, default_kv_range, kv_grid, parse_kv_range, with_kv_memory,
@@ -184,8 +184,7 @@ impl KvSearchJob {
         let Some((side, i)) = self.sides.iter_mut().find_map(|s| s.search.next().map(|i| (s, i))) else { return };
         match with_kv_memory(&side.preset, self.grid[i]) {
             Ok(config) => {
-                let run = run_one(&config);
-                let met = run.as_ref().is_ok_and(|r| meets_ttft_p95(r, target));
+                let (run, met) = run_against_ttft_p95(&config, target);
                 side.search.record(run, met);
             }
             Err(e) => side.search.refuse(e),
