@@ -12,7 +12,8 @@
 #                      feature, whose kvlab.benchFrames/benchSimulate/benchScrub/readyMs the page is timed by)
 #   --no-native        skip the criterion run of the native engine
 #   --screenshots DIR  instead of measuring, save the page's reference screenshots in DIR
-#                      (standalone 1400×900 and 1280×720, compare, embed 800×500, narrow 420)
+#                      (standalone 1400×900 and 1280×720, compare, embed 800×500, narrow 420,
+#                      h200-scale with 1-token blocks: 819,200 cells at one pixel each)
 # Needs the tools of scripts/setup.sh (trunk, chromium, chromedriver, node from npm's setup).
 # Timings are reported, never asserted: they depend on the machine.
 set -euo pipefail
@@ -175,6 +176,10 @@ if (process.env.SHOTS) {
     await open(`${base}?autoplay=0&preset=parallel-sampling`);
     await exec("kvlab.runTo(20); return null");
     await shot("narrow-420x900.png");
+    await resize(1400, 900);
+    await open(`${base}?autoplay=0&preset=h200-scale`);
+    await exec("kvlab.setField('@paged.block_size', '1'); kvlab.runTo(300); return null");
+    await shot("h200-1-token-blocks-1400x900.png");
   } finally {
     await wd("DELETE", `/session/${sid}`).catch(() => {});
     driver.kill();
