@@ -136,6 +136,9 @@ pub struct ScrubBench {
     /// The seek alone.
     seek_median_ms: f64,
     seek_p95_ms: f64,
+    /// Parts of the frame, timed again apart: the engine's memory map and the report.
+    memory_map_median_ms: f64,
+    report_median_ms: f64,
 }
 
 /// Slider moves over the whole run, as the time slider makes them (`App::set_time`, then a
@@ -147,6 +150,7 @@ pub fn scrub(app: &App, moves: u32) -> ScrubBench {
     app.set_time(duration);
     app.draw();
     let (mut total, mut seek) = (Vec::with_capacity(moves as usize), Vec::with_capacity(moves as usize));
+    let (mut map, mut report) = (Vec::with_capacity(moves as usize), Vec::with_capacity(moves as usize));
     let mut x = 0.5_f64;
     for _ in 0..moves {
         x = (x + 0.618_033_988_749_895).fract();
@@ -157,6 +161,16 @@ pub fn scrub(app: &App, moves: u32) -> ScrubBench {
         let t2 = dom::now_ms();
         seek.push(t1 - t0);
         total.push(t2 - t0);
+        // Two parts of that frame again, untimed in the move: the engine's memory map and report.
+        let lab = app.lab.borrow();
+        if let Some(run) = lab.runs.first() {
+            let t3 = dom::now_ms();
+            std::hint::black_box(run.sim.memory_map());
+            let t4 = dom::now_ms();
+            std::hint::black_box(run.sim.report());
+            map.push(t4 - t3);
+            report.push(dom::now_ms() - t4);
+        }
     }
     let max_ms = total.iter().copied().fold(0.0, f64::max);
     ScrubBench {
@@ -167,5 +181,7 @@ pub fn scrub(app: &App, moves: u32) -> ScrubBench {
         max_ms,
         seek_median_ms: median(&mut seek),
         seek_p95_ms: p95(&mut seek),
+        memory_map_median_ms: median(&mut map),
+        report_median_ms: median(&mut report),
     }
 }
