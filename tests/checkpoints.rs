@@ -75,7 +75,7 @@ fn a_small_budget_thins_the_snapshots_and_seeks_stay_exact() {
     let first_spacing = cp.work_per_snapshot();
     cp.seek(&mut sim, d);
     assert!(cp.bytes() <= 4 << 20, "{} bytes held", cp.bytes());
-    assert!(cp.work_per_snapshot() > first_spacing, "the spacing doubled as snapshots were thinned");
+    assert!(cp.work_per_snapshot() > first_spacing, "the spacing grew as snapshots were thinned");
     let t = d * 2 / 3;
     cp.seek(&mut sim, t);
     assert_same(&sim, &fresh_to("paged-default", t), "paged-default after thinning");
