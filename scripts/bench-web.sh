@@ -215,7 +215,7 @@ try {
   for (const [name, setup] of scrubCases) {
     await setup();
     const r = await exec("return kvlab.benchScrub(40)");
-    console.log(`scrub ${name}: median ${r.median_ms.toFixed(1)} ms per slider move (p95 ${r.p95_ms.toFixed(1)}, max ${r.max_ms.toFixed(1)}); seek alone median ${r.seek_median_ms.toFixed(1)} ms, p95 ${r.seek_p95_ms.toFixed(1)}; of the frame, the memory map ${r.memory_map_median_ms.toFixed(1)} ms and the report ${r.report_median_ms.toFixed(1)} ms (${r.moves} moves over ${r.duration_s} s)`);
+    console.log(`scrub ${name}: median ${r.median_ms.toFixed(1)} ms per slider move (p95 ${r.p95_ms.toFixed(1)}, max ${r.max_ms.toFixed(1)}); seek alone median ${r.seek_median_ms.toFixed(1)} ms, p95 ${r.seek_p95_ms.toFixed(1)}; of the frame, the memory map ${r.memory_map_median_ms.toFixed(1)} ms and the report ${r.report_median_ms.toFixed(1)} ms (${r.moves} moves over ${r.duration_s} s); right after a seek: memory map ${r.cold_parts_ms[0].toFixed(1)}, paint ${r.cold_parts_ms[1].toFixed(1)}, charts ${r.cold_parts_ms[2].toFixed(1)}, metrics ${r.cold_parts_ms[3].toFixed(1)} ms`);
   }
 
   // The Sweep panel: a 16-point block-size sweep of paged-default, from Run to the last point

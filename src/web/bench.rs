@@ -139,6 +139,9 @@ pub struct ScrubBench {
     /// Parts of the frame, timed again apart: the engine's memory map and the report.
     memory_map_median_ms: f64,
     report_median_ms: f64,
+    /// Medians of the frame's parts right after a seek: the engine's memory map, painting it,
+    /// the charts, the metrics.
+    cold_parts_ms: [f64; 4],
 }
 
 /// Slider moves over the whole run, as the time slider makes them (`App::set_time`, then a
@@ -172,8 +175,34 @@ pub fn scrub(app: &App, moves: u32) -> ScrubBench {
             report.push(dom::now_ms() - t4);
         }
     }
+    // The same moves again, the frame's parts timed one by one right after each seek.
+    let mut parts = [Vec::new(), Vec::new(), Vec::new(), Vec::new()];
+    let mut x = 0.5_f64;
+    for _ in 0..moves {
+        x = (x + 0.618_033_988_749_895).fract();
+        app.set_time((x * duration as f64) as u64);
+        let lab = app.lab.borrow();
+        let mut view = app.view.borrow_mut();
+        view.invalidate_content();
+        let t0 = dom::now_ms();
+        let maps: Vec<_> = lab.runs.iter().map(|r| r.sim.memory_map()).collect();
+        let t1 = dom::now_ms();
+        for (m, mv) in maps.iter().zip(view.maps.iter_mut()) {
+            let _ = mv.paint(m, &RenderOptions::default());
+        }
+        let t2 = dom::now_ms();
+        view.render_charts(&lab);
+        let t3 = dom::now_ms();
+        view.render_metrics(&lab);
+        let t4 = dom::now_ms();
+        for (v, d) in parts.iter_mut().zip([t1 - t0, t2 - t1, t3 - t2, t4 - t3]) {
+            v.push(d);
+        }
+    }
+    let [mut p_map, mut p_paint, mut p_charts, mut p_metrics] = parts;
     let max_ms = total.iter().copied().fold(0.0, f64::max);
     ScrubBench {
+        cold_parts_ms: [median(&mut p_map), median(&mut p_paint), median(&mut p_charts), median(&mut p_metrics)],
         moves,
         duration_s: duration as f64 / 1e6,
         median_ms: median(&mut total),
