@@ -199,3 +199,40 @@ fn requests_that_can_never_fit_are_rejected_with_a_reason() {
     assert!(r.requests.rejected > 0);
     assert!(r.rejections.iter().all(|x| x.reason.contains("pool holds")), "{:?}", r.rejections);
 }
+
+/// The map's shape and, where the engine has them, its held cells say what the whole memory map
+/// says (the page draws from them when no cell is in focus): for every shipped preset, its
+/// 1-token and prefix-caching variants, a third and two thirds of the way.
+#[test]
+fn held_cells_and_the_map_shape_agree_with_the_memory_map() {
+    let mut held_seen = 0;
+    for id in shipped_presets() {
+        let base = preset(&id);
+        let mut variants = vec![base.clone()];
+        if let AllocatorConfig::Paged { .. } = base.allocator {
+            for (block_size, prefix_caching) in [(1, false), (16, true)] {
+                let mut v = base.clone();
+                v.allocator = AllocatorConfig::Paged { block_size, prefix_caching };
+                variants.push(v);
+            }
+        }
+        for config in variants {
+            let mut sim = kvlab::engine::Simulation::new(config).unwrap();
+            let d = sim.duration_us();
+            for t in [d / 3, d * 2 / 3] {
+                sim.run_until(t);
+                let map = sim.memory_map();
+                assert_eq!(sim.map_shape(), (map.cells.len(), map.cell_tokens), "{id} at {t} µs");
+                let Some(held) = sim.held_map_cells() else { continue };
+                let mut rebuilt = vec![kvlab::engine::MapCell::default(); map.cells.len()];
+                for (i, cell) in held {
+                    assert_eq!(rebuilt[i], kvlab::engine::MapCell::default(), "{id}: cell {i} held twice");
+                    rebuilt[i] = cell;
+                }
+                assert!(rebuilt == map.cells, "{id} at {t} µs: held cells differ from the memory map");
+                held_seen += 1;
+            }
+        }
+    }
+    assert!(held_seen > 10, "v1 without prefix caching has held cells ({held_seen} maps)");
+}
