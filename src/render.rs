@@ -82,7 +82,7 @@ pub fn render_map(cells: &[MapCell], cell_tokens: u32, layout: &MapLayout, opts:
     let theme = MapTheme::of(opts.dark);
     let n = cells.len().min(layout.cells);
     // With one pixel a cell the cells cover the first `n` pixels and the background the rest.
-    let one_pixel_cells = is_one_pixel(layout);
+    let one_pixel_cells = layout.pitch == 1 && layout.width == layout.cols && layout.height == layout.rows;
     let background_from = if one_pixel_cells { (n * 4).min(buf.len()) } else { 0 };
     for px in buf[background_from..].chunks_exact_mut(4) {
         px.copy_from_slice(&theme.background);
@@ -113,63 +113,16 @@ fn draw_cells(canvas: &mut Pixels<'_>, cells: &[MapCell], cell_tokens: u32, layo
 }
 
 /// One pixel a cell, row-major over the whole width (pitch 1): cell `i` is pixel `i`, in the
-/// colour [`draw_cells`] gives a one-pixel cell.
+/// colour [`draw_cells`] gives a one-pixel cell (a highlighted one is all frame).
 fn draw_pixels(canvas: &mut Pixels<'_>, cells: &[MapCell], cell_tokens: u32, opts: &RenderOptions) {
     let theme = canvas.theme;
     for (c, px) in cells.iter().zip(canvas.buf.chunks_exact_mut(4)) {
-        px.copy_from_slice(&pixel_colour(c, cell_tokens, opts, &theme));
+        let colour = match opts.highlight_owner {
+            Some(owner) if c.owner == owner => palette::INK,
+            highlight => fade_to(cell_colour_in(c, cell_tokens, &theme), highlight.is_some(), &theme),
+        };
+        px.copy_from_slice(&colour);
     }
-}
-
-/// The colour of a one-pixel cell (a highlighted one is all frame).
-fn pixel_colour(c: &MapCell, cell_tokens: u32, opts: &RenderOptions, theme: &MapTheme) -> Rgba {
-    match opts.highlight_owner {
-        Some(owner) if c.owner == owner => palette::INK,
-        highlight => fade_to(cell_colour_in(c, cell_tokens, theme), highlight.is_some(), theme),
-    }
-}
-
-/// [`render_map`] of a map given as its held cells alone, each with its index (every other of
-/// its `cells` cells free): the same pixels, without the whole map in between. Only at one
-/// pixel a cell; false (nothing drawn) for other layouts.
-pub fn render_held(
-    cells: usize,
-    cell_tokens: u32,
-    held: impl IntoIterator<Item = (usize, MapCell)>,
-    layout: &MapLayout,
-    opts: &RenderOptions,
-    buf: &mut Vec<u8>,
-) -> bool {
-    if !is_one_pixel(layout) {
-        return false;
-    }
-    let (w, h) = (layout.width as usize, layout.height as usize);
-    buf.clear();
-    buf.resize(w * h * 4, 0);
-    let theme = MapTheme::of(opts.dark);
-    let n = cells.min(layout.cells).min(w * h);
-    let free = pixel_colour(&MapCell::default(), cell_tokens, opts, &theme);
-    let (cells_px, rest) = buf.split_at_mut(n * 4);
-    for px in cells_px.chunks_exact_mut(4) {
-        px.copy_from_slice(&free);
-    }
-    for px in rest.chunks_exact_mut(4) {
-        px.copy_from_slice(&theme.background);
-    }
-    for (i, c) in held {
-        if i < n {
-            buf[i * 4..i * 4 + 4].copy_from_slice(&pixel_colour(&c, cell_tokens, opts, &theme));
-        }
-    }
-    if let Some(i) = opts.cursor.filter(|&i| i < n) {
-        buf[i * 4..i * 4 + 4].copy_from_slice(&theme.cursor);
-    }
-    true
-}
-
-/// Cell `i` is pixel `i`: pitch 1 over the whole width.
-fn is_one_pixel(layout: &MapLayout) -> bool {
-    layout.pitch == 1 && layout.width == layout.cols && layout.height == layout.rows
 }
 
 struct Pixels<'a> {
@@ -406,28 +359,6 @@ mod tests {
             }
             assert!(fast == slow, "one-pixel cells differ from cell rectangles under {opts:?}");
         }
-    }
-
-    /// A map given as its held cells draws as the whole map does, and only at one pixel a cell.
-    #[test]
-    fn held_cells_draw_as_the_whole_map() {
-        let cells: Vec<MapCell> = (0..997u32)
-            .map(|i| if i % 3 == 0 { MapCell::default() } else { cell(1 + i % 19, (i % 2) as u16, 0) })
-            .collect();
-        let held = || cells.iter().enumerate().filter(|(_, c)| c.owner != 0).map(|(i, c)| (i, *c));
-        let layout = MapLayout::fit(cells.len(), 40, 10);
-        for opts in [
-            RenderOptions::default(),
-            RenderOptions { highlight_owner: Some(4), cursor: Some(7), dark: false },
-            RenderOptions { highlight_owner: None, cursor: None, dark: true },
-        ] {
-            let (mut whole, mut from_held) = (Vec::new(), Vec::new());
-            render_map(&cells, 1, &layout, &opts, &mut whole);
-            assert!(render_held(cells.len(), 1, held(), &layout, &opts, &mut from_held));
-            assert!(whole == from_held, "held cells differ from the whole map under {opts:?}");
-        }
-        let squares = MapLayout::with_pitch(cells.len(), 400, 4);
-        assert!(!render_held(cells.len(), 1, held(), &squares, &RenderOptions::default(), &mut Vec::new()));
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use super::alloc::{ContiguousAllocator, KvCacheManager, PagedAllocator, SeqId};
 use super::config::{AllocatorConfig, ConfigError, SimConfig};
-use super::memory_map::{MapCell, MemoryMap};
+use super::memory_map::MemoryMap;
 use super::metrics::{Integrals, Rejection, Report, StepPoint};
 use super::model::GIB;
 use super::request::{GroupStatus, Sequence, SequenceGroup};
@@ -189,17 +189,6 @@ impl Simulation {
     /// The physical KV memory map right now.
     pub fn memory_map(&self) -> MemoryMap {
         self.kv.memory_map(CONTIGUOUS_CELL_TOKENS)
-    }
-
-    /// The memory map's cell count and tokens a cell, without building it.
-    pub fn map_shape(&self) -> (usize, u32) {
-        self.kv.map_shape(CONTIGUOUS_CELL_TOKENS)
-    }
-
-    /// The memory map as its held cells alone where that is all it has to say (see
-    /// `KvCacheManager::held_map_cells`); None elsewhere.
-    pub fn held_map_cells(&self) -> Option<impl Iterator<Item = (usize, MapCell)> + '_> {
-        self.kv.held_map_cells()
     }
 
     /// Runs steps until simulated time reaches `t_us` (or the end).

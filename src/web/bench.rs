@@ -5,6 +5,7 @@
 use serde::Serialize;
 
 use crate::engine::Simulation;
+use crate::render::RenderOptions;
 
 use super::app::App;
 use super::dom;
@@ -31,8 +32,7 @@ pub struct FrameBench {
     cells: usize,
     median_ms: f64,
     p95_ms: f64,
-    /// The maps alone as the frame paints them: from the engine (held cells where it has them),
-    /// RGBA buffer, put_image_data.
+    /// Memory map alone: snapshot from the engine, RGBA buffer, put_image_data.
     map_median_ms: f64,
     /// Both charts alone (plotters on canvas).
     chart_median_ms: f64,
@@ -58,8 +58,9 @@ pub fn frames(app: &App, n: u32) -> FrameBench {
         view.render(&lab);
         total.push(dom::now_ms() - t0);
         let t1 = dom::now_ms();
-        let shapes: Vec<_> = lab.runs.iter().map(|r| r.sim.map_shape()).collect();
-        view.render_maps(&lab, &shapes, None);
+        for (run, mv) in lab.runs.iter().zip(view.maps.iter_mut()) {
+            let _ = mv.paint(&run.sim.memory_map(), &RenderOptions::default());
+        }
         map_only.push(dom::now_ms() - t1);
         view.invalidate_content();
         let t2 = dom::now_ms();
@@ -138,9 +139,8 @@ pub struct ScrubBench {
     /// Parts of the frame, timed again apart: the engine's memory map and the report.
     memory_map_median_ms: f64,
     report_median_ms: f64,
-    /// Medians of the frame's parts right after a seek: the engine's whole memory map (which
-    /// the frame builds only while a cell is in focus), the maps as the frame paints them, the
-    /// charts, the metrics.
+    /// Medians of the frame's parts right after a seek: the engine's memory map, painting it,
+    /// the charts, the metrics.
     cold_parts_ms: [f64; 4],
 }
 
@@ -185,11 +185,11 @@ pub fn scrub(app: &App, moves: u32) -> ScrubBench {
         let mut view = app.view.borrow_mut();
         view.invalidate_content();
         let t0 = dom::now_ms();
-        std::hint::black_box(lab.runs.iter().map(|r| r.sim.memory_map()).collect::<Vec<_>>());
+        let maps: Vec<_> = lab.runs.iter().map(|r| r.sim.memory_map()).collect();
         let t1 = dom::now_ms();
-        // The maps as the frame draws them (held cells where the engine has them).
-        let shapes: Vec<_> = lab.runs.iter().map(|r| r.sim.map_shape()).collect();
-        view.render_maps(&lab, &shapes, None);
+        for (m, mv) in maps.iter().zip(view.maps.iter_mut()) {
+            let _ = mv.paint(m, &RenderOptions::default());
+        }
         let t2 = dom::now_ms();
         view.render_charts(&lab);
         let t3 = dom::now_ms();

@@ -9,7 +9,7 @@ use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, ImageData};
 use crate::engine::plan::group_thousands;
 use crate::engine::sim::observe::SampleView;
 use crate::engine::{MapCell, MemoryMap, RequestView};
-use crate::render::{render_held, render_map, MapLayout, RenderOptions};
+use crate::render::{render_map, MapLayout, RenderOptions};
 
 use super::dom::{self, Node};
 
@@ -22,13 +22,8 @@ pub fn paint_map(
     opts: &RenderOptions,
     buf: &mut Vec<u8>,
 ) -> Result<(), JsValue> {
-    render_map(cells, cell_tokens, layout, opts, buf);
-    put_pixels(canvas, layout, buf)
-}
-
-/// Puts an RGBA buffer of `layout`'s size on the canvas, sizing the canvas to it.
-fn put_pixels(canvas: &HtmlCanvasElement, layout: &MapLayout, buf: &[u8]) -> Result<(), JsValue> {
     let (width, height) = (layout.width, layout.height);
+    render_map(cells, cell_tokens, layout, opts, buf);
     if canvas.width() != width {
         canvas.set_width(width);
     }
@@ -36,7 +31,7 @@ fn put_pixels(canvas: &HtmlCanvasElement, layout: &MapLayout, buf: &[u8]) -> Res
         canvas.set_height(height);
     }
     let ctx = context(canvas)?;
-    let image = ImageData::new_with_u8_clamped_array_and_sh(Clamped(buf), width, height)?;
+    let image = ImageData::new_with_u8_clamped_array_and_sh(Clamped(buf.as_slice()), width, height)?;
     ctx.put_image_data(&image, 0.0, 0.0)
 }
 
@@ -90,21 +85,6 @@ impl MapView {
 
     pub fn paint(&mut self, map: &MemoryMap, opts: &RenderOptions) -> Result<(), JsValue> {
         paint_map(&self.canvas, &map.cells, map.cell_tokens, &self.layout, opts, &mut self.buf)
-    }
-
-    /// Paints a map given as its held cells (`render::render_held`); false (nothing painted)
-    /// unless the layout is one pixel a cell.
-    pub fn paint_held(
-        &mut self,
-        (cells, cell_tokens): (usize, u32),
-        held: impl IntoIterator<Item = (usize, MapCell)>,
-        opts: &RenderOptions,
-    ) -> Result<bool, JsValue> {
-        if !render_held(cells, cell_tokens, held, &self.layout, opts, &mut self.buf) {
-            return Ok(false);
-        }
-        put_pixels(&self.canvas, &self.layout, &self.buf)?;
-        Ok(true)
     }
 
     /// The cell under a point given in CSS pixels relative to the canvas.

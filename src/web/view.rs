@@ -128,11 +128,11 @@ impl View {
     /// Embedded, the stylesheet sizes each map's box to what the frame leaves, and each map
     /// fills its box (`MapLayout::fill`: cells as square as the grid allows, a pixel wider or
     /// taller than their neighbours where the box does not divide evenly).
-    fn fit_embedded(&mut self, shapes: &[(usize, u32)]) {
-        for (i, &(cells, _)) in shapes.iter().enumerate().take(self.maps.len()) {
+    fn fit_embedded(&mut self, maps: &[MemoryMap]) {
+        for (i, m) in maps.iter().enumerate().take(self.maps.len()) {
             let Some(wrap) = self.maps[i].canvas.parent_element() else { continue };
             let (w, h) = (wrap.client_width().max(60), wrap.client_height().max(40));
-            self.maps[i].fill(cells, f64::from(w), f64::from(h));
+            self.maps[i].fill(m.cells.len(), f64::from(w), f64::from(h));
         }
     }
 
@@ -157,33 +157,28 @@ impl View {
         if self.root.get_attribute("data-allocators").as_deref() != Some(kinds) {
             let _ = self.root.set_attribute("data-allocators", kinds);
         }
-        let shapes: Vec<(usize, u32)> = lab.runs.iter().map(|r| r.sim.map_shape()).collect();
-        let boxes = if lab.options.embed { self.map_boxes(shapes.len()) } else { Vec::new() };
+        let maps: Vec<MemoryMap> = lab.runs.iter().map(|r| r.sim.memory_map()).collect();
+        let boxes = if lab.options.embed { self.map_boxes(maps.len()) } else { Vec::new() };
         if self.layout_dirty
             || boxes != self.fitted_boxes
-            || shapes.iter().zip(&self.maps).any(|(&(cells, _), v)| cells != v.cell_count())
+            || maps.iter().zip(&self.maps).any(|(m, v)| m.cells.len() != v.cell_count())
         {
             self.dark = super::theme::is_dark();
             if lab.options.embed {
-                self.fit_embedded(&shapes);
-                self.fitted_boxes = self.map_boxes(shapes.len());
+                self.fit_embedded(&maps);
+                self.fitted_boxes = self.map_boxes(maps.len());
             } else {
                 let max_h = self.max_map_height();
-                for (i, &(cells, _)) in shapes.iter().enumerate() {
+                for (i, m) in maps.iter().enumerate() {
                     let width = self.maps[i].canvas.parent_element().map_or(600, |w| w.client_width()).max(60);
-                    self.maps[i].fit(cells, f64::from(width), max_h);
+                    self.maps[i].fit(m.cells.len(), f64::from(width), max_h);
                 }
             }
             self.layout_dirty = false;
             self.last_chart = None;
         }
-        // The whole maps only while a cell is in focus (hover, pin or cursor: the highlight and
-        // the inspector read its cell); otherwise a map that is only its held cells is drawn
-        // from them.
-        let maps: Option<Vec<MemoryMap>> =
-            self.focus_cell().map(|_| lab.runs.iter().map(|r| r.sim.memory_map()).collect());
-        self.render_maps(lab, &shapes, maps.as_deref());
-        self.render_inspector(lab, maps.as_deref());
+        self.render_maps(lab, &maps);
+        self.render_inspector(lab, &maps);
         self.render_charts(lab);
         self.render_metrics(lab);
         self.render_transport(lab);
@@ -200,42 +195,33 @@ impl View {
         view.render(lab, status.as_ref());
     }
 
-    /// Each run's map: the whole `maps` when given (a cell is in focus), else its held cells
-    /// where the engine has a map as those alone and the layout is one pixel a cell, else the
-    /// whole map built here.
-    pub fn render_maps(&mut self, lab: &Lab, shapes: &[(usize, u32)], maps: Option<&[MemoryMap]>) {
+    fn render_maps(&mut self, lab: &Lab, maps: &[MemoryMap]) {
         let focus = self.focus_cell();
         let highlight =
-            focus.and_then(|(run, cell)| maps?.get(run)?.cells.get(cell)).map(|c| c.owner).filter(|&o| o != 0);
-        for (i, (run, &(cells, cell_tokens))) in lab.runs.iter().zip(shapes).enumerate() {
+            focus.and_then(|(run, cell)| maps.get(run)?.cells.get(cell)).map(|c| c.owner).filter(|&o| o != 0);
+        for (i, (run, m)) in lab.runs.iter().zip(maps).enumerate() {
             dom::set_text(&self.map_titles[i], &run.title);
             if self.map_titles[i].title() != run.title {
                 self.map_titles[i].set_title(&run.title);
             }
-            let sub = format!("{} cells × {} tokens", crate::engine::plan::group_thousands(cells as u64), cell_tokens);
+            let sub = format!(
+                "{} cells × {} tokens",
+                crate::engine::plan::group_thousands(m.cells.len() as u64),
+                m.cell_tokens
+            );
             dom::set_text(&self.map_subs[i], &sub);
             let opts = RenderOptions {
                 highlight_owner: highlight,
                 cursor: self.cursor.filter(|c| c.0 == i).map(|c| c.1),
                 dark: self.dark,
             };
-            let painted = match (maps, run.sim.held_map_cells()) {
-                (Some(maps), _) => self.maps[i].paint(&maps[i], &opts),
-                (None, Some(held)) => match self.maps[i].paint_held((cells, cell_tokens), held, &opts) {
-                    Ok(true) => Ok(()),
-                    Ok(false) => self.maps[i].paint(&run.sim.memory_map(), &opts),
-                    Err(e) => Err(e),
-                },
-                (None, None) => self.maps[i].paint(&run.sim.memory_map(), &opts),
-            };
-            if let Err(e) = painted {
+            if let Err(e) = self.maps[i].paint(m, &opts) {
                 web_sys::console::error_2(&"map paint failed".into(), &e);
             }
         }
     }
 
-    /// The focused cell's story (`maps` is given whenever a cell is in focus).
-    fn render_inspector(&mut self, lab: &Lab, maps: Option<&[MemoryMap]>) {
+    fn render_inspector(&mut self, lab: &Lab, maps: &[MemoryMap]) {
         // Screen readers hear the inspector when the learner moves over the map, not every
         // frame of playback: it is a live region only while paused.
         let live = if lab.playing { "off" } else { "polite" };
@@ -255,7 +241,7 @@ impl View {
             return;
         }
         self.last_inspected = Some(key);
-        let (Some(run), Some(m)) = (lab.runs.get(run_i), maps.and_then(|m| m.get(run_i))) else { return };
+        let (Some(run), Some(m)) = (lab.runs.get(run_i), maps.get(run_i)) else { return };
         let view = m.cells.get(cell_i).and_then(|c| c.request()).and_then(|r| run.sim.request_view(r));
         let mut parts = Vec::new();
         if lab.runs.len() > 1 {

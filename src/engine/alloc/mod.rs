@@ -231,29 +231,6 @@ impl KvCacheManager {
         r
     }
 
-    /// How many cells [`KvCacheManager::memory_map`] holds and the tokens a cell stands for,
-    /// without building it.
-    pub fn map_shape(&self, contiguous_cell_tokens: u32) -> (usize, u32) {
-        match self {
-            KvCacheManager::Paged(p) => (p.pool().num_usable_blocks() as usize, p.block_size()),
-            KvCacheManager::Contiguous(c) => {
-                let ct = contiguous_cell_tokens.max(1);
-                (c.capacity_tokens().div_ceil(ct) as usize, ct)
-            }
-        }
-    }
-
-    /// Where no block can be shared (vLLM v1 without prefix caching), the memory map as its held
-    /// cells alone, each with its index; every other cell is free. Cheaper than the whole map
-    /// when most of it is only written to be read once. None where the map needs the block
-    /// records or covers slabs.
-    pub fn held_map_cells(&self) -> Option<impl Iterator<Item = (usize, MapCell)> + '_> {
-        match self {
-            KvCacheManager::Paged(p) if !p.pool().shares_blocks() => Some(p.held_cells_iter()),
-            _ => None,
-        }
-    }
-
     /// The physical memory map: one cell per block (paged) or per `cell_tokens` slots (contiguous).
     pub fn memory_map(&self, contiguous_cell_tokens: u32) -> MemoryMap {
         match self {

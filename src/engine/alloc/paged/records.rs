@@ -34,26 +34,22 @@ impl PagedAllocator {
     /// block is shared, copied or cached, so a held cell has no flags): one per usable block,
     /// from block [`BlockPool::first_usable`](crate::engine::alloc::BlockPool::first_usable) on.
     pub fn held_cells(&self) -> Vec<MapCell> {
-        let mut cells = vec![MapCell::default(); self.pool.num_usable_blocks() as usize];
-        for (i, cell) in self.held_cells_iter() {
-            cells[i] = cell;
-        }
-        cells
-    }
-
-    /// The held cells of [`PagedAllocator::held_cells`] alone, each with its index in the map
-    /// (every other cell is free), table by table.
-    pub fn held_cells_iter(&self) -> impl Iterator<Item = (usize, MapCell)> + '_ {
         debug_assert!(!self.pool.shares_blocks(), "records are kept where blocks can be shared");
         let first = self.pool.first_usable();
+        let mut cells = vec![MapCell::default(); self.pool.num_usable_blocks() as usize];
         let bs = self.block_size;
-        self.tables().flat_map(move |(_, t)| {
+        for (_, t) in self.tables() {
             let owner = t.request + 1;
-            (0u32..).zip(&t.blocks).map(move |(k, &id)| {
-                let live_tokens = t.num_tokens.saturating_sub(k * bs).min(bs) as u16;
-                ((id - first) as usize, MapCell { owner, live_tokens, flags: 0 })
-            })
-        })
+            // Every block but the last is full.
+            let Some((&last, full)) = t.blocks.split_last() else { continue };
+            let full_cell = MapCell { owner, live_tokens: bs as u16, flags: 0 };
+            for &id in full {
+                cells[(id - first) as usize] = full_cell;
+            }
+            let live_tokens = (t.num_tokens - full.len() as u32 * bs) as u16;
+            cells[(last - first) as usize] = MapCell { owner, live_tokens, flags: 0 };
+        }
+        cells
     }
 
     /// free + referenced = total; no free block is in a table; each block's ref count equals the
