@@ -222,15 +222,16 @@ pub fn parse_kv_range(text: &str, names: &KvRangeNames) -> Result<(f64, f64), Co
 /// The KV memory grid of the smallest-KV search: LO, LO + STEP, … up to HI (HI included when
 /// the steps land on it), at most 100,000 points; errors name the range or the step.
 pub fn kv_grid(lo: f64, hi: f64, step: f64, names: &KvRangeNames) -> Result<Vec<f64>, ConfigError> {
+    let bad_step = || ConfigError::new(names.step, format!("{step}: give a step above 0 and at most 100,000 steps"));
     // The step first: the default range starts one step up, so a bad step spoils it too.
     if !(step.is_finite() && step > 0.0) {
-        return Err(ConfigError::new(names.step, format!("{step}: give a step above 0 and at most 100,000 steps")));
+        return Err(bad_step());
     }
     if !(lo.is_finite() && hi.is_finite() && lo > 0.0 && hi >= lo) {
         return Err(ConfigError::new(names.range, format!("{lo}:{hi}: give LO:HI in GiB with 0 < LO ≤ HI")));
     }
     if (hi - lo) / step > 100_000.0 {
-        return Err(ConfigError::new(names.step, format!("{step}: give a step above 0 and at most 100,000 steps")));
+        return Err(bad_step());
     }
     let n = ((hi - lo) / step + 1e-9).floor() as usize + 1;
     Ok((0..n).map(|i| lo + step * i as f64).collect())

@@ -116,10 +116,6 @@ impl BlockPool {
     pub fn block_hash(&self, id: u32) -> Option<u64> {
         self.hashes.get(id as usize).copied().flatten()
     }
-    /// Free-queue entries held, stale ones included (what a snapshot copies).
-    pub fn num_queue_entries(&self) -> usize {
-        self.free_queue.num_entries()
-    }
 
     /// Takes the block at the head of the free queue, evicting its cached hash; None if empty.
     pub fn get_new_block(&mut self, owner: RequestId) -> Option<u32> {

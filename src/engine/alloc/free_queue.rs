@@ -146,9 +146,4 @@ impl FreeBlockQueue {
                 .map(|(&id, _)| id),
         )
     }
-
-    /// Entries held, stale ones included (what a snapshot of the queue copies).
-    pub fn num_entries(&self) -> usize {
-        self.ids.len()
-    }
 }

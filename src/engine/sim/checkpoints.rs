@@ -10,7 +10,7 @@
 //! would pass either limit, every third snapshot is dropped and the spacing grows by half.
 
 use super::Simulation;
-use crate::engine::alloc::KvCacheBlock;
+use crate::engine::alloc::{KvCacheBlock, KvCacheManager};
 use crate::engine::config::AllocatorConfig;
 use crate::engine::metrics::StepPoint;
 use crate::engine::request::{Sequence, SequenceGroup};
@@ -50,9 +50,14 @@ impl Snapshot {
     fn estimate_bytes(&self) -> usize {
         let s = &self.sim;
         let caching = matches!(s.config.allocator, AllocatorConfig::Paged { prefix_caching: true, .. });
-        // Records are kept where blocks can be shared (prefix caching, or v0); with prefix
-        // caching a block also has a hash, a stamp and a stamped free-queue entry.
-        let record = if caching || !s.config.paged_v1() { size_of::<KvCacheBlock>() } else { 0 };
+        // Records are kept where blocks can be shared (the pool says; counted for contiguous map
+        // cells too); with prefix caching a block also has a hash, a stamp and a stamped
+        // free-queue entry.
+        let records = match &s.kv {
+            KvCacheManager::Paged(p) => p.pool().shares_blocks(),
+            KvCacheManager::Contiguous(_) => true,
+        };
+        let record = if records { size_of::<KvCacheBlock>() } else { 0 };
         let hash = if caching { size_of::<Option<u64>>() + 2 * size_of::<u32>() } else { 0 };
         let samples: usize = s.groups.iter().map(|g| g.samples.len()).sum();
         s.groups.len() * size_of::<SequenceGroup>()

@@ -6,7 +6,7 @@
 use std::borrow::Cow;
 
 use super::PagedAllocator;
-use crate::engine::alloc::KvCacheBlock;
+use crate::engine::alloc::{KvCacheBlock, RequestId};
 use crate::engine::memory_map::MapCell;
 
 impl PagedAllocator {
@@ -18,15 +18,11 @@ impl PagedAllocator {
             return Cow::Borrowed(self.pool.blocks());
         }
         let mut records = vec![KvCacheBlock::default(); self.pool.num_blocks() as usize];
-        let bs = self.block_size;
-        for (_, t) in self.tables() {
-            for (k, &id) in (0u32..).zip(&t.blocks) {
-                let r = &mut records[id as usize];
-                r.ref_cnt += 1;
-                r.owner = t.request;
-                r.filled = t.num_tokens.saturating_sub(k * bs).min(bs) as u16;
-            }
-        }
+        self.for_each_held_block(|id, owner, filled| {
+            let r = &mut records[id as usize];
+            r.ref_cnt += 1;
+            (r.owner, r.filled) = (owner, filled);
+        });
         Cow::Owned(records)
     }
 
@@ -37,19 +33,23 @@ impl PagedAllocator {
         debug_assert!(!self.pool.shares_blocks(), "records are kept where blocks can be shared");
         let first = self.pool.first_usable();
         let mut cells = vec![MapCell::default(); self.pool.num_usable_blocks() as usize];
+        self.for_each_held_block(|id, owner, live_tokens| {
+            cells[(id - first) as usize] = MapCell { owner: owner + 1, live_tokens, flags: 0 };
+        });
+        cells
+    }
+
+    /// Calls `f` for every block a table holds, table by table: (block, the table's request,
+    /// the tokens it holds: the block size but in a table's last block).
+    fn for_each_held_block(&self, mut f: impl FnMut(u32, RequestId, u16)) {
         let bs = self.block_size;
         for (_, t) in self.tables() {
-            let owner = t.request + 1;
-            // Every block but the last is full.
             let Some((&last, full)) = t.blocks.split_last() else { continue };
-            let full_cell = MapCell { owner, live_tokens: bs as u16, flags: 0 };
             for &id in full {
-                cells[(id - first) as usize] = full_cell;
+                f(id, t.request, bs as u16);
             }
-            let live_tokens = (t.num_tokens - full.len() as u32 * bs) as u16;
-            cells[(last - first) as usize] = MapCell { owner, live_tokens, flags: 0 };
+            f(last, t.request, (t.num_tokens - full.len() as u32 * bs) as u16);
         }
-        cells
     }
 
     /// free + referenced = total; no free block is in a table; each block's ref count equals the
