@@ -33,6 +33,7 @@ fn identity(request: u32, seq: u32, prompt: u32, shared: u32) -> TokenIdentity {
         prefix_key: if shared > 0 { 1 } else { 0 },
         shared_prefix_tokens: shared,
         prompt_tokens: prompt,
+        prompt_blocks: None,
     }
 }
 

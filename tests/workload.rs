@@ -109,7 +109,7 @@ fn the_same_seed_draws_the_same_requests() {
 fn trace_csv_rows_parse_sort_and_name_their_line() {
     let rows = parse_trace_csv("arrival_s,prompt_tokens,output_tokens,n\n# a comment\n\n2.5, 100, 20\n0.5,300,40,3\n")
         .unwrap();
-    let row = |arrival_s, prompt_tokens, output_tokens, n| TraceRow { arrival_s, prompt_tokens, output_tokens, n };
+    let row = TraceRow::new;
     assert_eq!(rows, [row(0.5, 300, 40, 3), row(2.5, 100, 20, 1)]);
     let err = |text: &str| parse_trace_csv(text).unwrap_err();
     assert_eq!(err("1,2"), "line 1: expected arrival_s,prompt_tokens,output_tokens[,n]");
@@ -121,7 +121,10 @@ fn trace_csv_rows_parse_sort_and_name_their_line() {
 #[test]
 fn a_trace_replays_its_rows_clamped_to_the_model() {
     let rows = parse_trace_csv("0,100,20\n1,9000,5000,2\n99,10,10").unwrap();
-    let w = WorkloadConfig { arrival: Arrival::Trace { rows, max_tokens: 1000 }, classes: Vec::new() };
+    let w = WorkloadConfig {
+        arrival: Arrival::Trace { rows: rows.into(), max_tokens: 1000, hash_block_tokens: 16 },
+        classes: Vec::new(),
+    };
     let reqs = generate(&w, 60_000_000, 1, 4096);
     assert_eq!(reqs.len(), 2, "the row after the run's end is left out");
     assert_eq!((reqs[0].arrival_us, reqs[0].prompt_tokens, reqs[0].output_tokens.clone()), (0, 100, vec![20]));

@@ -102,7 +102,7 @@ impl ReplayParams {
                 ..SchedulerConfig::default()
             },
             workload: WorkloadConfig {
-                arrival: Arrival::Trace { rows: Vec::new(), max_tokens: 1 },
+                arrival: Arrival::Trace { rows: Vec::new().into(), max_tokens: 1, hash_block_tokens: 16 },
                 classes: Vec::new(),
             },
             ..SimConfig::default()
@@ -143,6 +143,7 @@ pub fn trace_requests(rows: &[StepTraceRow]) -> Vec<RequestSpec> {
                 output_tokens: vec![r.output_tokens; r.n as usize],
                 max_tokens: r.output_tokens,
                 shared_prefix_tokens: shared,
+                prompt_blocks: None,
             }
         })
         .collect()

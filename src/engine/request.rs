@@ -4,7 +4,7 @@
 //! `num_computed` have KV in the cache; a step computes the difference and, once caught up,
 //! samples one more token. Recompute preemption sets `num_computed` back to zero.
 
-use super::alloc::{RequestId, SeqId, SwappedKv, TokenIdentity};
+use super::alloc::{PromptBlocks, RequestId, SeqId, SwappedKv, TokenIdentity};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GroupStatus {
@@ -37,6 +37,8 @@ pub struct SequenceGroup {
     pub prompt_tokens: u32,
     pub max_tokens: u32,
     pub shared_prefix_tokens: u32,
+    /// The prompt's blocks as a trace names them (hash-level prefix sharing).
+    pub prompt_blocks: Option<PromptBlocks>,
     pub status: GroupStatus,
     /// The samples hold their own block tables: v0 once the prompt is computed, v1 always.
     pub forked: bool,
@@ -66,6 +68,7 @@ impl SequenceGroup {
             prefix_key: if self.shared_prefix_tokens > 0 { u32::from(self.class) + 1 } else { 0 },
             shared_prefix_tokens: self.shared_prefix_tokens,
             prompt_tokens: self.prompt_tokens,
+            prompt_blocks: self.prompt_blocks.clone(),
         }
     }
 

@@ -243,6 +243,7 @@ impl Simulation {
                 prompt_tokens: spec.prompt_tokens,
                 max_tokens: spec.max_tokens,
                 shared_prefix_tokens: spec.shared_prefix_tokens,
+                prompt_blocks: spec.prompt_blocks.clone(),
                 status: GroupStatus::Waiting,
                 forked: self.config.paged_v1(),
                 prefill_computed: 0,

@@ -6,6 +6,9 @@
 
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
+use std::sync::Arc;
+
+pub use super::alloc::PromptBlocks;
 
 /// z-score of the 99th percentile of a standard normal.
 const Z99: f64 = 2.326_347_874_040_841;
@@ -75,18 +78,40 @@ pub struct Burst {
     pub rate_per_s: f64,
 }
 
+/// One request of a replayed trace.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TraceRow {
     pub arrival_s: f64,
     pub prompt_tokens: u32,
     pub output_tokens: u32,
     pub n: u32,
+    /// The trace's prefix-block ids of the prompt (Mooncake, Qwen-Bailian, vLLM's timed trace):
+    /// id `i` stands for tokens `[i·B, (i+1)·B)`, `B` being the trace's
+    /// `Arrival::Trace::hash_block_tokens`, and equal leading ids mean equal prompt prefixes.
+    /// None: the whole prompt is the request's own.
+    pub hash_ids: Option<Arc<[u32]>>,
+}
+
+impl TraceRow {
+    /// A row whose prompt shares nothing.
+    pub fn new(arrival_s: f64, prompt_tokens: u32, output_tokens: u32, n: u32) -> TraceRow {
+        TraceRow { arrival_s, prompt_tokens, output_tokens, n, hash_ids: None }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Arrival {
-    Poisson { rate_per_s: f64, bursts: Vec<Burst> },
-    Trace { rows: Vec<TraceRow>, max_tokens: u32 },
+    Poisson {
+        rate_per_s: f64,
+        bursts: Vec<Burst>,
+    },
+    /// Rows sorted by arrival, shared (a day of traffic is not copied with the configuration).
+    Trace {
+        rows: Arc<[TraceRow]>,
+        max_tokens: u32,
+        /// Tokens each of a row's `hash_ids` stands for (512 in Mooncake, 16 in Qwen-Bailian).
+        hash_block_tokens: u32,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -106,6 +131,8 @@ pub struct RequestSpec {
     pub output_tokens: Vec<u32>,
     pub max_tokens: u32,
     pub shared_prefix_tokens: u32,
+    /// The prompt's blocks as the trace names them, for prefix caching.
+    pub prompt_blocks: Option<PromptBlocks>,
 }
 
 impl RequestSpec {
@@ -144,7 +171,9 @@ pub fn secs_to_us(s: f64) -> u64 {
 pub fn generate(workload: &WorkloadConfig, duration_us: u64, seed: u64, max_model_len: u32) -> Vec<RequestSpec> {
     let mut rng = StdRng::seed_from_u64(seed);
     match &workload.arrival {
-        Arrival::Trace { rows, max_tokens } => trace_requests(rows, *max_tokens, duration_us, max_model_len),
+        Arrival::Trace { rows, max_tokens, hash_block_tokens } => {
+            trace_requests(rows, *max_tokens, *hash_block_tokens, duration_us, max_model_len)
+        }
         Arrival::Poisson { rate_per_s, bursts } => {
             let schedule = rate_schedule(*rate_per_s, bursts, duration_us);
             let params: Vec<((f64, f64), (f64, f64))> = workload
@@ -180,6 +209,7 @@ pub fn generate(workload: &WorkloadConfig, duration_us: u64, seed: u64, max_mode
                     output_tokens: outputs,
                     max_tokens: c.max_tokens,
                     shared_prefix_tokens: c.shared_prefix_tokens.min(prompt),
+                    prompt_blocks: None,
                 });
             }
             out
@@ -189,7 +219,13 @@ pub fn generate(workload: &WorkloadConfig, duration_us: u64, seed: u64, max_mode
 
 /// A trace's rows that arrive within the run, as requests: prompts and outputs clamped to
 /// `max_model_len`, every sample of a row with the row's output length.
-fn trace_requests(rows: &[TraceRow], max_tokens: u32, duration_us: u64, max_model_len: u32) -> Vec<RequestSpec> {
+fn trace_requests(
+    rows: &[TraceRow],
+    max_tokens: u32,
+    hash_block_tokens: u32,
+    duration_us: u64,
+    max_model_len: u32,
+) -> Vec<RequestSpec> {
     rows.iter()
         .filter(|r| secs_to_us(r.arrival_s) < duration_us)
         .enumerate()
@@ -204,6 +240,10 @@ fn trace_requests(rows: &[TraceRow], max_tokens: u32, duration_us: u64, max_mode
                 output_tokens: vec![r.output_tokens.clamp(1, cap); r.n.max(1) as usize],
                 max_tokens,
                 shared_prefix_tokens: 0,
+                prompt_blocks: r
+                    .hash_ids
+                    .as_ref()
+                    .map(|ids| PromptBlocks { ids: Arc::clone(ids), block_tokens: hash_block_tokens.max(1) }),
             }
         })
         .collect()
@@ -284,7 +324,7 @@ pub fn parse_trace_csv(text: &str) -> Result<Vec<TraceRow>, String> {
         let prompt_tokens = int(cols[1], "prompt_tokens", 1_000_000)?;
         let output_tokens = int(cols[2], "output_tokens", 1_000_000)?;
         let n = if cols.len() == 4 { int(cols[3], "n", 16)? } else { 1 };
-        rows.push(TraceRow { arrival_s, prompt_tokens, output_tokens, n });
+        rows.push(TraceRow::new(arrival_s, prompt_tokens, output_tokens, n));
     }
     rows.sort_by(|a, b| a.arrival_s.total_cmp(&b.arrival_s));
     Ok(rows)

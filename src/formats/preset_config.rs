@@ -65,8 +65,9 @@ impl ArrivalDto {
                     .collect(),
             },
             ArrivalDto::Trace { csv, max_tokens } => Arrival::Trace {
-                rows: parse_trace_csv(csv).map_err(|e| ConfigError::new("workload.arrival.csv", e))?,
+                rows: parse_trace_csv(csv).map_err(|e| ConfigError::new("workload.arrival.csv", e))?.into(),
                 max_tokens: *max_tokens,
+                hash_block_tokens: 16,
             },
         })
     }

@@ -1,13 +1,41 @@
 //! The ids the allocators key on, what a sequence's tokens are for prefix caching, and the hash
 //! that chains full blocks (vLLM hashes a block by its parent's hash and its tokens).
 
+use std::sync::Arc;
+
 pub type RequestId = u32;
 pub type SeqId = u32;
 
+/// A prompt's tokens as a trace names them: block ids of the trace's own block size
+/// (`block_tokens`), equal ids meaning equal tokens. They are translated onto the allocator's
+/// block size when a block is hashed, so two prompts share exactly the allocator blocks whose
+/// tokens lie in the trace blocks they share.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PromptBlocks {
+    pub ids: Arc<[u32]>,
+    pub block_tokens: u32,
+}
+
+impl PromptBlocks {
+    /// The content of the allocator block covering tokens `[start, end)` when every one of them
+    /// lies in the trace's blocks (`None` past them): the ids it spans and where it starts in the
+    /// first.
+    fn content(&self, start: u32, end: u32) -> Option<u64> {
+        let bt = self.block_tokens;
+        if u64::from(end) > self.ids.len() as u64 * u64::from(bt) {
+            return None;
+        }
+        let (first, last) = (start / bt, (end - 1) / bt);
+        let seed = splitmix64(u64::from(start % bt) | (1 << 40));
+        Some(self.ids[first as usize..=last as usize].iter().fold(seed, |h, &id| splitmix64(h ^ u64::from(id))))
+    }
+}
+
 /// What a sequence's tokens are, as far as prefix caching can tell: the first
-/// `shared_prefix_tokens` are the class's system prompt, the rest of the prompt belongs to the
-/// request, and generated tokens belong to the sample.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// `shared_prefix_tokens` are the class's system prompt, or the trace's `prompt_blocks` name the
+/// prompt's tokens; the rest of the prompt belongs to the request, and generated tokens belong to
+/// the sample.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TokenIdentity {
     pub request: RequestId,
     pub seq: SeqId,
@@ -15,13 +43,20 @@ pub struct TokenIdentity {
     pub prefix_key: u32,
     pub shared_prefix_tokens: u32,
     pub prompt_tokens: u32,
+    pub prompt_blocks: Option<PromptBlocks>,
 }
 
 impl TokenIdentity {
     /// Hash of full block `b` chained on its parent's hash, as vLLM hashes (parent, tokens).
     pub fn block_hash(&self, parent: u64, b: u32, block_size: u32) -> u64 {
         let end = (b + 1) * block_size;
-        let content = if self.prefix_key != 0 && end <= self.shared_prefix_tokens {
+        let traced = match &self.prompt_blocks {
+            Some(p) if end <= self.prompt_tokens => p.content(b * block_size, end),
+            _ => None,
+        };
+        let content = if let Some(c) = traced {
+            (0u64 << 62) | (c >> 2)
+        } else if self.prefix_key != 0 && end <= self.shared_prefix_tokens {
             (1u64 << 62) | (u64::from(self.prefix_key) << 32) | u64::from(b)
         } else if end <= self.prompt_tokens {
             (2u64 << 62) | (u64::from(self.request) << 32) | u64::from(b)

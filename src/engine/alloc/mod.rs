@@ -13,7 +13,7 @@ pub use block::KvCacheBlock;
 pub use block_pool::BlockPool;
 pub use contiguous::{ContiguousAllocator, Fit, Slab};
 pub use free_queue::FreeBlockQueue;
-pub use ids::{splitmix64, RequestId, SeqId, TokenIdentity};
+pub use ids::{splitmix64, PromptBlocks, RequestId, SeqId, TokenIdentity};
 pub use paged::{BlockTable, ComputedBlocks, PagedAdmit, PagedAllocator, PrefixStats, Shortfall, SwappedKv};
 
 use super::memory_map::{MapCell, MemoryMap};
@@ -125,7 +125,7 @@ impl KvCacheManager {
             KvCacheManager::Paged(p) => {
                 let admit = PagedAdmit {
                     request: req.request,
-                    identity: req.identity,
+                    identity: req.identity.clone(),
                     num_new_tokens: first_chunk,
                     full_tokens: req.full_tokens,
                     apply_watermark: req.apply_watermark,

@@ -80,7 +80,7 @@ pub struct PrefixStats {
 }
 
 /// What admission asks of the paged allocator.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct PagedAdmit {
     pub request: RequestId,
     pub identity: TokenIdentity,
@@ -201,7 +201,7 @@ impl PagedAllocator {
         blocks.extend_from_slice(&computed.blocks);
         self.tables[idx] = Some(BlockTable {
             request: req.request,
-            identity: req.identity,
+            identity: req.identity.clone(),
             blocks,
             num_tokens: computed.num_tokens,
             // A hit block carries its chained hash.
@@ -392,7 +392,7 @@ impl PagedAllocator {
                 };
                 cpu_table.push(cpu);
             }
-            out.seqs.push((s, t.request, t.identity, cpu_table, t.num_tokens));
+            out.seqs.push((s, t.request, t.identity.clone(), cpu_table, t.num_tokens));
         }
         for &s in seqs {
             self.free(s);
@@ -439,7 +439,7 @@ impl PagedAllocator {
             };
             self.tables[idx] = Some(BlockTable {
                 request: *request,
-                identity: *identity,
+                identity: identity.clone(),
                 blocks,
                 num_tokens: *num_tokens,
                 chain_hash,

@@ -125,8 +125,14 @@ mod tests {
     fn two_requests(engine: EngineVersion) -> PagedAllocator {
         let mut p = PagedAllocator::new(10, 4, false, 0.0, engine);
         for seq in 0..2 {
-            let identity =
-                TokenIdentity { request: seq, seq, prefix_key: 0, shared_prefix_tokens: 0, prompt_tokens: 6 };
+            let identity = TokenIdentity {
+                request: seq,
+                seq,
+                prefix_key: 0,
+                shared_prefix_tokens: 0,
+                prompt_tokens: 6,
+                prompt_blocks: None,
+            };
             let admit = PagedAdmit {
                 request: seq,
                 identity,
