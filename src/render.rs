@@ -245,15 +245,7 @@ pub fn downsample(series: &[StepPoint], duration_us: u64, buckets: usize) -> Vec
     for s in series {
         let b = (s.t_us.min(span - 1) * buckets / span).min(buckets - 1);
         match &mut current {
-            Some((cb, acc)) if *cb == b => {
-                acc.t_us = s.t_us;
-                acc.allocated_tokens = acc.allocated_tokens.max(s.allocated_tokens);
-                acc.live_tokens = acc.live_tokens.max(s.live_tokens);
-                acc.running = acc.running.max(s.running);
-                acc.waiting = acc.waiting.max(s.waiting);
-                acc.swapped = acc.swapped.max(s.swapped);
-                acc.preemptions = s.preemptions;
-            }
+            Some((cb, acc)) if *cb == b => acc.absorb(s),
             _ => {
                 if let Some((_, acc)) = current.take() {
                     out.push(acc);

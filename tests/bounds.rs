@@ -9,7 +9,9 @@ mod common;
 use std::process::{Command, Output};
 
 use common::{preset, shipped_presets};
-use kvlab::engine::bounds::{self, RunBounds, MAX_CONTIGUOUS_TOKENS, MAX_KV_CELLS, MAX_REQUESTS, MAX_STEPS};
+use kvlab::engine::bounds::{
+    self, RunBounds, MAX_CONTIGUOUS_TOKENS, MAX_KV_CELLS, MAX_REQUESTS, MAX_SERIES_POINTS, MAX_STEPS,
+};
 use kvlab::engine::Simulation;
 use kvlab::formats::preset::parse_preset;
 
@@ -101,16 +103,22 @@ fn a_pool_at_the_limit_runs_and_reports_its_true_capacity() {
 #[test]
 fn too_many_requests_and_too_many_steps_are_refused_naming_the_field() {
     let mut config = preset("paged-default");
-    config.duration_s = 600.0;
+    config.duration_s = 3600.0;
     config.workload.arrival = kvlab::engine::workload::Arrival::Poisson { rate_per_s: 10_000.0, bursts: Vec::new() };
-    let err = config.validate().expect_err("6 million requests");
+    let err = config.validate().expect_err("36 million requests");
     assert_eq!(
         err.to_string(),
-        "workload.arrival.rate_per_s: 600 s of this traffic is 6,000,000 requests; the lab handles up to 100,000; \
+        "workload.arrival.rate_per_s: 3600 s of this traffic is 36.0 million requests; the lab handles up to 2,000,000; \
          lower rate_per_s or the bursts' rates, or shorten duration_s"
     );
+    // Parallel samples count too: 1.2 million requests of 4 samples each.
+    let mut config = preset("parallel-sampling");
+    config.duration_s = 3600.0;
+    config.workload.arrival = kvlab::engine::workload::Arrival::Poisson { rate_per_s: 333.4, bursts: Vec::new() };
+    let err = config.validate().expect_err("4.8 million samples");
+    assert!(err.to_string().contains("samples (n per request); the lab handles up to 4,000,000"), "{err}");
     let mut config = parse_preset(&tiny_model_preset(r#"{"kind": "paged", "block_size": 16}"#, 0.05)).expect("valid");
-    config.duration_s = 600.0;
+    config.duration_s = 6000.0;
     config.workload.arrival = kvlab::engine::workload::Arrival::Poisson { rate_per_s: 1.0, bursts: Vec::new() };
     config.calibration =
         kvlab::formats::calibration::shipped_calibration("host-xeon-2core").ok().map(|c| c.step_time());
@@ -118,7 +126,7 @@ fn too_many_requests_and_too_many_steps_are_refused_naming_the_field() {
     let err = config.validate().expect_err("tens of millions of steps");
     assert_eq!(
         err.to_string(),
-        "duration_s: 600 s of steps as short as 6 µs is up to 100.0 million steps; the lab handles up to 1,000,000; \
+        "duration_s: 6000 s of steps as short as 6 µs is up to 1.0 billion steps; the lab handles up to 20.0 million; \
          shorten duration_s, or use a larger model or a calibration with a larger fixed_step_us"
     );
 }
@@ -130,9 +138,11 @@ fn every_shipped_preset_is_well_inside_the_bounds() {
         let b: RunBounds = config.run_bounds();
         bounds::check(&b).unwrap_or_else(|e| panic!("{id}: {e:?}"));
         assert!(b.kv_cells <= MAX_KV_CELLS / 8, "{id}: {b:?}");
-        // `h200-scale` (40 requests/s for 600 s: 24,000) is the largest shipped run, 4× inside.
+        // `h200-scale` (40 requests/s for 600 s: 24,000) is the largest shipped run, far inside.
         assert!(b.expected_requests <= MAX_REQUESTS / 4, "{id}: {b:?}");
         assert!(b.max_steps <= MAX_STEPS / 2, "{id}: {b:?}");
+        // Every shipped run keeps one series point per step.
+        assert!(b.max_steps < MAX_SERIES_POINTS, "{id}: {b:?}");
     }
 }
 
@@ -171,4 +181,9 @@ fn per_unit_sizes_are_what_the_schema_doc_counts() {
     assert!(size_of::<StepPoint>() <= 48);
     assert!(size_of::<RequestSpec>() + size_of::<SequenceGroup>() <= 256);
     assert!(size_of::<Sequence>() <= 28);
+}
+
+#[test]
+fn the_series_bound_is_the_series_budget() {
+    assert_eq!(MAX_SERIES_POINTS, kvlab::engine::metrics::SERIES_POINT_BUDGET as u64);
 }

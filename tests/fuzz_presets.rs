@@ -66,7 +66,7 @@ fn run_case(text: &str) -> Result<(u64, u64), String> {
     if steps > b.max_steps || steps > MAX_STEPS {
         return Err(format!("{steps} steps; the bound is {}", b.max_steps));
     }
-    if points > b.max_steps + arrived + 2 || points > MAX_SERIES_POINTS {
+    if points > (b.max_steps + arrived + 2).min(MAX_SERIES_POINTS) {
         return Err(format!("{points} series points; the bound is {} + {arrived} + 2", b.max_steps));
     }
     if arrived > MAX_ARRIVALS || sim.requests().len() as u64 > MAX_ARRIVALS {

@@ -1,5 +1,5 @@
 //! The largest run the engine accepts, stated as numbers: KV blocks or memory-map cells, requests,
-//! steps and series points. //! `check` (called by `SimConfig::validate`, so the CLI and the page refuse with the same words)
+//! steps and series points. `check` (called by `SimConfig::validate`, so the CLI and the page refuse with the same words)
 //! refuses a configuration above a limit before anything is allocated, naming the fields to
 //! change. Within the limits every structure the engine keeps is bounded (`docs/SCHEMA.md`,
 //! "Limits", gives the memory they imply), and every count fits the `u32` fields that hold it.
@@ -12,16 +12,21 @@ pub const MAP_CELL_TOKENS: u64 = 16;
 pub const MAX_KV_CELLS: u64 = 1 << 20;
 /// Most token slots of a contiguous pool: `MAX_KV_CELLS` map cells.
 pub const MAX_CONTIGUOUS_TOKENS: u64 = MAX_KV_CELLS * MAP_CELL_TOKENS;
-/// Most requests one run expects: the Poisson mean over the run, or the trace rows within it.
-pub const MAX_REQUESTS: u64 = 100_000;
+/// Most requests one run expects: the Poisson mean over the run, or the trace rows within it
+/// (a day of one replica's production traffic is about a million).
+pub const MAX_REQUESTS: u64 = 2_000_000;
+/// Most samples (parallel sampling: `n` per request) one run expects.
+pub const MAX_SAMPLES: u64 = 4_000_000;
 /// Hard cap on the requests the workload generator draws (a Poisson count of mean
 /// `MAX_REQUESTS` stays below it with overwhelming probability, so it never cuts an accepted run).
 pub const MAX_ARRIVALS: u64 = MAX_REQUESTS + MAX_REQUESTS / 5;
-/// Most scheduler steps in one run: the duration over the shortest step the timing model takes.
-pub const MAX_STEPS: u64 = 1_000_000;
-/// Most points of the step series: one per step, one per idle gap (at most one per arrival), and
-/// the end.
-pub const MAX_SERIES_POINTS: u64 = MAX_STEPS + MAX_ARRIVALS + 2;
+/// Most scheduler steps in one run: the duration over the shortest step the timing model takes
+/// (a day of steps of 4.3 ms and more).
+pub const MAX_STEPS: u64 = 20_000_000;
+/// Most points of the step series: one per step and idle gap up to this many, then one per time
+/// bucket (`metrics::Series`); the copy here keeps this file free of engine imports, and
+/// `tests/bounds.rs` checks the two agree.
+pub const MAX_SERIES_POINTS: u64 = 1 << 18;
 
 /// What one configuration can reach at most (`SimConfig::run_bounds`), with what a refusal
 /// quotes.
@@ -37,6 +42,8 @@ pub struct RunBounds {
     pub kv_bytes_per_token: u64,
     /// Expected requests (Poisson mean, rounded up) or trace rows inside the run.
     pub expected_requests: u64,
+    /// Expected samples: the requests' `n` summed (Poisson: the classes' mean `n`).
+    pub expected_samples: u64,
     /// The requests come from a CSV trace.
     pub trace: bool,
     pub duration_s: f64,
@@ -98,12 +105,12 @@ pub fn check(b: &RunBounds) -> Result<(), OverLimit> {
         }
         _ => {}
     }
+    let (field, what) = if b.trace {
+        ("workload.arrival", "use fewer trace rows (a time window or 1-in-k sampling) or shorten duration_s")
+    } else {
+        ("workload.arrival.rate_per_s", "lower rate_per_s or the bursts' rates, or shorten duration_s")
+    };
     if b.expected_requests > MAX_REQUESTS {
-        let (field, what) = if b.trace {
-            ("workload.arrival.csv", "use fewer trace rows or shorten duration_s")
-        } else {
-            ("workload.arrival.rate_per_s", "lower rate_per_s or the bursts' rates, or shorten duration_s")
-        };
         return Err(OverLimit {
             field,
             message: format!(
@@ -111,6 +118,17 @@ pub fn check(b: &RunBounds) -> Result<(), OverLimit> {
                 b.duration_s,
                 count_words(b.expected_requests),
                 count_words(MAX_REQUESTS)
+            ),
+        });
+    }
+    if b.expected_samples > MAX_SAMPLES {
+        return Err(OverLimit {
+            field,
+            message: format!(
+                "{} s of this traffic is {} samples (n per request); the lab handles up to {}; {what}, or lower n",
+                b.duration_s,
+                count_words(b.expected_samples),
+                count_words(MAX_SAMPLES)
             ),
         });
     }

@@ -302,7 +302,7 @@ impl SimConfig {
         };
         let cell = block_size.map_or(super::bounds::MAP_CELL_TOKENS, |bs| u64::from(bs.max(1)));
         let duration_us = self.duration_us();
-        let (expected_requests, trace) = match &self.workload.arrival {
+        let (expected_requests, expected_samples, trace) = match &self.workload.arrival {
             Arrival::Poisson { rate_per_s, bursts } => {
                 let schedule = super::workload::rate_schedule(*rate_per_s, bursts, duration_us);
                 let mut mean = 0.0;
@@ -310,10 +310,18 @@ impl SimConfig {
                     let end = schedule.get(i + 1).map_or(duration_us, |next| next.start_us);
                     mean += seg.rate_per_s * end.saturating_sub(seg.start_us) as f64 / 1e6;
                 }
-                (libm::ceil(mean) as u64, false)
+                let weight: f64 = self.workload.classes.iter().map(|c| c.weight).sum();
+                let mean_n = if weight > 0.0 {
+                    self.workload.classes.iter().map(|c| c.weight * f64::from(c.n.max(1))).sum::<f64>() / weight
+                } else {
+                    1.0
+                };
+                (libm::ceil(mean) as u64, libm::ceil(mean * mean_n) as u64, false)
             }
             Arrival::Trace { rows, .. } => {
-                (rows.iter().filter(|r| super::workload::secs_to_us(r.arrival_s) < duration_us).count() as u64, true)
+                // Rows are sorted by arrival.
+                let inside = &rows[..rows.partition_point(|r| super::workload::secs_to_us(r.arrival_s) < duration_us)];
+                (inside.len() as u64, inside.iter().map(|r| u64::from(r.n.max(1))).sum(), true)
             }
         };
         let timing = self.step_time_model();
@@ -329,6 +337,7 @@ impl SimConfig {
             kv_memory_gib: self.kv_memory_gib,
             kv_bytes_per_token: self.kv_bytes_per_token(),
             expected_requests,
+            expected_samples,
             trace,
             duration_s: self.duration_s,
             min_step_us,

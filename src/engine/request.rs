@@ -47,7 +47,8 @@ pub struct SequenceGroup {
     pub samples: Vec<Sequence>,
     pub first_token_us: Option<u64>,
     pub finish_us: Option<u64>,
-    pub swapped: Option<SwappedKv>,
+    /// Boxed: few groups are ever swapped, and a day of traffic keeps a million groups.
+    pub swapped: Option<Box<SwappedKv>>,
     pub preemptions: u32,
     pub reject_reason: Option<String>,
 }

@@ -5,7 +5,7 @@
 use super::alloc::{ContiguousAllocator, KvCacheManager, PagedAllocator, SeqId};
 use super::config::{AllocatorConfig, ConfigError, SimConfig};
 use super::memory_map::MemoryMap;
-use super::metrics::{Integrals, Rejection, Report, StepPoint};
+use super::metrics::{Integrals, Rejection, Report, Series, StepPoint};
 use super::model::GIB;
 use super::request::{GroupStatus, Sequence, SequenceGroup};
 use super::scheduler::Scheduler;
@@ -48,7 +48,7 @@ pub struct Simulation {
     duration_us: u64,
     now_us: u64,
     steps: u64,
-    series: Vec<StepPoint>,
+    series: Series,
     integrals: Integrals,
     hol_blocked_steps: u64,
     hol_blocked_with_free_memory_steps: u64,
@@ -114,7 +114,7 @@ impl Simulation {
             kv,
             now_us: 0,
             steps: 0,
-            series: Vec::new(),
+            series: Series::new(),
             integrals: Integrals::default(),
             hol_blocked_steps: 0,
             hol_blocked_with_free_memory_steps: 0,
@@ -152,7 +152,7 @@ impl Simulation {
         self.event_steps
     }
     pub fn series(&self) -> &[StepPoint] {
-        &self.series
+        self.series.points()
     }
     pub fn kv(&self) -> &KvCacheManager {
         &self.kv

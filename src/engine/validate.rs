@@ -85,7 +85,7 @@ impl SimConfig {
     /// parallelism, the workload's shape. A setup that passes is well formed, even if vLLM would
     /// refuse to start it.
     pub fn validate_fields(&self) -> Result<(), ConfigError> {
-        check_f64("duration_s", self.duration_s, 1.0, 600.0)?;
+        check_f64("duration_s", self.duration_s, 1.0, 604_800.0)?;
         let m = &self.model;
         check_range("model.layers", m.layers, 1, 256)?;
         check_range("model.kv_heads", m.kv_heads, 1, 256)?;

@@ -187,12 +187,10 @@ pub fn generate(workload: &WorkloadConfig, duration_us: u64, seed: u64, max_mode
                 })
                 .collect();
             let total_weight: f64 = workload.classes.iter().map(|c| c.weight).sum();
-            let mut out = Vec::new();
-            for (t, id) in poisson_times(&schedule, duration_us, &mut rng)
-                .into_iter()
-                .take(super::bounds::MAX_ARRIVALS as usize)
-                .zip(0u32..)
-            {
+            let mut times = poisson_times(&schedule, duration_us, &mut rng);
+            times.truncate(super::bounds::MAX_ARRIVALS as usize);
+            let mut out = Vec::with_capacity(times.len());
+            for (t, id) in times.into_iter().zip(0u32..) {
                 let class = pick_class(&workload.classes, total_weight, &mut rng);
                 let c = &workload.classes[class];
                 let (p, o) = params[class];

@@ -55,7 +55,7 @@ impl TokenIdentity {
             _ => None,
         };
         let content = if let Some(c) = traced {
-            (0u64 << 62) | (c >> 2)
+            c >> 2 // tag 0 in the top two bits: a block the trace names
         } else if self.prefix_key != 0 && end <= self.shared_prefix_tokens {
             (1u64 << 62) | (u64::from(self.prefix_key) << 32) | u64::from(b)
         } else if end <= self.prompt_tokens {

@@ -8,8 +8,10 @@
 use super::block_pool::BlockPool;
 
 mod records;
+mod seq_tables;
 use super::ids::{RequestId, SeqId, TokenIdentity};
 use crate::engine::version::EngineVersion;
+use seq_tables::SeqTables;
 
 /// Emptied block tables kept for reuse, at most (a bound on the memory they hold).
 const MAX_SPARE_TABLES: usize = 256;
@@ -61,7 +63,7 @@ pub struct PagedAllocator {
     block_size: u32,
     watermark_blocks: u32,
     prefix_caching: bool,
-    tables: Vec<Option<BlockTable>>,
+    tables: SeqTables,
     /// Emptied block-table buffers kept for the next admissions (no allocation per request).
     spare_tables: Vec<Vec<u32>>,
     live_tokens: u64,
@@ -108,7 +110,7 @@ impl PagedAllocator {
             block_size,
             watermark_blocks: (watermark * f64::from(num_blocks)) as u32,
             prefix_caching,
-            tables: Vec::new(),
+            tables: SeqTables::default(),
             spare_tables: Vec::new(),
             live_tokens: 0,
             cow_copies: 0,
@@ -133,10 +135,10 @@ impl PagedAllocator {
         self.live_tokens
     }
     pub fn table(&self, seq: SeqId) -> Option<&BlockTable> {
-        self.tables.get(seq as usize).and_then(Option::as_ref)
+        self.tables.get(seq)
     }
     pub fn tables(&self) -> impl Iterator<Item = (SeqId, &BlockTable)> {
-        self.tables.iter().enumerate().filter_map(|(i, t)| t.as_ref().map(|t| (i as SeqId, t)))
+        self.tables.iter()
     }
 
     fn blocks_for(&self, tokens: u32) -> u32 {
@@ -193,20 +195,19 @@ impl PagedAllocator {
             stats.queries += u64::from(req.full_tokens);
             stats.hits += u64::from(computed.num_tokens);
         }
-        let idx = seq as usize;
-        if self.tables.len() <= idx {
-            self.tables.resize(idx + 1, None);
-        }
         let mut blocks = self.spare_tables.pop().unwrap_or_default();
         blocks.extend_from_slice(&computed.blocks);
-        self.tables[idx] = Some(BlockTable {
-            request: req.request,
-            identity: req.identity.clone(),
-            blocks,
-            num_tokens: computed.num_tokens,
-            // A hit block carries its chained hash.
-            chain_hash: computed.blocks.last().and_then(|&b| self.pool.block_hash(b)).unwrap_or(0),
-        });
+        self.tables.insert(
+            seq,
+            BlockTable {
+                request: req.request,
+                identity: req.identity.clone(),
+                blocks,
+                num_tokens: computed.num_tokens,
+                // A hit block carries its chained hash.
+                chain_hash: computed.blocks.last().and_then(|&b| self.pool.block_hash(b)).unwrap_or(0),
+            },
+        );
         let ok = self.allocate_slots(seq, req.num_new_tokens);
         debug_assert!(ok.is_some());
         Ok(())
@@ -243,7 +244,7 @@ impl PagedAllocator {
     /// shared partial last block, then new blocks as needed. None (nothing changed) if short.
     pub fn allocate_slots(&mut self, seq: SeqId, num_new_tokens: u32) -> Option<()> {
         let bs = self.block_size;
-        let table = self.tables[seq as usize].as_mut().expect("allocate_slots on unknown seq");
+        let table = self.tables.get_mut(seq).expect("allocate_slots on unknown seq");
         // Fast path of every decode step: one token into a private, partly filled last block
         // (also the token that fills it, when no prefix cache needs the full block's hash).
         let cur = table.num_tokens;
@@ -276,7 +277,7 @@ impl PagedAllocator {
         }
         // The table and the pool are borrowed apart (the table stays in place).
         let Self { tables, pool, live_tokens, cow_copies, prefix_caching, .. } = self;
-        let table = tables[seq as usize].as_mut().expect("checked above");
+        let table = tables.get_mut(seq).expect("checked above");
         let request = table.request;
         if let (true, Some(last)) = (cow, table.blocks.last_mut()) {
             let old = *last;
@@ -321,7 +322,7 @@ impl PagedAllocator {
     /// (no more than its blocks hold) and its last block is filled to match.
     pub fn catch_up(&mut self, seq: SeqId, num_tokens: u32) {
         let bs = self.block_size;
-        let table = self.tables[seq as usize].as_mut().expect("catch_up on unknown seq");
+        let table = self.tables.get_mut(seq).expect("catch_up on unknown seq");
         let blocks = table.blocks.len() as u32;
         debug_assert!(num_tokens >= table.num_tokens && num_tokens <= blocks * bs, "catch_up past the blocks");
         table.num_tokens = num_tokens;
@@ -347,16 +348,12 @@ impl PagedAllocator {
         for &b in &p.blocks {
             self.pool.touch(b, p.request);
         }
-        let idx = child as usize;
-        if self.tables.len() <= idx {
-            self.tables.resize(idx + 1, None);
-        }
-        self.tables[idx] = Some(BlockTable { identity, ..p });
+        self.tables.insert(child, BlockTable { identity, ..p });
     }
 
     /// Releases the sequence's blocks, last block first (so tail blocks are evicted first).
     pub fn free(&mut self, seq: SeqId) {
-        let Some(mut table) = self.tables.get_mut(seq as usize).and_then(Option::take) else { return };
+        let Some(mut table) = self.tables.take(seq) else { return };
         self.live_tokens -= self.pool.free_table(&table.blocks, table.num_tokens);
         if self.spare_tables.len() < MAX_SPARE_TABLES {
             table.blocks.clear();
@@ -428,22 +425,21 @@ impl PagedAllocator {
                     gpu[c as usize]
                 })
                 .collect();
-            let idx = *seq as usize;
-            if self.tables.len() <= idx {
-                self.tables.resize(idx + 1, None);
-            }
             let chain_hash = if self.prefix_caching {
                 BlockTable::chain_hash_of(identity, *num_tokens / self.block_size, self.block_size)
             } else {
                 0
             };
-            self.tables[idx] = Some(BlockTable {
-                request: *request,
-                identity: identity.clone(),
-                blocks,
-                num_tokens: *num_tokens,
-                chain_hash,
-            });
+            self.tables.insert(
+                *seq,
+                BlockTable {
+                    request: *request,
+                    identity: identity.clone(),
+                    blocks,
+                    num_tokens: *num_tokens,
+                    chain_hash,
+                },
+            );
         }
         true
     }

@@ -5,14 +5,16 @@
 //! stepped on is the run that went there from the start, bit for bit (tests/checkpoints.rs).
 //!
 //! Memory stays bounded: snapshots leave the step series out (one copy of the longest series
-//! seen is kept here, and a restored run gets its prefix back), there are at most
+//! seen that still has every step's point is kept here, and a restored run gets its prefix back;
+//! a snapshot taken once the series went to buckets, in runs of more steps than
+//! `SERIES_POINT_BUDGET`, keeps its own bounded series), there are at most
 //! [`MAX_SNAPSHOTS`], and their estimated size stays under a byte budget: when a new snapshot
 //! would pass either limit, every third snapshot is dropped and the spacing grows by half.
 
 use super::Simulation;
 use crate::engine::alloc::{KvCacheBlock, KvCacheManager};
 use crate::engine::config::AllocatorConfig;
-use crate::engine::metrics::StepPoint;
+use crate::engine::metrics::Series;
 use crate::engine::request::{Sequence, SequenceGroup};
 
 /// Sequence-steps between snapshots at first: replaying that many costs a few milliseconds on
@@ -23,20 +25,29 @@ pub const MAX_SNAPSHOTS: usize = 64;
 /// Default byte budget of all snapshots together (estimated).
 pub const DEFAULT_BUDGET_BYTES: usize = 256 << 20;
 
-/// A run without its series, and how long its series was.
+/// A run without its series (unless bucketed: then with it), and how long its series was.
 #[derive(Clone, Debug)]
 struct Snapshot {
     sim: Simulation,
     series_len: usize,
+    /// The run's steps when taken (what the work past it is counted from).
+    steps: u64,
     /// Estimated bytes ([`Snapshot::estimate_bytes`]).
     bytes: usize,
 }
 
 impl Snapshot {
     fn of(sim: &mut Simulation) -> Snapshot {
-        let series = std::mem::take(&mut sim.series);
-        let mut snap = Snapshot { sim: sim.clone(), series_len: series.len(), bytes: 0 };
-        sim.series = series;
+        let (series_len, steps) = (sim.series.len(), sim.steps);
+        let snap_sim = if sim.series.bucket_us().is_some() {
+            sim.clone()
+        } else {
+            let series = std::mem::take(&mut sim.series);
+            let copy = sim.clone();
+            sim.series = series;
+            copy
+        };
+        let mut snap = Snapshot { sim: snap_sim, series_len, steps, bytes: 0 };
         snap.bytes = snap.estimate_bytes();
         snap
     }
@@ -63,6 +74,7 @@ impl Snapshot {
         s.groups.len() * size_of::<SequenceGroup>()
             + samples * size_of::<Sequence>()
             + (s.ttft_us.len() + s.tpot_us.len()) * size_of::<f64>()
+            + s.series.len() * size_of::<crate::engine::StepPoint>()
             // Per block: its place in a block table, its free-queue entry, its record where
             // kept, and its hash and stamps with prefix caching.
             + s.config.run_bounds().kv_cells as usize * (2 * size_of::<u32>() + record + hash)
@@ -78,11 +90,14 @@ pub struct Checkpoints {
     budget_bytes: usize,
     /// In time order; the first is the run at time 0.
     snapshots: Vec<Snapshot>,
-    /// The longest series seen (every run of this configuration shares its prefixes).
-    series: Vec<StepPoint>,
-    /// Sequence-steps counted past the last snapshot, up to series point `work_len`.
+    /// The longest series seen that has every step's point (every run of this configuration
+    /// shares its prefixes).
+    series: Series,
+    /// Sequence-steps counted past the last snapshot, up to series point `work_len` (or, once
+    /// the series is bucketed, up to step `work_steps`).
     work: u64,
     work_len: usize,
+    work_steps: u64,
 }
 
 impl Checkpoints {
@@ -103,6 +118,7 @@ impl Checkpoints {
             series: sim.series.clone(),
             work: 0,
             work_len: len,
+            work_steps: sim.steps,
         }
     }
 
@@ -137,7 +153,9 @@ impl Checkpoints {
         let snap = self.snapshots.iter().rev().find(|s| s.now_us() <= t).expect("the first snapshot is at 0");
         if t < sim.now_us() || snap.now_us() > sim.now_us() {
             let mut restored = snap.sim.clone();
-            restored.series = self.series[..snap.series_len].to_vec();
+            if restored.series.is_empty() {
+                restored.series = self.series.exact_prefix(snap.series_len);
+            }
             *sim = restored;
         }
         let mut full = false;
@@ -156,12 +174,23 @@ impl Checkpoints {
 
     /// Sequence-steps the series shows past the last snapshot (counted once, incrementally).
     fn work_since_last(&mut self, sim: &Simulation) -> u64 {
-        let last_len = self.snapshots.last().map_or(0, |s| s.series_len);
-        if self.work_len < last_len {
-            (self.work, self.work_len) = (0, last_len);
+        let last = self.snapshots.last().map_or((0, 0), |s| (s.series_len, s.steps));
+        if sim.series.bucket_us().is_some() {
+            // Points stand for buckets: each step past the last snapshot or count counts the
+            // running requests it ends with, plus one.
+            if self.work_steps < last.1 {
+                (self.work, self.work_steps) = (0, last.1);
+            }
+            let running = sim.series().last().map_or(0, |p| u64::from(p.running));
+            self.work += sim.steps.saturating_sub(self.work_steps) * (running + 1);
+            self.work_steps = sim.steps.max(self.work_steps);
+            return self.work;
+        }
+        if self.work_len < last.0 {
+            (self.work, self.work_len) = (0, last.0);
         }
         if sim.series.len() > self.work_len {
-            let new = &sim.series[self.work_len..];
+            let new = &sim.series()[self.work_len..];
             self.work += new.iter().map(|p| u64::from(p.running) + 1).sum::<u64>();
             self.work_len = sim.series.len();
         }
@@ -169,8 +198,8 @@ impl Checkpoints {
     }
 
     fn keep_series(&mut self, sim: &Simulation) {
-        if sim.series.len() > self.series.len() {
-            self.series.extend_from_slice(&sim.series[self.series.len()..]);
+        if sim.series.bucket_us().is_none() {
+            self.series.extend_from(&sim.series);
         }
     }
 
@@ -186,7 +215,7 @@ impl Checkpoints {
             self.thin();
         }
         self.snapshots.push(snap);
-        (self.work, self.work_len) = (0, sim.series.len());
+        (self.work, self.work_len, self.work_steps) = (0, sim.series.len(), sim.steps);
         true
     }
 

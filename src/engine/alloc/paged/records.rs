@@ -148,7 +148,7 @@ mod tests {
     }
 
     fn table_mut(p: &mut PagedAllocator, seq: usize) -> &mut Vec<u32> {
-        &mut p.tables[seq].as_mut().expect("admitted").blocks
+        &mut p.tables.get_mut(seq as u32).expect("admitted").blocks
     }
 
     #[test]
@@ -175,7 +175,7 @@ mod tests {
 
         // A table dropped without freeing its blocks: they are neither held nor free.
         let mut leaked = p.clone();
-        leaked.tables[1] = None;
+        leaked.tables.take(1);
         let err = leaked.check_invariants().unwrap_err();
         assert!(err.contains("free (5) + referenced (2) != usable total (9)"), "{err}");
     }

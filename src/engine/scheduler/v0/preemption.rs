@@ -40,7 +40,7 @@ impl V0Scheduler {
         if let (PreemptionMode::Swap, KvCacheManager::Paged(p)) = (self.cfg.preemption, &mut *kv) {
             let blocks = u64::from(p.unique_blocks(&seqs));
             if self.swap_used_blocks + blocks <= self.swap_capacity_blocks {
-                g.swapped = Some(p.swap_out(&seqs));
+                g.swapped = Some(Box::new(p.swap_out(&seqs)));
                 g.status = GroupStatus::Swapped;
                 self.swap_used_blocks += blocks;
                 self.num_swap_preemptions += 1;
