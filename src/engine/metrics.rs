@@ -5,36 +5,7 @@
 use serde::Serialize;
 
 mod series;
-pub use series::{Series, BASE_BUCKET_US, SERIES_POINT_BUDGET};
-
-/// One point of the per-step series: the state of the server during one step (after scheduling,
-/// before finished requests free).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct StepPoint {
-    /// Simulated time at the end of the step, µs.
-    pub t_us: u64,
-    pub allocated_tokens: u64,
-    pub live_tokens: u64,
-    pub running: u32,
-    pub waiting: u32,
-    pub swapped: u32,
-    pub preemptions: u32,
-}
-
-impl StepPoint {
-    /// Folds a later point into this one, as a point standing for both steps: the peaks of the
-    /// levels, the later time and the later cumulative preemption count. The chart's
-    /// downsampling and the bounded series aggregate by this one rule.
-    pub fn absorb(&mut self, later: &StepPoint) {
-        self.t_us = later.t_us;
-        self.allocated_tokens = self.allocated_tokens.max(later.allocated_tokens);
-        self.live_tokens = self.live_tokens.max(later.live_tokens);
-        self.running = self.running.max(later.running);
-        self.waiting = self.waiting.max(later.waiting);
-        self.swapped = self.swapped.max(later.swapped);
-        self.preemptions = later.preemptions;
-    }
-}
+pub use series::{Series, StepPoint, BASE_BUCKET_US, SERIES_POINT_BUDGET};
 
 /// Time integrals over the run, so means are weighted by simulated time, not by step count.
 #[derive(Clone, Debug, Default)]

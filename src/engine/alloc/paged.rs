@@ -7,33 +7,15 @@
 
 use super::block_pool::BlockPool;
 
+mod block_table;
 mod records;
-mod seq_tables;
 use super::ids::{RequestId, SeqId, TokenIdentity};
 use crate::engine::version::EngineVersion;
-use seq_tables::SeqTables;
+pub use block_table::BlockTable;
+use block_table::SeqTables;
 
 /// Emptied block tables kept for reuse, at most (a bound on the memory they hold).
 const MAX_SPARE_TABLES: usize = 256;
-
-/// A sequence's logical → physical block mapping plus its written length.
-#[derive(Clone, Debug)]
-pub struct BlockTable {
-    pub request: RequestId,
-    pub identity: TokenIdentity,
-    pub blocks: Vec<u32>,
-    pub num_tokens: u32,
-    /// Prefix caching: the chained hash of the last full block (0 before the first), so a block
-    /// that fills is hashed from its parent without rehashing the table.
-    pub chain_hash: u64,
-}
-
-impl BlockTable {
-    /// The chained hash of the first `full_blocks` blocks' tokens (0 for none).
-    fn chain_hash_of(identity: &TokenIdentity, full_blocks: u32, block_size: u32) -> u64 {
-        (0..full_blocks).fold(0, |parent, b| identity.block_hash(parent, b, block_size))
-    }
-}
 
 /// A preempted group's KV, moved to CPU swap space with its sharing structure kept.
 #[derive(Clone, Debug, Default)]

@@ -1,4 +1,4 @@
-//! The step series, bounded: one point per step (and per idle gap) while the run has fewer
+//! `StepPoint`, one point of the step series, and the series, bounded: one point per step (and per idle gap) while the run has fewer
 //! points than a budget, then one point per time bucket. A bucketed point is the exact aggregate
 //! of the steps it covers, by the rule the chart draws with (`StepPoint::absorb`: the peaks of
 //! the levels, the last time and the last cumulative count), so a chart whose pixels are wider
@@ -10,7 +10,36 @@
 //! merging as the run goes gives what bucketing every step at the final width would: the series
 //! depends only on the steps.
 
-use super::StepPoint;
+use serde::Serialize;
+
+/// One point of the per-step series: the state of the server during one step (after scheduling,
+/// before finished requests free).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct StepPoint {
+    /// Simulated time at the end of the step, µs.
+    pub t_us: u64,
+    pub allocated_tokens: u64,
+    pub live_tokens: u64,
+    pub running: u32,
+    pub waiting: u32,
+    pub swapped: u32,
+    pub preemptions: u32,
+}
+
+impl StepPoint {
+    /// Folds a later point into this one, as a point standing for both steps: the peaks of the
+    /// levels, the later time and the later cumulative preemption count. The chart's
+    /// downsampling and the bounded series aggregate by this one rule.
+    pub fn absorb(&mut self, later: &StepPoint) {
+        self.t_us = later.t_us;
+        self.allocated_tokens = self.allocated_tokens.max(later.allocated_tokens);
+        self.live_tokens = self.live_tokens.max(later.live_tokens);
+        self.running = self.running.max(later.running);
+        self.waiting = self.waiting.max(later.waiting);
+        self.swapped = self.swapped.max(later.swapped);
+        self.preemptions = later.preemptions;
+    }
+}
 
 /// Most points a series holds: more than any 60 s run takes steps (the shipped presets take
 /// fewer than 10,000), so those keep every step.

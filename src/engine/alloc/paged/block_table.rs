@@ -1,4 +1,5 @@
-//! The block tables by sequence id, kept as a window over the ids that can still hold one.
+//! `BlockTable`, a sequence's blocks, and `SeqTables`, the block tables by sequence id, kept as
+//! a window over the ids that can still hold one.
 //! Sequence ids only grow and requests mostly finish in the order they came, so the tables of a
 //! run are a short window sliding over the ids: the finished ids before the first live table are
 //! dropped, and a day of a million sequences holds the few hundred live ones, not a slot for
@@ -6,8 +7,26 @@
 
 use std::collections::VecDeque;
 
-use super::BlockTable;
-use crate::engine::alloc::SeqId;
+use crate::engine::alloc::ids::{RequestId, SeqId, TokenIdentity};
+
+/// A sequence's logical → physical block mapping plus its written length.
+#[derive(Clone, Debug)]
+pub struct BlockTable {
+    pub request: RequestId,
+    pub identity: TokenIdentity,
+    pub blocks: Vec<u32>,
+    pub num_tokens: u32,
+    /// Prefix caching: the chained hash of the last full block (0 before the first), so a block
+    /// that fills is hashed from its parent without rehashing the table.
+    pub chain_hash: u64,
+}
+
+impl BlockTable {
+    /// The chained hash of the first `full_blocks` blocks' tokens (0 for none).
+    pub(super) fn chain_hash_of(identity: &TokenIdentity, full_blocks: u32, block_size: u32) -> u64 {
+        (0..full_blocks).fold(0, |parent, b| identity.block_hash(parent, b, block_size))
+    }
+}
 
 #[derive(Clone, Debug, Default)]
 pub struct SeqTables {
@@ -65,7 +84,6 @@ impl SeqTables {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::alloc::TokenIdentity;
 
     fn table(seq: SeqId) -> BlockTable {
         let identity = TokenIdentity {
