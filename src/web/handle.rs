@@ -415,6 +415,8 @@ pub fn boot(messages: &Messages) -> Result<(), String> {
     map::paint_swatches();
     events::wire(&app);
     super::loader::wire_dialog(&app);
+    super::file_drop::wire(&app);
+    super::day_run::wire(&app);
     for (kind, text) in problems {
         app.messages.error(&kind, &text);
     }
