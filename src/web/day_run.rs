@@ -209,7 +209,9 @@ fn done(data: &JsValue) {
         root.set_attribute("data-wall-ms", &format!("{:.0}", num(data, "wall_ms"))).ok();
         dom::replace_children(
             &root,
-            figures(&report).into_iter().flat_map(|(k, v)| [dom::node("dt").text(&k), dom::node("dd").text(&v)]),
+            figures(&report)
+                .into_iter()
+                .map(|(k, v)| dom::node("div").child(dom::node("dt").text(&k)).child(dom::node("dd").text(&v))),
         );
     }
     if let Some(input) = dom::by_id::<HtmlInputElement>("run-window-start") {
@@ -236,14 +238,24 @@ fn figures(r: &serde_json::Value) -> Vec<(String, String)> {
         ("Requests arrived".into(), count("/requests/arrived")),
         ("Finished".into(), count("/requests/finished")),
         ("Rejected".into(), count("/requests/rejected")),
-        ("TTFT p50 / p95".into(), format!("{:.0} / {:.0} ms", n("/latency_ms/ttft_p50"), n("/latency_ms/ttft_p95"))),
-        ("TPOT p50 / p95".into(), format!("{:.1} / {:.1} ms", n("/latency_ms/tpot_p50"), n("/latency_ms/tpot_p95"))),
+        ("TTFT p50 / p95".into(), format!("{} / {}", ms(n("/latency_ms/ttft_p50")), ms(n("/latency_ms/ttft_p95")))),
+        ("TPOT p50 / p95".into(), format!("{} / {}", ms(n("/latency_ms/tpot_p50")), ms(n("/latency_ms/tpot_p95")))),
         ("Output tokens/s".into(), format!("{:.0}", n("/output_tokens_per_s"))),
         ("Preemptions".into(), count("/preemptions")),
         ("KV allocated (mean)".into(), format!("{:.0}%", 100.0 * n("/kv/allocated_fraction_mean"))),
         ("KV live (mean)".into(), format!("{:.0}%", 100.0 * n("/kv/live_fraction_mean"))),
         ("Steps".into(), count("/steps")),
     ]
+}
+
+/// "42.1 ms", "870 ms", "12.3 s", "1,047 s".
+fn ms(v: f64) -> String {
+    match v {
+        v if v < 100.0 => format!("{v:.1} ms"),
+        v if v < 10_000.0 => format!("{v:.0} ms"),
+        v if v < 100_000.0 => format!("{:.1} s", v / 1e3),
+        v => format!("{} s", group_thousands((v / 1e3).round() as u64)),
+    }
 }
 
 /// Draws the finished run's chart (again, after a resize or a theme change).
