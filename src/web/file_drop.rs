@@ -130,13 +130,17 @@ pub fn load_trace(app: &Rc<App>, name: &str, text: String, place: Place) {
     }
 }
 
+/// Loads a kvlab document's text (the loader's `load_document`, handed in by the boot so that
+/// this module and the loader do not import each other).
+pub type LoadDocument = fn(&App, &str) -> Result<(), String>;
+
 /// A dropped file: a document loads as the dialog loads it, anything else as a trace.
-fn load_dropped(app: &Rc<App>, file: File) {
+fn load_dropped(app: &Rc<App>, file: File, load_document: LoadDocument) {
     let app = app.clone();
     let name = file.name();
     read_file(&file, Place::Drop, move |text| {
         if trace_file::is_document(&text) {
-            match super::loader::load_document(&app, &text, None) {
+            match load_document(&app, &text) {
                 Ok(_) => day_run::status(&format!("Loaded {name}."), None),
                 Err(e) => show_error(Place::Drop, &format!("{name}: {e}")),
             }
@@ -151,7 +155,7 @@ fn has_files(e: &DragEvent) -> bool {
 }
 
 /// The drop zone over the whole lab.
-pub fn wire(app: &Rc<App>) {
+pub fn wire(app: &Rc<App>, load_document: LoadDocument) {
     let doc = dom::document();
     let zone_on = |on: bool| show("drop-zone", on);
     for ev in ["dragenter", "dragover"] {
@@ -173,6 +177,6 @@ pub fn wire(app: &Rc<App>) {
         zone_on(false);
         let Some(file) = e.data_transfer().and_then(|dt| dt.files()).and_then(|f| f.get(0)) else { return };
         e.prevent_default();
-        load_dropped(&a, file);
+        load_dropped(&a, file, load_document);
     });
 }
