@@ -14,7 +14,7 @@ use crate::engine::config::{
 use crate::engine::model::KvDtype;
 use crate::engine::workload::{Arrival, UserClass};
 /// Largest preset text accepted (a trace CSV inlined in a preset included).
-pub const MAX_PRESET_BYTES: usize = 4 << 20;
+pub const MAX_PRESET_BYTES: usize = 64 << 20;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -360,12 +360,28 @@ impl App {
         let loc = dom::window().location();
         let base =
             format!("{}{}{}", loc.origin().unwrap_or_default(), loc.pathname().unwrap_or_default(), self.search());
-        format!("{base}#{}", self.lab.borrow().snapshot().to_fragment())
+        let lab = self.lab.borrow();
+        if super::trace_file::link_problem(&lab.state.preset).is_some() {
+            return base; // the setup cannot travel in a link (update_url says why)
+        }
+        format!("{base}#{}", lab.snapshot().to_fragment())
     }
 
     /// Keeps the address bar in step with the state (no history entry per change).
     pub fn update_url(&self) {
-        let fragment = self.lab.borrow().snapshot().to_fragment();
+        let problem = super::trace_file::link_problem(&self.lab.borrow().state.preset);
+        link_buttons(problem.as_deref());
+        let fragment = match &problem {
+            // A trace from a file stays out of the address bar: no multi-megabyte fragment.
+            Some(p) => {
+                self.messages.notice("share", p);
+                String::new()
+            }
+            None => {
+                self.messages.clear("share");
+                self.lab.borrow().snapshot().to_fragment()
+            }
+        };
         let loc = dom::window().location();
         let url = format!("{}{}#{fragment}", loc.pathname().unwrap_or_default(), self.search());
         if let Ok(history) = dom::window().history() {
@@ -484,6 +500,29 @@ impl App {
         let (earned, total) = super::hub::totals(&self.stars);
         if let Some(el) = dom::by_id::<web_sys::Element>("hub-link-stars") {
             dom::set_text(&el, &format!("★ {earned}/{total}"));
+        }
+    }
+}
+
+/// Copy link and Embed, on, or off with the reason as their tooltip.
+fn link_buttons(problem: Option<&str>) {
+    for id in ["share-btn", "embed-btn"] {
+        if let Some(b) = dom::by_id::<web_sys::HtmlButtonElement>(id) {
+            b.set_disabled(problem.is_some());
+            match problem {
+                Some(p) => {
+                    let _ = b.set_attribute("title", p);
+                }
+                None if id == "share-btn" => {
+                    let _ = b.remove_attribute("title");
+                }
+                None => {
+                    let _ = b.set_attribute(
+                        "title",
+                        "Copy an iframe snippet that embeds the lab as it is now (docs/EMBED.md)",
+                    );
+                }
+            }
         }
     }
 }

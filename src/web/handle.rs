@@ -415,6 +415,8 @@ pub fn boot(messages: &Messages) -> Result<(), String> {
     map::paint_swatches();
     events::wire(&app);
     super::loader::wire_dialog(&app);
+    super::file_drop::wire(&app, |a, text| super::loader::load_document(a, text, None).map(|_| ()));
+    super::day_run::wire(&app);
     for (kind, text) in problems {
         app.messages.error(&kind, &text);
     }

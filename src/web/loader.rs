@@ -270,27 +270,29 @@ pub fn wire_dialog(app: &Rc<App>) {
             }
         });
     }
-    wire_dialog_file(apply);
+    wire_dialog_file(app, apply);
 }
 
-/// The dialog's "Open a file…": the file's text goes into the text box and is loaded.
-fn wire_dialog_file(apply: impl Fn(String) + Clone + 'static) {
+/// The dialog's "Open a file…": a preset or mission goes into the text box and is loaded; a
+/// trace (any other text) is loaded by `file_drop`, with the dialog's progress bar.
+fn wire_dialog_file(app: &Rc<App>, apply: impl Fn(String) + Clone + 'static) {
     let Some(input) = dom::by_id::<HtmlInputElement>("load-file") else { return };
+    let app = app.clone();
     dom::listen::<Event>(&input.clone(), "change", move |_| {
         let Some(file) = input.files().and_then(|f| f.get(0)) else { return };
-        let Ok(reader) = web_sys::FileReader::new() else { return };
-        let r2 = reader.clone();
-        let apply = apply.clone();
-        let onload = Closure::once_into_js(move || {
-            if let Some(text) = r2.result().ok().and_then(|v| v.as_string()) {
+        show_in_dialog("load-error", None);
+        show_in_dialog("load-verdict", None);
+        let (apply, app, name) = (apply.clone(), app.clone(), file.name());
+        super::file_drop::read_file(&file, super::file_drop::Place::Dialog, move |text| {
+            if super::trace_file::is_document(&text) {
                 if let Some(ta) = dom::by_id::<HtmlTextAreaElement>("load-text") {
                     ta.set_value(&text);
                 }
                 apply(text);
+            } else {
+                super::file_drop::load_trace(&app, &name, text, super::file_drop::Place::Dialog);
             }
         });
-        reader.set_onload(Some(onload.unchecked_ref()));
-        let _ = reader.read_as_text(&file);
         input.set_value("");
     });
 }

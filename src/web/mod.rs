@@ -13,7 +13,11 @@
 //! - [`missions`], [`mission_view`], [`knobs`]: mission mode (the shipped missions, the panel,
 //!   knob chips that jump to their control);
 //!   [`hub`]: the missions page; [`storage`]: stars in localStorage (the engine's `StarStore`)
-//! - [`loader`]: presets and missions from a file, pasted JSON or the link
+//! - [`loader`]: presets and missions from a file, pasted JSON or the link; [`file_drop`]: a
+//!   file dropped on the lab or opened in the dialog, read with a progress bar;
+//!   [`trace_file`]: a file that is a trace made into a preset (no DOM)
+//! - [`day_run`]: long runs in a Web Worker (progress, Cancel, results); [`worker`]: the
+//!   worker's side (`www/worker.js` drives its `DayRun`)
 //! - [`host`]: `postMessage` events and commands between an embedded lab and its host page
 //! - [`menu`]: the Export menu button (keyboard, Escape, a click elsewhere)
 //! - [`js`]: values handed to JavaScript as plain objects (serde-wasm-bindgen)
@@ -32,10 +36,12 @@ pub mod bench;
 pub mod chart;
 pub mod control_edit;
 pub mod controls;
+pub mod day_run;
 pub mod dom;
 pub mod errors;
 pub mod events;
 pub mod export;
+pub mod file_drop;
 pub mod handle;
 pub mod host;
 pub mod hub;
@@ -58,16 +64,25 @@ pub mod sweep_view;
 pub mod test_hooks;
 pub mod theme;
 pub mod title;
+pub mod trace_file;
 pub mod url_state;
 pub mod view;
+pub mod worker;
 
 pub use handle::LabHandle;
 
 use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
 
 /// Runs when the module loads: installs the panic hook and builds the lab if the page has one.
 #[wasm_bindgen(start)]
 pub fn start() {
+    // In the long-run worker (www/worker.js) there is no page to build, nor one to show a
+    // panic on: the console gets it, and the worker's error event tells the page.
+    if js_sys::global().dyn_into::<web_sys::Window>().is_err() {
+        console_error_panic_hook::set_once();
+        return;
+    }
     errors::install_panic_hook();
     let messages = messages::Messages::open();
     if let Err(e) = handle::boot(&messages) {
