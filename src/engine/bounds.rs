@@ -110,25 +110,18 @@ pub fn check(b: &RunBounds) -> Result<(), OverLimit> {
     } else {
         ("workload.arrival.rate_per_s", "lower rate_per_s or the bursts' rates, or shorten duration_s")
     };
-    if b.expected_requests > MAX_REQUESTS {
+    let traffic = [
+        (b.expected_requests, MAX_REQUESTS, "requests", ""),
+        (b.expected_samples, MAX_SAMPLES, "samples (n per request)", ", or lower n"),
+    ];
+    if let Some(&(count, limit, unit, also)) = traffic.iter().find(|(count, limit, ..)| count > limit) {
         return Err(OverLimit {
             field,
             message: format!(
-                "{} s of this traffic is {} requests; the lab handles up to {}; {what}",
+                "{} s of this traffic is {} {unit}; the lab handles up to {}; {what}{also}",
                 b.duration_s,
-                count_words(b.expected_requests),
-                count_words(MAX_REQUESTS)
-            ),
-        });
-    }
-    if b.expected_samples > MAX_SAMPLES {
-        return Err(OverLimit {
-            field,
-            message: format!(
-                "{} s of this traffic is {} samples (n per request); the lab handles up to {}; {what}, or lower n",
-                b.duration_s,
-                count_words(b.expected_samples),
-                count_words(MAX_SAMPLES)
+                count_words(count),
+                count_words(limit)
             ),
         });
     }
