@@ -4,9 +4,9 @@
 #![cfg(not(target_arch = "wasm32"))]
 
 use kvlab::engine::workload::{
-    generate, parse_trace_csv, rate_schedule, Arrival, Burst, LengthDist, RateSegment, TraceRow, UserClass,
-    WorkloadConfig,
+    generate, rate_schedule, Arrival, Burst, LengthDist, RateSegment, TraceRow, UserClass, WorkloadConfig,
 };
+use kvlab::formats::trace::parse_trace_csv;
 
 const Z99: f64 = 2.326_347_874_040_841;
 

@@ -127,7 +127,7 @@ struct DeviceSetup {
 
 pub fn calibrate(args: &CalibrateArgs) -> Result<(), String> {
     let config = match &args.preset {
-        Some(p) => load_config(p, None)?,
+        Some(p) => load_config(p)?,
         None => host_default_config(),
     };
     let date = checked_date(args)?;

@@ -28,7 +28,7 @@ pub fn check(args: &CheckArgs) -> Result<(), String> {
         Document::MissionIndex => check_index(&args.file, &text),
         _ => {
             check_preset_json_shape(&value).map_err(|e| format!("{}: {e}", args.file.display()))?;
-            let config = load_config(&args.file, None)?;
+            let config = load_config(&args.file)?;
             println!(
                 "{}: ok ({} on {}, {} GiB of KV, {} tokens)",
                 args.file.display(),

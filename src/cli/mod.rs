@@ -9,6 +9,7 @@ mod plan_gpu;
 mod replay;
 mod run;
 mod sweep;
+mod trace_flags;
 
 use std::process::ExitCode;
 

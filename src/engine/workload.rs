@@ -1,5 +1,6 @@
 //! Synthetic traffic: Poisson arrivals under a piecewise rate schedule, weighted user classes,
-//! log-normal prompt and output lengths fitted to a mean and a p99, and CSV trace replay.
+//! log-normal prompt and output lengths fitted to a mean and a p99, and trace replay (the rows are
+//! read by `formats::trace`).
 //!
 //! Every draw comes from one seeded RNG in a fixed order, and every transcendental function comes
 //! from `libm`, so the same seed produces the same requests bit for bit on native and wasm.
@@ -290,40 +291,4 @@ fn draw_lognormal((mu, sigma): (f64, f64), rng: &mut StdRng) -> u32 {
     let z = libm::sqrt(-2.0 * libm::log(u1)) * libm::cos(2.0 * std::f64::consts::PI * u2);
     let x = libm::exp(mu + sigma * z);
     libm::round(x.min(4.0e9)).max(1.0) as u32
-}
-
-/// Parses `arrival_s,prompt_tokens,output_tokens[,n]` rows (an optional header line is skipped).
-pub fn parse_trace_csv(text: &str) -> Result<Vec<TraceRow>, String> {
-    let mut rows = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let cols: Vec<&str> = line.split(',').map(str::trim).collect();
-        if i == 0 && cols.first().is_some_and(|c| c.parse::<f64>().is_err()) {
-            continue; // header
-        }
-        let at = |what: &str| format!("line {}: {what}", i + 1);
-        if cols.len() < 3 || cols.len() > 4 {
-            return Err(at("expected arrival_s,prompt_tokens,output_tokens[,n]"));
-        }
-        let arrival_s: f64 = cols[0]
-            .parse()
-            .ok()
-            .filter(|v: &f64| v.is_finite() && *v >= 0.0)
-            .ok_or_else(|| at("arrival_s must be a number of seconds ≥ 0"))?;
-        let int = |s: &str, name: &str, max: u32| -> Result<u32, String> {
-            s.parse::<u32>()
-                .ok()
-                .filter(|v| (1..=max).contains(v))
-                .ok_or_else(|| at(&format!("{name} must be a whole number from 1 to {max}")))
-        };
-        let prompt_tokens = int(cols[1], "prompt_tokens", 1_000_000)?;
-        let output_tokens = int(cols[2], "output_tokens", 1_000_000)?;
-        let n = if cols.len() == 4 { int(cols[3], "n", 16)? } else { 1 };
-        rows.push(TraceRow::new(arrival_s, prompt_tokens, output_tokens, n));
-    }
-    rows.sort_by(|a, b| a.arrival_s.total_cmp(&b.arrival_s));
-    Ok(rows)
 }

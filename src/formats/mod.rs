@@ -13,6 +13,8 @@
 //! - [`report`]: the report as JSON (docs/REPORT.md) and the run digest
 //! - [`sweep`]: a sweep's knob (a preset path), its values and the configurations of both
 //!   allocators at every point; the KV grid of the smallest-KV search
+//! - [`trace`]: production request traces by format (Azure, BurstGPT, Mooncake, Qwen-Bailian,
+//!   vLLM timed, Vidur, SplitwiseSim, BLIS, kvlab) into trace rows, with windows and sampling
 //! - [`step_trace`]: step-indexed trace CSV and the replay JSON `kvlab replay` and the vLLM
 //!   reference harness both write (docs/VLLM_PARITY.md)
 
@@ -26,3 +28,4 @@ pub mod report;
 pub mod sniff;
 pub mod step_trace;
 pub mod sweep;
+pub mod trace;

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::json::from_value_with_path;
 use super::paths::check_preset_json_shape;
 use super::sniff::{sniff, Document, PRESET_SCHEMA};
+use super::trace::{Replica, TraceFormat};
 use crate::engine::alloc::Fit;
 use crate::engine::config::{
     ConfigError, EngineVersion, PreemptionMode, Reserve, SchedulerConfig, SimConfig, DEFAULT_BLOCK_SIZE,
@@ -233,11 +234,39 @@ pub enum ArrivalDto {
         #[serde(default)]
         bursts: Vec<BurstDto>,
     },
-    Trace {
-        csv: String,
-        #[serde(default = "default_max_tokens")]
-        max_tokens: u32,
-    },
+    Trace(TraceArrivalDto),
+}
+
+/// `{"kind": "trace", …}`: a trace's text (`text`, read as `format`; or the older `csv`, read as
+/// kvlab's CSV) and the reader's options (`formats::trace::TraceOptions`, docs/TRACES.md). Fields
+/// left out are not written back, so older presets serialize as they were.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraceArrivalDto {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub csv: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<TraceFormat>,
+    #[serde(default = "default_max_tokens")]
+    pub max_tokens: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speed: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample_one_in: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica: Option<Replica>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drop_failed: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seconds_per_unit: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hash_block_tokens: Option<u32>,
 }
 
 impl Default for ArrivalDto {

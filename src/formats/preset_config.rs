@@ -4,11 +4,14 @@
 
 use super::calibration::shipped_calibration;
 use super::json::from_value_with_path;
-use super::preset::{AllocatorDto, ArrivalDto, ClassDto, DistDto, ModelObjectDto, PresetDto, SchedulerDto};
+use super::preset::{
+    AllocatorDto, ArrivalDto, ClassDto, DistDto, ModelObjectDto, PresetDto, SchedulerDto, TraceArrivalDto,
+};
+use super::trace::{read_trace, Trace, TraceError, TraceFormat, TraceOptions};
 use crate::engine::config::{AllocatorConfig, ConfigError, EngineVersion, GpuMemoryConfig, SchedulerConfig, SimConfig};
 use crate::engine::model::{gpu_preset, model_preset, ModelSpec, GPU_IDS, MODEL_IDS};
 use crate::engine::startup_checks::{AttentionBackend, ATTENTION_BACKENDS};
-use crate::engine::workload::{parse_trace_csv, Arrival, Burst, LengthDist, UserClass, WorkloadConfig};
+use crate::engine::workload::{Arrival, Burst, LengthDist, UserClass, WorkloadConfig};
 
 /// `mirror!(A <-> B { field, … })`: A and B hold the same fields (each converting with `Into`);
 /// this writes the conversion both ways once.
@@ -64,12 +67,66 @@ impl ArrivalDto {
                     .map(|b| Burst { start_s: b.start_s, end_s: b.end_s, rate_per_s: b.rate_per_s })
                     .collect(),
             },
-            ArrivalDto::Trace { csv, max_tokens } => Arrival::Trace {
-                rows: parse_trace_csv(csv).map_err(|e| ConfigError::new("workload.arrival.csv", e))?.into(),
-                max_tokens: *max_tokens,
-                hash_block_tokens: 16,
-            },
+            ArrivalDto::Trace(t) => {
+                let trace = t.read()?;
+                Arrival::Trace {
+                    rows: trace.rows.into(),
+                    max_tokens: t.max_tokens,
+                    hash_block_tokens: trace.hash_block_tokens,
+                }
+            }
         })
+    }
+}
+
+impl TraceArrivalDto {
+    /// The reader's options this arrival gives (the older `csv` field reads kvlab's CSV unless a
+    /// `format` says otherwise).
+    pub fn options(&self) -> TraceOptions {
+        let d = TraceOptions::default();
+        let format = self.format.unwrap_or(if self.csv.is_some() { TraceFormat::Kvlab } else { TraceFormat::Auto });
+        TraceOptions {
+            format,
+            start_s: self.start_s.unwrap_or(d.start_s),
+            end_s: self.end_s,
+            speed: self.speed.unwrap_or(d.speed),
+            sample_one_in: self.sample_one_in.unwrap_or(d.sample_one_in),
+            replica: self.replica,
+            drop_failed: self.drop_failed.unwrap_or(d.drop_failed),
+            seconds_per_unit: self.seconds_per_unit.unwrap_or(d.seconds_per_unit),
+            hash_block_tokens: self.hash_block_tokens.unwrap_or(d.hash_block_tokens),
+        }
+    }
+
+    /// The trace this arrival names, read; errors name `workload.arrival.text` (or `.csv`) with
+    /// the line and column, or the option's path.
+    pub fn read(&self) -> Result<Trace, ConfigError> {
+        let (field, text) = match (&self.csv, &self.text) {
+            (Some(_), Some(_)) => {
+                return Err(ConfigError::new("workload.arrival.text", "give the trace as text or as csv, not both"))
+            }
+            (Some(csv), None) => ("workload.arrival.csv", csv),
+            (None, Some(text)) => ("workload.arrival.text", text),
+            (None, None) => {
+                return Err(ConfigError::new("workload.arrival.text", "give the trace's text (or csv for kvlab's CSV)"))
+            }
+        };
+        read_trace(text, &self.options()).map_err(|e| match e {
+            TraceError::Text(m) => ConfigError::new(field, m),
+            TraceError::Option(o) => ConfigError::new(format!("workload.arrival.{}", o.option), o.message),
+        })
+    }
+}
+
+impl PresetDto {
+    /// `to_config`, and when the arrivals are a trace, the line that says what was read
+    /// (`Trace::describe`).
+    pub fn to_config_with_trace(&self) -> Result<(SimConfig, Option<String>), ConfigError> {
+        let line = match &self.workload.arrival {
+            ArrivalDto::Trace(t) => Some(t.read()?.describe()),
+            ArrivalDto::Poisson { .. } => None,
+        };
+        Ok((self.to_config()?, line))
     }
 }
 
