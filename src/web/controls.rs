@@ -175,7 +175,7 @@ pub fn sync(state: &LabState, mission: Option<&Mission>, loaded: &PresetDto) {
     }
     let (poisson, bursts) = match &state.preset.workload.arrival {
         ArrivalDto::Poisson { bursts, .. } => (true, bursts.len()),
-        ArrivalDto::Trace { .. } => (false, 0),
+        ArrivalDto::Trace(_) => (false, 0),
     };
     if let Some(box_) = dom::by_id::<HtmlElement>("bursts") {
         if box_.child_element_count() as usize != bursts {

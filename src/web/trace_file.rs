@@ -6,8 +6,9 @@
 
 use crate::engine::plan::group_thousands;
 use crate::engine::workload::TraceRow;
-use crate::formats::preset::{ArrivalDto, PresetDto};
+use crate::formats::preset::{ArrivalDto, PresetDto, TraceArrivalDto};
 use crate::formats::sniff::{sniff_text, Document};
+use crate::formats::trace::{read_trace, TraceOptions};
 
 /// Runs expected to have more requests than this go to the worker (`www/worker.js`): about a
 /// second of simulation in wasm, the most the page's main thread may spend at once.
@@ -23,7 +24,7 @@ pub const DEFAULT_TRACE_MAX_TOKENS: u32 = 2048;
 #[derive(Clone, Debug)]
 pub struct TraceLoad {
     pub preset: PresetDto,
-    /// The format's name as the page shows it ("kvlab CSV").
+    /// The format's id as the page shows it (`mooncake`, `azure`, `kvlab`: docs/TRACES.md).
     pub format: String,
     pub requests: u64,
     /// The last arrival, s.
@@ -31,7 +32,7 @@ pub struct TraceLoad {
 }
 
 impl TraceLoad {
-    /// "kvlab CSV trace: 2,000 requests over 669 s".
+    /// "mooncake trace: 2,000 requests over 669 s".
     pub fn summary(&self) -> String {
         summary(&self.format, self.requests, self.span_s)
     }
@@ -58,13 +59,13 @@ pub fn line_count(text: &str) -> u64 {
 
 /// The trace's rows and its format's name.
 fn read_rows(text: &str) -> Result<(String, Vec<TraceRow>), String> {
-    let rows = crate::engine::workload::parse_trace_csv(text)?;
-    Ok(("kvlab CSV".into(), rows))
+    let trace = read_trace(text, &TraceOptions::default()).map_err(|e| e.to_string())?;
+    Ok((trace.format.id().to_string(), trace.rows))
 }
 
 /// The arrival that replays `text`.
 fn trace_arrival(text: &str, max_tokens: u32) -> ArrivalDto {
-    ArrivalDto::Trace { csv: text.to_string(), max_tokens }
+    ArrivalDto::Trace(TraceArrivalDto { text: Some(text.to_string()), max_tokens, ..TraceArrivalDto::default() })
 }
 
 /// `current` replaying the trace `text` from start to end. Errors say where the trace is wrong
@@ -92,7 +93,7 @@ pub fn expected_requests(preset: &PresetDto) -> Result<u64, String> {
 /// The bytes of trace a preset carries inline (0 for Poisson traffic).
 pub fn trace_bytes(preset: &PresetDto) -> usize {
     match &preset.workload.arrival {
-        ArrivalDto::Trace { csv, .. } => csv.len(),
+        ArrivalDto::Trace(t) => t.text.as_ref().or(t.csv.as_ref()).map_or(0, String::len),
         ArrivalDto::Poisson { .. } => 0,
     }
 }
@@ -147,7 +148,7 @@ pub fn busiest_window_s(arrivals_us: &[u64], len_s: f64) -> f64 {
 pub fn window_preset(preset: &PresetDto, csv: &str, len_s: f64) -> PresetDto {
     let mut p = preset.clone();
     let max_tokens = match &p.workload.arrival {
-        ArrivalDto::Trace { max_tokens, .. } => *max_tokens,
+        ArrivalDto::Trace(t) => t.max_tokens,
         ArrivalDto::Poisson { .. } => DEFAULT_TRACE_MAX_TOKENS,
     };
     p.workload.arrival = trace_arrival(csv, max_tokens);
