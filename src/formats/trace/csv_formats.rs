@@ -82,14 +82,19 @@ fn each_record(
             ));
         }
     }
-    for record in reader.records() {
-        let record = record.map_err(|e| match e.kind() {
+    // One record read into again and again: no allocation per row.
+    let mut record = StringRecord::new();
+    loop {
+        let more = reader.read_record(&mut record).map_err(|e| match e.kind() {
             csv::ErrorKind::UnequalLengths { pos, expected_len, len } => format!(
                 "line {}: expected {expected_len} columns as the header has, found {len}",
                 line_of(pos.as_ref())
             ),
             _ => format!("line {}: {e}", line_of(e.position())),
         })?;
+        if !more {
+            break;
+        }
         let line = line_of(record.position());
         each(line, &record, &headers)?;
     }
