@@ -428,6 +428,10 @@ mod tests {
                 "scheduler": {"watermark": 0.01}, "calibration": "host-xeon-2core",
                 "model": {"name": "m", "layers": 1, "kv_heads": 1, "head_dim": 1, "params_b": 1},
                 "workload": {"arrival": {"kind": "trace", "csv": ""}, "classes": []}}"#,
+            r#"{"schema": "kvlab/preset@1",
+                "workload": {"arrival": {"kind": "trace", "format": "vllm-timed", "text": "", "start_s": 1,
+                    "end_s": 2, "speed": 2, "sample_one_in": 3, "replica": {"index": 0, "of": 2},
+                    "drop_failed": false, "seconds_per_unit": 0.001, "hash_block_tokens": 512}, "classes": []}}"#,
         ];
         let mut found = BTreeSet::new();
         for text in presets {
