@@ -8,8 +8,8 @@ use csv::{ReaderBuilder, StringRecord, Trim};
 use serde::Deserialize;
 
 use super::options::{ordinal_key, text_key};
+use super::rows::{at, time_number, tokens, Parsed, RawRow};
 use super::time::parse_datetime_us;
-use super::{at, time_number, tokens, Parsed, RawRow};
 
 /// kvlab's CSV: `arrival_s,prompt_tokens,output_tokens[,n]`, a header line and `#` comments
 /// skipped, arrivals taken as written (their zero is the file's).

@@ -6,7 +6,7 @@
 use serde_json::Value;
 
 use super::csv_formats::blis_header;
-use super::TraceFormat;
+use super::rows::TraceFormat;
 
 /// The format of a trace's text, or why it is none of them.
 pub fn detect_format(text: &str) -> Result<TraceFormat, String> {

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::options::ordinal_key;
-use super::{at, tokens, Parsed, RawRow, MAX_TRACE_TOKENS};
+use super::rows::{at, tokens, Parsed, RawRow, MAX_TRACE_TOKENS};
 
 /// Mooncake's tokens per hash id.
 pub const MOONCAKE_BLOCK_TOKENS: u32 = 512;

@@ -16,7 +16,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::TraceFormat;
+use super::rows::TraceFormat;
 use crate::engine::alloc::splitmix64;
 
 /// One replica's share of a fleet: requests whose session hash falls on `index` of `of`.
