@@ -55,15 +55,7 @@ impl Trace {
 
 /// `12345` → `12,345`.
 pub fn thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    crate::engine::plan::group_thousands(n)
 }
 
 /// Reads a trace's text with these options (module doc; options.rs for their order).
