@@ -16,6 +16,9 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("long-report-2gb", include_str!("../assets/presets/long-report-2gb.json")),
     ("long-report-chunked-512", include_str!("../assets/presets/long-report-chunked-512.json")),
     ("h200-scale", include_str!("../assets/presets/h200-scale.json")),
+    ("azure-conversation", include_str!("../assets/presets/azure-conversation.json")),
+    ("azure-code", include_str!("../assets/presets/azure-code.json")),
+    ("mooncake-conversation", include_str!("../assets/presets/mooncake-conversation.json")),
 ];
 
 /// The preset a bare page opens with.
@@ -35,6 +38,7 @@ pub const MISSIONS: &[(&str, &str)] = &[
     ("m7-shared-gpu.json", include_str!("../assets/missions/m7-shared-gpu.json")),
     ("m8-max-model-len.json", include_str!("../assets/missions/m8-max-model-len.json")),
     ("m9-block-size-backend.json", include_str!("../assets/missions/m9-block-size-backend.json")),
+    ("m10-code-traffic.json", include_str!("../assets/missions/m10-code-traffic.json")),
 ];
 
 /// (name, file text) of every shipped step-time calibration, in the order the lab lists them.

@@ -5,7 +5,9 @@
 //! multi-megabyte link. A big trace (600,000 requests, written by the test) runs in the
 //! long-run Web Worker: its progress bar shows, Cancel leaves the lab as it was, the page
 //! answers a click while the worker runs, and a finished run shows its figures, its chart over
-//! the whole span and a 60 s window to replay in the lab.
+//! the whole span and a 60 s window to replay in the lab. The presets fitted from public traces
+//! run in the page as natively, and mission 10 (code traffic) scores 0 stars broken, 0 with more
+//! memory and 3 with chunked prefill.
 //!
 //! `KVLAB_DAY_TRACE=path` (an Azure-format day from `scripts/day-trace.py`) adds the timing of a
 //! whole day in the worker, measured in the page (`day_in_the_worker`, ignored by default).
@@ -273,5 +275,39 @@ async fn day_in_the_worker() {
     eprintln!("day in the worker: {wall} ms; {status} {err}");
     save_screenshot(c, "day-run-day-1400x900.png").await;
     assert!(err.is_empty(), "{err}");
+    b.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fitted_presets_and_the_code_traffic_mission_play_in_the_page() {
+    let base = serve(require_dist()).await;
+    let b = browser(1400, 900).await;
+    let c = &b.client;
+    // A preset fitted from a public trace runs in the page as it does natively.
+    for id in ["azure-conversation", "azure-code", "mooncake-conversation"] {
+        open(c, &format!("{base}?preset={id}&autoplay=0")).await;
+        js(c, "kvlab.runToEnd(); return null").await;
+        assert_eq!(common_e2e::report(c).await, common_e2e::native_report(id), "{id}");
+    }
+    save_screenshot(c, "preset-mooncake-conversation-1400x900.png").await;
+
+    // Mission 10: more memory does not help code traffic; chunked prefill does.
+    open(c, &format!("{base}?mission=m10-code-traffic&autoplay=0")).await;
+    js(c, "kvlab.runToEnd(); return null").await;
+    wait_for(c, "kvlab.missionScore().final === true", "the broken run's score").await;
+    assert_eq!(js(c, "return kvlab.missionScore().stars").await, json!(0));
+    save_screenshot(c, "mission-10-broken-1400x900.png").await;
+    js(c, "kvlab.setField('kv_memory_gib', '20'); kvlab.runToEnd(); return null").await;
+    wait_for(c, "kvlab.missionScore().final === true", "the 20 GiB run's score").await;
+    assert_eq!(js(c, "return kvlab.missionScore().stars").await, json!(0), "20 GiB earns nothing");
+    js(
+        c,
+        "kvlab.setField('kv_memory_gib', '10'); kvlab.setField('scheduler.chunked_prefill', 'true'); \
+         kvlab.setField('scheduler.max_num_batched_tokens', '1024'); kvlab.runToEnd(); return null",
+    )
+    .await;
+    wait_for(c, "kvlab.missionScore().final === true", "the fixed run's score").await;
+    assert_eq!(js(c, "return kvlab.missionScore().stars").await, json!(3), "{}", js(c, "return kvlab.errors()").await);
+    save_screenshot(c, "mission-10-fixed-1400x900.png").await;
     b.close().await;
 }

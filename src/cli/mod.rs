@@ -1,8 +1,9 @@
 //! The native command line: `kvlab run`, `kvlab plan`, `kvlab check`, `kvlab mission`,
-//! `kvlab calibrate`, `kvlab replay` and `kvlab sweep`, over the same engine the browser lab runs. Bad input exits non-zero with a message naming the field.
+//! `kvlab calibrate`, `kvlab replay`, `kvlab sweep` and `kvlab fit`, over the same engine the browser lab runs. Bad input exits non-zero with a message naming the field.
 
 mod calibrate;
 mod check;
+mod fit;
 mod mission;
 mod plan;
 mod plan_gpu;
@@ -44,6 +45,9 @@ pub enum Command {
     /// Sweep one knob of a preset over up to 32 values, both allocators side by side; or find the
     /// smallest KV memory that meets a TTFT p95 target (--min-kv-for-ttft-p95-ms).
     Sweep(sweep::SweepArgs),
+    /// Fit a preset's workload to a request trace (rates per interval, length distributions,
+    /// shared prefixes from hash ids) and print the preset.
+    Fit(fit::FitArgs),
 }
 
 /// Parses `std::env::args` and runs the command; every error becomes a message and exit code 1.
@@ -58,6 +62,7 @@ pub fn main() -> ExitCode {
         Command::Calibrate(args) => calibrate::calibrate(&args),
         Command::Replay(args) => replay::replay(&args),
         Command::Sweep(args) => sweep::sweep(&args),
+        Command::Fit(args) => fit::fit(&args),
     });
     match result {
         Ok(Ok(())) => ExitCode::SUCCESS,

@@ -128,7 +128,13 @@ pub fn summary(r: &Report) -> String {
         r.hol_blocked_steps, r.hol_blocked_with_free_memory_steps
     );
     s += &format!("num_preemptions: {} ({} by swap)\n", r.preemptions, r.swap_preemptions);
-    s += &format!("copy-on-write copies: {}; prefix_cache_hit_rate: {}\n", r.cow_copies, pct(r.prefix_cache_hit_rate));
+    s += &format!(
+        "copy-on-write copies: {}; prefix_cache_hit_rate: {} ({} of {} prompt tokens)\n",
+        r.cow_copies,
+        pct(r.prefix_cache_hit_rate),
+        crate::engine::plan::group_thousands(r.prefix_cache_hits),
+        crate::engine::plan::group_thousands(r.prefix_cache_queries)
+    );
     s += &format!(
         "TTFT p50 {:.0} ms, p95 {:.0} ms; TPOT p50 {:.1} ms, p95 {:.1} ms; {:.0} output tokens/s\n",
         r.latency_ms.ttft_p50,

@@ -90,6 +90,10 @@ pub struct Report {
     pub hol_blocked_with_free_memory_steps: u64,
     pub cow_copies: u64,
     pub prefix_cache_hit_rate: f64,
+    /// Prompt tokens looked up in the prefix cache and found there (vLLM's
+    /// `prefix_cache_queries` and `prefix_cache_hits` counters; first admissions only).
+    pub prefix_cache_queries: u64,
+    pub prefix_cache_hits: u64,
     pub latency_ms: LatencyMs,
     pub output_tokens_per_s: f64,
     pub paged_overhead: f64,

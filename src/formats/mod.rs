@@ -15,6 +15,8 @@
 //!   allocators at every point; the KV grid of the smallest-KV search
 //! - [`trace`]: production request traces by format (Azure, BurstGPT, Mooncake, Qwen-Bailian,
 //!   vLLM timed, Vidur, SplitwiseSim, BLIS, kvlab) into trace rows, with windows and sampling
+//! - [`trace_fit`]: a trace's traffic fitted as a preset workload (rates per interval, log-normal
+//!   lengths, shared-prefix classes from hash ids), for `kvlab fit` and the shipped trace presets
 //! - [`step_trace`]: step-indexed trace CSV and the replay JSON `kvlab replay` and the vLLM
 //!   reference harness both write (docs/VLLM_PARITY.md)
 
@@ -29,3 +31,4 @@ pub mod sniff;
 pub mod step_trace;
 pub mod sweep;
 pub mod trace;
+pub mod trace_fit;

@@ -76,6 +76,8 @@ impl Simulation {
             hol_blocked_with_free_memory_steps: self.hol_blocked_with_free_memory_steps,
             cow_copies: self.kv.cow_copies(),
             prefix_cache_hit_rate: round_to(self.kv.prefix_cache_hit_rate(), 4),
+            prefix_cache_queries: self.kv.prefix_stats().0.queries,
+            prefix_cache_hits: self.kv.prefix_stats().0.hits,
             latency_ms: LatencyMs {
                 ttft_p50: ms(&ttft_us, 50.0),
                 ttft_p95: ms(&ttft_us, 95.0),

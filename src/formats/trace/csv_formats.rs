@@ -1,11 +1,11 @@
-//! The CSV families, read by column name with the `csv` crate (quoted fields, CRLF, surrounding
+//! The CSV families, read by column name (resolved to positions once, from the header) with the
+//! `csv` crate (quoted fields, CRLF, surrounding
 //! spaces): Azure LLM inference (`TIMESTAMP,ContextTokens,GeneratedTokens`), BurstGPT 1–3,
 //! Vidur (`arrived_at,…`), SplitwiseSim (`arrival_timestamp,…`) and BLIS TraceV2 (a YAML header,
 //! then a CSV whose header has `input_tokens,output_tokens,arrival_time_us`); and kvlab's own
 //! `arrival_s,prompt_tokens,output_tokens[,n]`, read line by line as it always was.
 
 use csv::{ReaderBuilder, StringRecord, Trim};
-use serde::Deserialize;
 
 use super::options::{ordinal_key, text_key};
 use super::rows::{at, time_number, tokens, Parsed, RawRow};
@@ -54,8 +54,8 @@ fn each_record(
     text: &str,
     first_line: u64,
     format: &str,
-    required: &[&str],
-    mut each: impl FnMut(u64, &StringRecord, &StringRecord) -> Result<(), String>,
+    columns: Columns,
+    mut each: impl FnMut(u64, &[&str; MAX_COLUMNS]) -> Result<(), String>,
 ) -> Result<(), String> {
     let mut reader = ReaderBuilder::new().trim(Trim::All).from_reader(text.as_bytes());
     // Lines counted from byte offsets (the csv crate's own line count skips blank lines).
@@ -72,15 +72,20 @@ fn each_record(
         }
         seen_line
     };
-    let headers = reader.headers().map_err(|e| format!("line {first_line}: {e}"))?.clone();
-    for name in required {
-        if !headers.iter().any(|h| h == *name) {
+    let headers = reader.headers().map_err(|e| format!("line {first_line}: {e}"))?;
+    let position = |name: &str| headers.iter().position(|h| h == name);
+    let mut index = [None; MAX_COLUMNS];
+    for (k, name) in columns.required.iter().enumerate() {
+        index[k] = Some(position(name).ok_or_else(|| {
             let seen: Vec<&str> = headers.iter().collect();
-            return Err(format!(
+            format!(
                 "line {first_line}: the {format} format needs a column \"{name}\"; the header has {}",
                 seen.join(", ")
-            ));
-        }
+            )
+        })?);
+    }
+    for (k, name) in columns.optional.iter().enumerate() {
+        index[columns.required.len() + k] = position(name);
     }
     // One record read into again and again: no allocation per row.
     let mut record = StringRecord::new();
@@ -96,24 +101,24 @@ fn each_record(
             break;
         }
         let line = line_of(record.position());
-        each(line, &record, &headers)?;
+        let mut fields = [""; MAX_COLUMNS];
+        for (field, i) in fields.iter_mut().zip(index) {
+            *field = i.and_then(|i| record.get(i)).unwrap_or("");
+        }
+        each(line, &fields)?;
     }
     Ok(())
 }
 
-/// A row's fields by name (serde over the record); the names were checked against the header.
-fn fields<'r, T: Deserialize<'r>>(line: u64, record: &'r StringRecord, headers: &'r StringRecord) -> Result<T, String> {
-    record.deserialize(Some(headers)).map_err(|e| format!("line {line}: {e}"))
-}
+/// Most columns a reader names.
+const MAX_COLUMNS: usize = 4;
 
-#[derive(Deserialize)]
-struct AzureRow<'a> {
-    #[serde(rename = "TIMESTAMP")]
-    timestamp: &'a str,
-    #[serde(rename = "ContextTokens")]
-    context: &'a str,
-    #[serde(rename = "GeneratedTokens")]
-    generated: &'a str,
+/// The columns a reader takes by name, resolved to positions once from the header: the required
+/// ones (a header without one is refused), then optional ones (an empty field when absent). The
+/// reader's closure gets the fields in this order.
+struct Columns {
+    required: &'static [&'static str],
+    optional: &'static [&'static str],
 }
 
 /// Azure LLM inference 2023/2024 and LMM 2025: datetimes to whole microseconds, made relative
@@ -121,11 +126,11 @@ struct AzureRow<'a> {
 pub(crate) fn read_azure(text: &str) -> Result<Parsed, String> {
     let mut us = Vec::new();
     let mut rows = Vec::new();
-    each_record(text, 1, "azure", &["TIMESTAMP", "ContextTokens", "GeneratedTokens"], |line, rec, h| {
-        let r: AzureRow = fields(line, rec, h)?;
-        us.push(parse_datetime_us(r.timestamp).map_err(|e| at(line, "TIMESTAMP", e))?);
-        let prompt = tokens(line, "ContextTokens", r.context, 1)?;
-        let output = tokens(line, "GeneratedTokens", r.generated, 1)?;
+    let columns = Columns { required: &["TIMESTAMP", "ContextTokens", "GeneratedTokens"], optional: &[] };
+    each_record(text, 1, "azure", columns, |line, [timestamp, context, generated, _]| {
+        us.push(parse_datetime_us(timestamp).map_err(|e| at(line, "TIMESTAMP", e))?);
+        let prompt = tokens(line, "ContextTokens", context, 1)?;
+        let output = tokens(line, "GeneratedTokens", generated, 1)?;
         let session = ordinal_key(rows.len() as u64);
         rows.push(RawRow { t: 0.0, prompt, output, n: 1, hash_ids: None, session, failed: false });
         Ok(())
@@ -137,59 +142,37 @@ pub(crate) fn read_azure(text: &str) -> Result<Parsed, String> {
     Ok(Parsed { rows, origin: Some(0.0), hash_block_tokens: 16 })
 }
 
-#[derive(Deserialize)]
-struct BurstRow<'a> {
-    #[serde(rename = "Timestamp")]
-    timestamp: &'a str,
-    #[serde(rename = "Session ID", default)]
-    session: Option<&'a str>,
-    #[serde(rename = "Request tokens")]
-    request: &'a str,
-    #[serde(rename = "Response tokens")]
-    response: &'a str,
-}
-
 /// BurstGPT 1, 2 and 3 (which inserts `Session ID,Elapsed time` after `Timestamp`), by column
 /// name. A failure is a row with 0 response tokens or 0 request tokens: dropped and counted when
 /// `drop_failed`, refused otherwise.
 pub(crate) fn read_burstgpt(text: &str, drop_failed: bool) -> Result<Parsed, String> {
     let mut rows = Vec::new();
-    each_record(text, 1, "burstgpt", &["Timestamp", "Request tokens", "Response tokens"], |line, rec, h| {
-        let r: BurstRow = fields(line, rec, h)?;
-        let t = time_number(line, "Timestamp", r.timestamp, "seconds")?;
-        let prompt = tokens(line, "Request tokens", r.request, 0)?;
-        let output = tokens(line, "Response tokens", r.response, 0)?;
+    let columns = Columns { required: &["Timestamp", "Request tokens", "Response tokens"], optional: &["Session ID"] };
+    each_record(text, 1, "burstgpt", columns, |line, [timestamp, request, response, session]| {
+        let t = time_number(line, "Timestamp", timestamp, "seconds")?;
+        let prompt = tokens(line, "Request tokens", request, 0)?;
+        let output = tokens(line, "Response tokens", response, 0)?;
         let failed = prompt == 0 || output == 0;
         if failed && !drop_failed {
             let column = if output == 0 { "Response tokens" } else { "Request tokens" };
             return Err(at(line, column, "a failed request (0 tokens); turn drop_failed on to drop failed rows"));
         }
-        let session = match r.session.filter(|s| !s.is_empty()) {
-            Some(s) => text_key(s),
-            None => ordinal_key(rows.len() as u64),
-        };
+        let session = if session.is_empty() { ordinal_key(rows.len() as u64) } else { text_key(session) };
         rows.push(RawRow { t, prompt, output, n: 1, hash_ids: None, session, failed });
         Ok(())
     })?;
     Ok(Parsed { rows, origin: None, hash_block_tokens: 16 })
 }
 
-#[derive(Deserialize)]
-struct VidurRow<'a> {
-    arrived_at: &'a str,
-    num_prefill_tokens: &'a str,
-    num_decode_tokens: &'a str,
-}
-
 /// Vidur's trace replay: `arrived_at` in seconds. Token counts of 0 are clipped to 1, as Vidur's
 /// `TraceReplayRequestGenerator` clips them.
 pub(crate) fn read_vidur(text: &str) -> Result<Parsed, String> {
     let mut rows = Vec::new();
-    each_record(text, 1, "vidur", &["arrived_at", "num_prefill_tokens", "num_decode_tokens"], |line, rec, h| {
-        let r: VidurRow = fields(line, rec, h)?;
-        let t = time_number(line, "arrived_at", r.arrived_at, "seconds")?;
-        let prompt = tokens(line, "num_prefill_tokens", r.num_prefill_tokens, 0)?.max(1);
-        let output = tokens(line, "num_decode_tokens", r.num_decode_tokens, 0)?.max(1);
+    let columns = Columns { required: &["arrived_at", "num_prefill_tokens", "num_decode_tokens"], optional: &[] };
+    each_record(text, 1, "vidur", columns, |line, [arrived_at, prefill, decode, _]| {
+        let t = time_number(line, "arrived_at", arrived_at, "seconds")?;
+        let prompt = tokens(line, "num_prefill_tokens", prefill, 0)?.max(1);
+        let output = tokens(line, "num_decode_tokens", decode, 0)?.max(1);
         let session = ordinal_key(rows.len() as u64);
         rows.push(RawRow { t, prompt, output, n: 1, hash_ids: None, session, failed: false });
         Ok(())
@@ -197,21 +180,14 @@ pub(crate) fn read_vidur(text: &str) -> Result<Parsed, String> {
     Ok(Parsed { rows, origin: None, hash_block_tokens: 16 })
 }
 
-#[derive(Deserialize)]
-struct SplitwiseRow<'a> {
-    arrival_timestamp: &'a str,
-    prompt_size: &'a str,
-    token_size: &'a str,
-}
-
 /// SplitwiseSim: `arrival_timestamp` in seconds, `prompt_size`, `token_size`.
 pub(crate) fn read_splitwise(text: &str) -> Result<Parsed, String> {
     let mut rows = Vec::new();
-    each_record(text, 1, "splitwise", &["arrival_timestamp", "prompt_size", "token_size"], |line, rec, h| {
-        let r: SplitwiseRow = fields(line, rec, h)?;
-        let t = time_number(line, "arrival_timestamp", r.arrival_timestamp, "seconds")?;
-        let prompt = tokens(line, "prompt_size", r.prompt_size, 1)?;
-        let output = tokens(line, "token_size", r.token_size, 1)?;
+    let columns = Columns { required: &["arrival_timestamp", "prompt_size", "token_size"], optional: &[] };
+    each_record(text, 1, "splitwise", columns, |line, [arrival, prompt, output, _]| {
+        let t = time_number(line, "arrival_timestamp", arrival, "seconds")?;
+        let prompt = tokens(line, "prompt_size", prompt, 1)?;
+        let output = tokens(line, "token_size", output, 1)?;
         let session = ordinal_key(rows.len() as u64);
         rows.push(RawRow { t, prompt, output, n: 1, hash_ids: None, session, failed: false });
         Ok(())
@@ -236,15 +212,6 @@ pub(crate) fn blis_header(text: &str) -> Option<(usize, usize)> {
     None
 }
 
-#[derive(Deserialize)]
-struct BlisRow<'a> {
-    input_tokens: &'a str,
-    output_tokens: &'a str,
-    arrival_time_us: &'a str,
-    #[serde(default)]
-    session_id: Option<&'a str>,
-}
-
 /// BLIS / inference-sim TraceV2: the YAML header (up to the CSV header line) is skipped, except
 /// that a `time_unit` other than microseconds is refused; `arrival_time_us` in µs.
 pub(crate) fn read_blis(text: &str) -> Result<Parsed, String> {
@@ -264,17 +231,14 @@ pub(crate) fn read_blis(text: &str) -> Result<Parsed, String> {
     }
     let mut rows = Vec::new();
     let mut times = Vec::new();
-    each_record(&text[offset..], index as u64 + 1, "blis", &BLIS_COLUMNS, |line, rec, h| {
-        let r: BlisRow = fields(line, rec, h)?;
-        let us = r.arrival_time_us.parse::<u64>().map_err(|_| {
-            at(line, "arrival_time_us", format!("expected whole microseconds ≥ 0, found \"{}\"", r.arrival_time_us))
+    let columns = Columns { required: &BLIS_COLUMNS, optional: &["session_id"] };
+    each_record(&text[offset..], index as u64 + 1, "blis", columns, |line, [input, output, arrival_us, session]| {
+        let us = arrival_us.parse::<u64>().map_err(|_| {
+            at(line, "arrival_time_us", format!("expected whole microseconds ≥ 0, found \"{arrival_us}\""))
         })?;
-        let prompt = tokens(line, "input_tokens", r.input_tokens, 1)?;
-        let output = tokens(line, "output_tokens", r.output_tokens, 1)?;
-        let session = match r.session_id.filter(|s| !s.is_empty()) {
-            Some(s) => text_key(s),
-            None => ordinal_key(rows.len() as u64),
-        };
+        let prompt = tokens(line, "input_tokens", input, 1)?;
+        let output = tokens(line, "output_tokens", output, 1)?;
+        let session = if session.is_empty() { ordinal_key(rows.len() as u64) } else { text_key(session) };
         times.push(us);
         rows.push(RawRow { t: 0.0, prompt, output, n: 1, hash_ids: None, session, failed: false });
         Ok(())
