@@ -187,13 +187,18 @@ async fn the_kv_search_in_the_page_answers_as_the_cli_does_and_can_be_cancelled(
         for key in ["kv_memory_gib", "ttft_p95_ms", "misses_at_gib", "runs"] {
             assert_eq!(page[key].as_f64(), cli[key].as_f64(), "{allocator} {key}: page {page}, CLI {cli}");
         }
+        assert_eq!(page["misses_because"], cli["misses_because"], "{allocator}: why the point below misses");
+        assert!(page["misses_because"].as_str().is_some_and(|w| w.contains("TTFT p95")), "{page}");
         assert_eq!(got["grid"], numbers_as_floats(cli["grid"].clone()), "{allocator}");
     }
     // docs/SWEEP.md's example: paged-default meets 2 s from 8.75 GiB.
     assert_eq!(got["paged"]["kv_memory_gib"], json!(8.75));
     let text = |id: &str| format!("return document.getElementById('{id}').textContent");
     let paged = js(c, &text("sweep-search-paged")).await;
-    assert!(paged.as_str().unwrap().starts_with("paged: 8.75 GiB meets TTFT p95 ≤ 2000 ms (p95 "), "{paged}");
+    assert!(
+        paged.as_str().unwrap().starts_with("paged: 8.75 GiB meets TTFT p95 ≤ 2000 ms and keeps up (p95 "),
+        "{paged}"
+    );
     let line = js(c, &text("sweep-search-progress")).await;
     assert!(line.as_str().unwrap().contains("runs in"), "{line}");
     assert_eq!(js(c, "return document.getElementById('sweep-search-cancel').hidden").await, json!(true));

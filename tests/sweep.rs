@@ -181,7 +181,11 @@ fn the_bisection_driven_by_hand_runs_what_smallest_meeting_runs() {
     let preset: Value = serde_json::from_str(&text).unwrap();
     let grid = kvlab::formats::sweep::kv_grid(4.0, 12.0, 0.25, &kvlab::formats::sweep::CLI_KV_NAMES).unwrap();
     let config_at = |i: usize| kvlab::formats::sweep::with_kv_memory(&preset, grid[i]);
-    let whole = smallest_meeting(grid.len(), config_at, |c| run_against_ttft_p95(c, 2000.0)).unwrap();
+    let judge = |c: &_| {
+        let (run, miss) = run_against_ttft_p95(c, 2000.0);
+        (run, miss.is_none())
+    };
+    let whole = smallest_meeting(grid.len(), config_at, judge).unwrap();
     let mut search = Bisection::new(grid.len());
     while let Some(i) = search.next() {
         let mut sim = Simulation::new(config_at(i).unwrap()).unwrap();
@@ -215,7 +219,9 @@ fn a_run_that_leaves_a_growing_queue_misses_the_target() {
     let target = (served + counting_waiting) / 2.0;
     assert!(report.requests.rejected == 0 && report.requests.finished > 0);
     assert!(!meets_ttft_p95(&sim, &report, target), "p95 {served} ms served, {counting_waiting} ms counting the queue");
-    assert!(meets_ttft_p95(&sim, &report, counting_waiting));
+    // Even at the p95 counting the queue it misses: the queue grows to the end.
+    let why = kvlab::engine::sweep::ttft_p95_miss(&sim, &report, counting_waiting).unwrap();
+    assert!(why.contains("has waited") || why.contains("waiting queue grows"), "{why}");
     // A run with no queue at the end counts the same either way.
     let mut sim = Simulation::new(preset("paged-default")).unwrap();
     let report = sim.run_to_end();
@@ -254,11 +260,48 @@ fn bad_sweeps_are_refused_naming_the_flag() {
     assert!(err(&["sweep", &p, "--min-kv-for-ttft-p95-ms", "2000", "--kv-range", "0.25:0.5"])
         .contains("scheduler.max_model_len"));
     let generous = ok_json(&["sweep", &p, "--min-kv-for-ttft-p95-ms", "1000000", "--json"]);
+    // About 1 GiB holds one 8192-token request, but a 1,000 s target is met only where the
+    // server keeps up with the traffic: from 5 GiB.
     let gib = generous["kv_memory_gib"].as_f64().unwrap();
-    assert!((1.0..=1.5).contains(&gib), "about 1 GiB holds one 8192-token request: {gib}");
+    assert_eq!(gib, 5.0);
     assert_eq!(generous["misses_at_gib"].as_f64(), Some(gib - 0.25));
+    assert!(generous["misses_because"].as_str().unwrap().contains("waiting queue grows"), "{generous}");
     // A value the engine refuses is one refused point, the others run.
     let v = ok_json(&["sweep", &p, "--knob", "scheduler.max_num_seqs", "--values", "0,64", "--json"]);
     assert!(v["points"][0]["paged"]["error"].as_str().unwrap().contains("scheduler.max_num_seqs"));
     assert!(v["points"][1]["paged"]["ttft_p95_ms"].is_number());
+}
+
+/// A 60 s run can end before an overloaded queue's requests have waited long: `contiguous-default`
+/// on 9.25 GiB serves with TTFT p95 under 20 s while 219 of 725 requests still wait and the queue
+/// grows. It does not keep up, so it misses a 20,000 ms target (docs/SWEEP.md), and the search
+/// says why the point below its answer misses.
+#[test]
+fn a_run_whose_queue_grows_over_its_last_third_does_not_keep_up() {
+    let mut config = preset("contiguous-default");
+    config.kv_memory_gib = 9.25;
+    let mut sim = Simulation::new(config).unwrap();
+    let report = sim.run_to_end();
+    assert!(report.latency_ms.ttft_p95 <= 20_000.0, "{}", report.latency_ms.ttft_p95);
+    assert!(sim.ttft_p95_counting_waiting_ms() <= 20_000.0);
+    assert_eq!(report.requests.waiting_at_end, 219);
+    assert!(kvlab::engine::sweep::keeps_up(&sim, 20_000.0).is_err());
+    // However long the target, the trend fails it.
+    let why = kvlab::engine::sweep::keeps_up(&sim, 1e9).unwrap_err();
+    assert!(why.starts_with("the waiting queue grows over the last third of the run"), "{why}");
+    assert!(!meets_ttft_p95(&sim, &report, 20_000.0));
+    // A server that keeps up passes: paged-default's queue is near empty at the end.
+    let mut sim = Simulation::new(preset("paged-default")).unwrap();
+    sim.run_to_end();
+    assert_eq!(kvlab::engine::sweep::keeps_up(&sim, 2_000.0), Ok(()));
+    // A request that has waited longer than the target at the end fails it, whatever the trend.
+    let mut sim = Simulation::new(preset("contiguous-default")).unwrap();
+    sim.run_to_end();
+    assert!(sim.longest_wait_ms() > 1_000.0);
+    assert!(kvlab::engine::sweep::keeps_up(&sim, 1_000.0).unwrap_err().contains("has waited"));
+
+    let contiguous = repo_path("assets/presets/contiguous-default.json");
+    let out = ok_json(&["sweep", &contiguous.to_string_lossy(), "--min-kv-for-ttft-p95-ms", "20000", "--json"]);
+    assert_eq!(out["kv_memory_gib"].as_f64(), Some(11.75));
+    assert!(out["misses_because"].as_str().unwrap().contains("waiting queue grows"), "{out}");
 }

@@ -125,6 +125,9 @@ fn mission_10_plays_the_shipped_code_traffic() {
     assert_eq!(mission.preset.scheduler, code.scheduler, "the broken setup is the shipped preset's server");
 }
 
+/// One figure of a report.
+type Figure = fn(&Report) -> f64;
+
 /// Mean of a report figure over five seeds of the fitted preset.
 fn fitted_mean(dto: &PresetDto, figure: impl Fn(&Report) -> f64) -> f64 {
     let mut sum = 0.0;
@@ -143,7 +146,7 @@ fn fitted_traffic_holds_the_memory_and_throughput_of_the_real_window() {
     for r in &RECIPES {
         let fitted = preset_dto(r.id);
         let real = run(&replay_of(r, &fitted));
-        let checks: [(&str, fn(&Report) -> f64, f64); 2] = [
+        let checks: [(&str, Figure, f64); 2] = [
             ("kv.allocated_fraction_mean", |x| x.kv.allocated_fraction_mean, 0.20),
             ("output_tokens_per_s", |x| x.output_tokens_per_s, 0.10),
         ];

@@ -189,16 +189,21 @@ fn min_kv(args: &SweepArgs, preset: &Value, target: f64) -> Result<(), String> {
         None => default_kv_range(&config, step),
     };
     let grid = kv_grid(lo, hi, step, &CLI_KV_NAMES).map_err(|e| e.to_string())?;
-    let found = smallest_meeting(grid.len(), |i| with_kv_memory(preset, grid[i]), |c| run_against_ttft_p95(c, target));
+    let judge = |c: &_| {
+        let (run, miss) = run_against_ttft_p95(c, target);
+        (run, miss.is_none())
+    };
+    // Why a grid point misses, said by running it again (one run; the search keeps only verdicts).
+    let why_at = |gib: f64| match with_kv_memory(preset, gib) {
+        Ok(c) => run_against_ttft_p95(&c, target).1.unwrap_or_default(),
+        Err(e) => e.to_string(),
+    };
+    let found = smallest_meeting(grid.len(), |i| with_kv_memory(preset, grid[i]), judge);
     let found = match found {
         Ok(f) => f,
         Err(NotFound::Config(e)) => return Err(format!("{}: {e}", args.preset.display())),
-        Err(NotFound::LastMisses(r)) => {
-            let why = match *r {
-                Ok(r) if r.requests.rejected > 0 => format!("{} requests are refused", r.requests.rejected),
-                Ok(r) => format!("TTFT p95 is {} ms", r.latency_ms.ttft_p95),
-                Err(e) => e.to_string(),
-            };
+        Err(NotFound::LastMisses(_)) => {
+            let why = why_at(grid[grid.len() - 1]);
             return Err(format!(
                 "--min-kv-for-ttft-p95-ms: even {} GiB misses {target} ms ({why}); raise the top of --kv-range or the target, or lower the traffic",
                 grid[grid.len() - 1]
@@ -214,6 +219,7 @@ fn min_kv(args: &SweepArgs, preset: &Value, target: f64) -> Result<(), String> {
             "kv_memory_gib": gib,
             "ttft_p95_ms": found.report.latency_ms.ttft_p95,
             "misses_at_gib": below,
+            "misses_because": below.map(why_at),
             "runs": found.probes.len(),
             "grid": { "lo_gib": lo, "hi_gib": grid[grid.len() - 1], "step_gib": step },
         });
@@ -226,7 +232,8 @@ fn min_kv(args: &SweepArgs, preset: &Value, target: f64) -> Result<(), String> {
     );
     match below {
         Some(b) => println!(
-            "  {b} GiB misses it; {} runs, bisection over {lo}…{hi} GiB in {step} GiB steps",
+            "  {b} GiB misses it ({}); {} runs, bisection over {lo}…{hi} GiB in {step} GiB steps",
+            why_at(b),
             found.probes.len()
         ),
         None => println!("  the bottom of the range already meets it; lower --kv-range's LO to look further"),

@@ -7,12 +7,14 @@
 //! only keeps the two searches' places so `App` can run them a frame budget at a time
 //! (sweep_view.rs draws them; no DOM here).
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::engine::config::ConfigError;
+
 use crate::engine::sweep::{run_against_ttft_p95, Bisection, Found, NotFound};
-use crate::engine::Report;
 use crate::formats::sweep::{
     allocator_variants, check_kv_searchable, config_of, default_kv_range, kv_grid, parse_kv_range, with_kv_memory,
     KvRangeNames, ALLOCATORS, KV_STEP_GIB,
@@ -107,8 +109,14 @@ pub enum Answer {
     /// Cancelled before it finished.
     Cancelled { runs: usize },
     /// The smallest KV size on the grid that meets the target; `misses_at_gib` is the grid point
-    /// below it (None: the lowest point tried already meets it).
-    Met { kv_memory_gib: f64, ttft_p95_ms: f64, misses_at_gib: Option<f64>, runs: usize },
+    /// below it (None: the lowest point tried already meets it) and `misses_because` why it misses.
+    Met {
+        kv_memory_gib: f64,
+        ttft_p95_ms: f64,
+        misses_at_gib: Option<f64>,
+        misses_because: Option<String>,
+        runs: usize,
+    },
     /// Even the top of the grid misses: its TTFT p95 (None when the engine refused the run) and why.
     NotMet { top_gib: f64, ttft_p95_ms: Option<f64>, why: String, runs: usize },
     /// The search could not set up its most generous point; the engine's words.
@@ -119,6 +127,8 @@ pub enum Answer {
 struct Side {
     preset: Value,
     search: Bisection,
+    /// Why each grid point run so far missed the target (`engine::sweep::ttft_p95_miss`).
+    misses: BTreeMap<usize, String>,
 }
 
 /// A search in progress or finished: both allocators, one after the other.
@@ -138,7 +148,11 @@ impl KvSearchJob {
         let config = config_of(preset).map_err(|e| Refusal::general(e.to_string()))?;
         check_kv_searchable(preset).map_err(|e| Refusal::general(e.to_string()))?;
         let (grid, step_gib) = grid_of(&config, fields)?;
-        let sides = allocator_variants(preset).map(|preset| Side { preset, search: Bisection::new(grid.len()) });
+        let sides = allocator_variants(preset).map(|preset| Side {
+            preset,
+            search: Bisection::new(grid.len()),
+            misses: BTreeMap::new(),
+        });
         Ok(KvSearchJob { target_ms, grid, step_gib, sides, cancelled: false })
     }
 
@@ -184,8 +198,11 @@ impl KvSearchJob {
         let Some((side, i)) = self.sides.iter_mut().find_map(|s| s.search.next().map(|i| (s, i))) else { return };
         match with_kv_memory(&side.preset, self.grid[i]) {
             Ok(config) => {
-                let (run, met) = run_against_ttft_p95(&config, target);
-                side.search.record(run, met);
+                let (run, miss) = run_against_ttft_p95(&config, target);
+                side.search.record(run, miss.is_none());
+                if let Some(why) = miss {
+                    side.misses.insert(i, why);
+                }
             }
             Err(e) => side.search.refuse(e),
         }
@@ -193,40 +210,39 @@ impl KvSearchJob {
 
     /// Each allocator's answer so far, in [`ALLOCATORS`] order.
     pub fn answers(&self) -> [Answer; 2] {
-        [0, 1].map(|a| self.answer(&self.sides[a].search))
+        [0, 1].map(|a| self.answer(&self.sides[a]))
     }
 
-    fn answer(&self, search: &Bisection) -> Answer {
-        let runs = search.runs();
-        match search.result() {
+    fn answer(&self, side: &Side) -> Answer {
+        let runs = side.search.runs();
+        match side.search.result() {
             None if self.cancelled => Answer::Cancelled { runs },
             None => Answer::Searching { runs },
-            Some(Ok(f)) => self.met(f),
-            Some(Err(NotFound::LastMisses(run))) => not_met(self.grid[self.grid.len() - 1], run, runs),
+            Some(Ok(f)) => self.met(side, f),
+            Some(Err(NotFound::LastMisses(last))) => {
+                let top = self.grid.len() - 1;
+                let why = side.misses.get(&top).cloned().unwrap_or_default();
+                Answer::NotMet {
+                    top_gib: self.grid[top],
+                    ttft_p95_ms: last.as_ref().as_ref().ok().map(|r| r.latency_ms.ttft_p95),
+                    why,
+                    runs,
+                }
+            }
             Some(Err(NotFound::Config(e))) => Answer::Refused { error: e.to_string(), runs },
         }
     }
 
-    fn met(&self, f: &Found) -> Answer {
+    fn met(&self, side: &Side, f: &Found) -> Answer {
+        let below = f.index.checked_sub(1);
         Answer::Met {
             kv_memory_gib: self.grid[f.index],
             ttft_p95_ms: f.report.latency_ms.ttft_p95,
-            misses_at_gib: f.index.checked_sub(1).map(|i| self.grid[i]),
+            misses_at_gib: below.map(|i| self.grid[i]),
+            misses_because: below.and_then(|i| side.misses.get(&i).cloned()),
             runs: f.probes.len(),
         }
     }
-}
-
-fn not_met(top_gib: f64, run: &Result<Report, ConfigError>, runs: usize) -> Answer {
-    let (ttft_p95_ms, why) = match run {
-        Ok(r) if r.requests.rejected > 0 => {
-            (Some(r.latency_ms.ttft_p95), format!("{} requests refused", r.requests.rejected))
-        }
-        Ok(r) if r.requests.finished == 0 => (Some(r.latency_ms.ttft_p95), "no request finished".into()),
-        Ok(r) => (Some(r.latency_ms.ttft_p95), format!("TTFT p95 {:.0} ms", r.latency_ms.ttft_p95)),
-        Err(e) => (None, format!("refused: {e}")),
-    };
-    Answer::NotMet { top_gib, ttft_p95_ms, why, runs }
 }
 
 /// One allocator's answer as the panel writes it ("paged: 8.75 GiB meets TTFT p95 ≤ 2000 ms …").
@@ -235,8 +251,9 @@ pub fn answer_text(allocator: &str, target_ms: f64, answer: &Answer) -> String {
         Answer::Searching { runs: 0 } => format!("{allocator}: waiting…"),
         Answer::Searching { runs } => format!("{allocator}: searching… {runs} {}", plural(*runs, "run")),
         Answer::Cancelled { runs } => format!("{allocator}: cancelled after {runs} {}.", plural(*runs, "run")),
-        Answer::Met { kv_memory_gib, ttft_p95_ms, misses_at_gib: Some(below), .. } => format!(
-            "{allocator}: {kv_memory_gib} GiB meets TTFT p95 ≤ {target_ms} ms (p95 {ttft_p95_ms:.0} ms); {below} GiB misses it."
+        Answer::Met { kv_memory_gib, ttft_p95_ms, misses_at_gib: Some(below), misses_because, .. } => format!(
+            "{allocator}: {kv_memory_gib} GiB meets TTFT p95 ≤ {target_ms} ms and keeps up (p95 {ttft_p95_ms:.0} ms); {below} GiB misses it{}.",
+            misses_because.as_ref().map_or(String::new(), |w| format!(" ({w})"))
         ),
         Answer::Met { kv_memory_gib, ttft_p95_ms, misses_at_gib: None, .. } => format!(
             "{allocator}: met already at the lowest KV tried, {kv_memory_gib} GiB (p95 {ttft_p95_ms:.0} ms ≤ {target_ms} ms)."

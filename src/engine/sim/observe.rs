@@ -15,6 +15,19 @@ use crate::engine::plan::startup_line;
 use crate::engine::request::GroupStatus;
 
 impl Simulation {
+    /// The longest wait so far, in milliseconds, of a request that arrived, was not refused and
+    /// has no first token yet (0 when there is none).
+    pub fn longest_wait_ms(&self) -> f64 {
+        let longest = self
+            .groups
+            .iter()
+            .filter(|g| g.first_token_us.is_none() && g.status != GroupStatus::Rejected)
+            .map(|g| self.now_us.saturating_sub(g.arrival_us))
+            .max()
+            .unwrap_or(0);
+        round_to(longest as f64 / 1000.0, 2)
+    }
+
     /// TTFT p95 in milliseconds over every request that arrived and was not refused, a request
     /// still without its first token counted at its wait so far (a lower bound of its TTFT), so
     /// that a queue left waiting at the end shows. The report's `ttft_p95` counts only the
