@@ -96,12 +96,43 @@ fn tensor_parallel_sizes_vllm_cannot_use_are_refused() {
 fn tensor_parallelism_splits_the_step_and_adds_all_reduces() {
     let at = |tp: u32| {
         let c = parse_preset(&preset(&format!(
-            r#""model": "llama-3-70b", "gpu": "h100-sxm", "kv_memory_gib": 40, "tensor_parallel_size": {tp}, "allocator": {{"kind": "paged"}}"#
+            r#""model": "llama-3-70b", "gpu": "h100-sxm", "kv_memory_gib": 10, "tensor_parallel_size": {tp}, "allocator": {{"kind": "paged"}}"#
         )))
         .unwrap();
         c.step_time_model().step_us(&StepWork { decode_tokens: 64, kv_read_tokens: 64 * 2000, ..StepWork::default() })
     };
-    let (one, four) = (at(1), at(4));
-    assert!(four < one / 2, "four GPUs stream a quarter each: {four} vs {one} µs");
-    assert!(four > one / 4, "but the all-reduces cost something: {four} vs {one} µs");
+    // Llama-3-70B's 131.5 GiB of weights need two H100s at least (`engine::gpu_fit`).
+    let (two, eight) = (at(2), at(8));
+    assert!(eight < two / 2, "eight GPUs stream a quarter of what two do each: {eight} vs {two} µs");
+    assert!(eight > two / 4, "but the all-reduces cost something: {eight} vs {two} µs");
+}
+
+/// KV given in GiB must fit the GPUs as it must when derived from them: weights split by tensor
+/// parallelism + that GPU's KV share + activation + other memory (`engine::gpu_fit`).
+#[test]
+fn kv_in_gib_that_no_gpu_can_hold_is_refused_with_the_arithmetic() {
+    let e = parse_preset(&preset(r#""gpu": "l4", "kv_memory_gib": 1000"#)).unwrap_err();
+    assert_eq!(e.field, "kv_memory_gib");
+    assert!(e.message.contains("1000 GiB of KV does not fit one l4"), "{e}");
+    assert!(e.message.contains("more than its 22.1 GiB; lower kv_memory_gib to 5.68 or less"), "{e}");
+    let e = parse_preset(&preset(r#""model": "llama-3-70b", "gpu": "h100-sxm", "kv_memory_gib": 10"#)).unwrap_err();
+    assert_eq!(e.field, "model");
+    assert!(e.message.contains("llama-3-70b needs 131.5 GiB of weights on one h100-sxm, which has 79.2 GiB"), "{e}");
+    assert!(e.message.ends_with("use tensor_parallel_size 2 or more"), "{e}");
+    // Two GPUs hold it, and the most KV that fits is what the KV search tops out at.
+    let c = parse_preset(&preset(
+        r#""model": "llama-3-70b", "gpu": "h100-sxm", "kv_memory_gib": 10, "tensor_parallel_size": 2"#,
+    ))
+    .unwrap();
+    let most = kvlab::engine::gpu_fit::max_kv_gib(&c);
+    assert!((20.0..30.0).contains(&most), "{most}");
+    let fits =
+        format!(r#""model": "llama-3-70b", "gpu": "h100-sxm", "kv_memory_gib": {most}, "tensor_parallel_size": 2"#);
+    assert!(parse_preset(&preset(&fits)).is_ok());
+    let over = format!(
+        r#""model": "llama-3-70b", "gpu": "h100-sxm", "kv_memory_gib": {}, "tensor_parallel_size": 2"#,
+        most + 0.1
+    );
+    let e = parse_preset(&preset(&over)).unwrap_err();
+    assert!(e.message.contains("use tensor_parallel_size 4 or more, or lower kv_memory_gib to"), "{e}");
 }

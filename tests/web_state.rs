@@ -199,7 +199,10 @@ fn setups_vllm_would_not_start_are_refused_on_the_page() {
 fn setups_too_big_for_a_tab_are_refused_with_a_reason() {
     let mut lab = Lab::new(LabState::new(preset("paged-default")), PageOptions::default()).unwrap();
     let mut huge = lab.state.clone();
-    huge.preset.kv_memory_gib = Some(4096.0);
+    // 100 GiB of fp8 KV fits an H200 beside Llama-3-8B, but is 1.6 million 1-token blocks.
+    huge.preset.gpu = "h200".into();
+    huge.preset.kv_dtype = kvlab::formats::preset::KvDtypeDto::Fp8;
+    huge.preset.kv_memory_gib = Some(100.0);
     huge.preset.allocator = AllocatorDto::Paged { block_size: 1, prefix_caching: Some(false) };
     let e = lab.apply(huge, true).unwrap_err();
     assert!(e.starts_with("kv_memory_gib:") && e.contains("1,048,576"), "{e}");

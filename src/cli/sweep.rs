@@ -40,7 +40,7 @@ pub struct SweepArgs {
     /// many milliseconds (bisection; the preset's own allocator).
     #[arg(long, value_name = "MS", conflicts_with_all = ["knob", "values", "range", "csv"])]
     pub min_kv_for_ttft_p95_ms: Option<f64>,
-    /// The KV memory the search looks in, GiB (default: one step up to the GPUs' memory).
+    /// The KV memory the search looks in, GiB (default: one step up to the most KV the GPUs hold beside the weights).
     #[arg(long, value_name = "LO:HI", requires = "min_kv_for_ttft_p95_ms")]
     pub kv_range: Option<String>,
     /// The search's resolution, GiB.

@@ -11,6 +11,7 @@
 pub mod alloc;
 pub mod bounds;
 pub mod config;
+pub mod gpu_fit;
 pub mod memory_budget;
 pub mod memory_map;
 pub mod metrics;

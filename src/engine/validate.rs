@@ -127,6 +127,7 @@ impl SimConfig {
     /// vLLM's words, as startup refusals), and that a typical request fits; then the lab's bounds.
     fn validate_memory(&self) -> Result<(), ConfigError> {
         check_f64("kv_memory_gib", self.kv_memory_gib, 0.01, 4096.0)?;
+        super::gpu_fit::check_fits_gpu(self)?;
         let capacity = self.capacity_tokens();
         if capacity == 0 {
             return Err(ConfigError::new(

@@ -188,9 +188,10 @@ pub fn plan(preset: &Value, knob: &Knob, values: &[Value]) -> Result<Vec<Planned
 pub const KV_STEP_GIB: f64 = 0.25;
 
 /// The KV memory the smallest-KV search looks in unless told otherwise, (LO, HI) in GiB: one
-/// step up to the memory of the preset's GPUs.
+/// step up to the most KV the preset's GPUs hold beside its weights (`engine::gpu_fit::max_kv_gib`).
 pub fn default_kv_range(config: &SimConfig, step: f64) -> (f64, f64) {
-    (step, config.gpu.memory_gib * f64::from(config.tensor_parallel_size))
+    let top = (crate::engine::gpu_fit::max_kv_gib(config) / step).floor() * step;
+    (step, top.max(step))
 }
 
 /// How the smallest-KV search's range and step are named where they were written (the CLI's
