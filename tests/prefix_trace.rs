@@ -2,11 +2,13 @@
 //! chained, so an equal id means an equal prefix up to it) drive vLLM v1's prefix cache through
 //! the real allocator and scheduler. On a window of the real Mooncake conversation trace with a
 //! pool that holds everything, the engine's hit rate equals an independent count of the leading
-//! blocks each request shares with earlier ones.
+//! blocks each request shares with earlier ones; the report counts the tokens looked up and
+//! found, and the memory map marks the blocks requests share.
 #![cfg(not(target_arch = "wasm32"))]
 
 use std::sync::Arc;
 
+use kvlab::engine::memory_map::MapCell;
 use kvlab::engine::workload::{Arrival, TraceRow};
 use kvlab::engine::Simulation;
 use kvlab::formats::preset::parse_preset;
@@ -101,16 +103,29 @@ fn mooncake_hash_ids_hit_the_prefix_cache_as_an_independent_count_says() {
     let expected = independent_hit_rate(&rows);
     assert!(expected > 0.1, "the conversation trace shares prefixes: {expected}");
     let mut sim = Simulation::new(config(&rows)).expect("valid config");
+    // The memory map marks the blocks more than one running request holds: the shared prefixes.
+    let mut most_shared_cells = 0;
     while sim.step() {
         if sim.steps() % 1024 == 0 {
             sim.check_invariants().unwrap_or_else(|e| panic!("step {}: {e}", sim.steps()));
         }
+        if sim.steps() % 64 == 0 {
+            let map = sim.memory_map();
+            let shared = map.cells.iter().filter(|c| c.flags & MapCell::SHARED != 0 && !c.is_free()).count();
+            most_shared_cells = most_shared_cells.max(shared);
+        }
     }
+    assert!(most_shared_cells > 0, "the map shows the blocks the trace's requests share");
     sim.check_invariants().expect("invariants at the end");
     let report = sim.report();
     assert_eq!(report.requests.arrived, 339);
     assert_eq!(report.requests.finished, 339, "every request finished: {:?}", report.requests);
     assert_eq!(report.preemptions, 0, "nothing was preempted (the pool holds everything)");
+    // The report counts the tokens behind the rate: every prompt token looked up, those found.
+    let prompt_tokens: u64 = rows.iter().map(|r| u64::from(r.input)).sum();
+    assert_eq!(report.prefix_cache_queries, prompt_tokens);
+    let counted = report.prefix_cache_hits as f64 / report.prefix_cache_queries as f64;
+    assert!((counted - report.prefix_cache_hit_rate).abs() < 1e-4);
     let got = report.prefix_cache_hit_rate;
     println!("hit rate {got:.5}, independent count {expected:.5}, {} steps", sim.steps());
     assert!((got - expected).abs() <= 0.01, "hit rate {got:.4}, independent count {expected:.4}");
