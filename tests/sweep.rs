@@ -266,6 +266,16 @@ fn bad_sweeps_are_refused_naming_the_flag() {
     assert_eq!(gib, 5.0);
     assert_eq!(generous["misses_at_gib"].as_f64(), Some(gib - 0.25));
     assert!(generous["misses_because"].as_str().unwrap().contains("waiting queue grows"), "{generous}");
+    // A knob the preset has no place for is refused once, naming what that object has.
+    let trace = std::env::temp_dir().join(format!("kvlab-sweep-trace-{}.json", std::process::id()));
+    let mut with_trace: Value = serde_json::from_str(&common::preset_text("paged-default")).unwrap();
+    with_trace["workload"]["arrival"] =
+        serde_json::json!({"kind": "trace", "csv": "arrival_s,prompt_tokens,output_tokens\n0,100,10\n1,100,10\n"});
+    std::fs::write(&trace, with_trace.to_string()).unwrap();
+    let e = err(&["sweep", &trace.to_string_lossy(), "--knob", "workload.arrival.rate_per_s", "--values", "5,10"]);
+    assert!(e.contains("workload.arrival.rate_per_s: does not apply to this preset"), "{e}");
+    assert!(e.contains("unknown field `rate_per_s`") && e.contains("`speed`"), "{e}");
+    std::fs::remove_file(&trace).unwrap();
     // A value the engine refuses is one refused point, the others run.
     let v = ok_json(&["sweep", &p, "--knob", "scheduler.max_num_seqs", "--values", "0,64", "--json"]);
     assert!(v["points"][0]["paged"]["error"].as_str().unwrap().contains("scheduler.max_num_seqs"));

@@ -164,9 +164,26 @@ pub struct PlannedPoint {
 
 /// The configurations of every point. The preset must be valid as it is (its error is returned
 /// as is); a point the engine refuses keeps its error in place of a configuration.
+/// A knob the preset has no place for (`workload.arrival.rate_per_s` on a trace's arrivals) is
+/// refused as a whole, naming the fields that object does have, rather than failing every point.
 pub fn plan(preset: &Value, knob: &Knob, values: &[Value]) -> Result<Vec<PlannedPoint>, ConfigError> {
     config_of(preset)?;
     let variants = allocator_variants(preset);
+    if let Some(first) = values.first() {
+        for (variant, _) in variants.iter().zip(ALLOCATORS).filter(|(_, a)| knob.applies_to(a)) {
+            let mut v = variant.clone();
+            if set_path(&mut v, &knob.segs, first.clone()).is_ok() {
+                if let Err(e) = config_of(&v) {
+                    if e.message.starts_with("unknown field") {
+                        return Err(ConfigError::new(
+                            knob.path(),
+                            format!("does not apply to this preset ({}: {}); sweep a field it has", e.field, e.message),
+                        ));
+                    }
+                }
+            }
+        }
+    }
     let points = values
         .iter()
         .map(|value| PlannedPoint {
