@@ -116,13 +116,13 @@ fn memory_map(c: &mut Criterion) {
     c.bench_function("memory_map_paged_5120_blocks", |b| b.iter(|| black_box(sim.memory_map())));
 }
 
-/// `kvlab sweep h200-scale --knob kv_memory_gib --range 10:134:32`: 32 points × 2 allocators,
+/// `kvlab sweep h200-scale --knob kv_memory_gib --range 10:120:32`: 32 points × 2 allocators,
 /// spread over the cores as the CLI runs them (`engine::sweep::run_all`).
 fn kv_sweep(c: &mut Criterion) {
     let path = format!("{}/assets/presets/h200-scale.json", env!("CARGO_MANIFEST_DIR"));
     let preset: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).expect("preset")).unwrap();
     let knob = Knob::parse("kv_memory_gib").expect("a knob");
-    let points = plan(&preset, &knob, &knob.range("10:134:32").expect("a range")).expect("a plan");
+    let points = plan(&preset, &knob, &knob.range("10:120:32").expect("a range")).expect("a plan");
     let configs: Vec<SimConfig> =
         points.iter().flat_map(|p| p.configs.iter().filter_map(|c| c.as_ref().ok().cloned())).collect();
     assert_eq!(configs.len(), 64, "every point runs both allocators");
