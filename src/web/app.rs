@@ -292,7 +292,8 @@ impl App {
     /// the settings form.
     pub fn sync_controls(&self) {
         let lab = self.lab.borrow();
-        controls::sync(&lab.state, lab.mission.as_ref(), &lab.loaded);
+        let kv_max = lab.runs.first().map(|r| crate::engine::gpu_fit::max_kv_gib(&r.config));
+        controls::sync(&lab.state, lab.mission.as_ref(), &lab.loaded, kv_max);
         sweep_view::lock(lab.mission.as_ref());
     }
 

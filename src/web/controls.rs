@@ -163,8 +163,9 @@ pub fn fill_options(speeds: &[f64], speed: f64) {
 }
 
 /// Puts `state` into the form: rows, values, which allocator settings show, the JSON text, and
-/// the locks of `mission` (the lab parsed it once; the form never parses it again).
-pub fn sync(state: &LabState, mission: Option<&Mission>, loaded: &PresetDto) {
+/// the locks of `mission` (the lab parsed it once; the form never parses it again). The KV
+/// slider ends at `kv_max_gib`, the most KV the run's GPUs hold (`engine::gpu_fit::max_kv_gib`).
+pub fn sync(state: &LabState, mission: Option<&Mission>, loaded: &PresetDto, kv_max_gib: Option<f64>) {
     let Some(form) = dom::by_id::<HtmlElement>("controls") else { return };
     // Rows of classes and bursts (rebuilt only when their number changes, so focus survives).
     let classes = state.preset.workload.classes.len();
@@ -194,6 +195,13 @@ pub fn sync(state: &LabState, mission: Option<&Mission>, loaded: &PresetDto) {
     }
     if let Some(el) = dom::by_id::<HtmlElement>("kvmem-gpu") {
         dom::set_hidden(&el, !from_gpu);
+    }
+    if let (Some(max), Ok(Some(slider))) =
+        (kv_max_gib, form.query_selector("input[type=range][data-path='kv_memory_gib']"))
+    {
+        // Half-GiB steps, as the slider moves; never below its minimum.
+        let top = ((max * 2.0).floor() / 2.0).max(0.5);
+        let _ = slider.set_attribute("max", &top.to_string());
     }
     let paged = state.is_paged();
     if let Some(el) = dom::by_id::<HtmlElement>("alloc-contiguous") {
