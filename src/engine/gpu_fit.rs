@@ -7,13 +7,11 @@
 
 use super::config::{ConfigError, SimConfig};
 use super::memory_budget::{
-    gpu_total_gib, kv_heads_per_gpu, peak_activation_bytes, ActivationShape, NON_TORCH_GIB, NON_TORCH_TP_GIB,
+    gpu_total_gib, kv_heads_per_gpu, peak_activation_bytes, splits_kv_heads, ActivationShape, NON_TORCH_GIB,
+    NON_TORCH_TP_GIB, TENSOR_PARALLEL_SIZES,
 };
 use super::model::GIB;
 use super::numbers::show_number;
-
-/// Tensor-parallel sizes the lab runs (`validate::check_tensor_parallel`).
-const TP_SIZES: [u32; 4] = [1, 2, 4, 8];
 
 /// One GPU's memory in a GiB-mode setup, GiB.
 #[derive(Clone, Debug, PartialEq)]
@@ -77,10 +75,9 @@ pub fn check_fits_gpu(config: &SimConfig) -> Result<(), ConfigError> {
     let (model, gpu) = (&config.model.id, &config.gpu.id);
     let gpus = if tp == 1 { format!("one {gpu}") } else { format!("each of {tp} {gpu}s") };
     // The smallest tensor-parallel size at which this KV memory fits, if any.
-    let splits_heads = |t: u32| config.model.kv_heads % t == 0 || t % config.model.kv_heads == 0;
-    let fitting_tp = TP_SIZES
+    let fitting_tp = TENSOR_PARALLEL_SIZES
         .into_iter()
-        .filter(|&t| t > tp && splits_heads(t))
+        .filter(|&t| t > tp && splits_kv_heads(config.model.kv_heads, t))
         .find(|&t| GpuFit::of(config, t).needed_gib() <= fit.gpu_total_gib);
     let use_tp = fitting_tp.map_or(String::new(), |t| format!("use tensor_parallel_size {t} or more, or "));
     if fit.room_for_kv_gib() <= 0.0 {

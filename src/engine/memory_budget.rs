@@ -141,6 +141,15 @@ fn gib_to_bytes(gib: f64) -> u64 {
     (gib * GIB as f64) as u64
 }
 
+/// The tensor-parallel sizes the lab runs.
+pub const TENSOR_PARALLEL_SIZES: [u32; 4] = [1, 2, 4, 8];
+
+/// Whether `tensor_parallel_size` GPUs split `kv_heads` evenly: it divides them, or is a multiple
+/// of them (each head then replicated).
+pub fn splits_kv_heads(kv_heads: u32, tensor_parallel_size: u32) -> bool {
+    kv_heads % tensor_parallel_size == 0 || tensor_parallel_size % kv_heads == 0
+}
+
 /// `max(1, kv_heads / tp)`: KV heads are split across GPUs, replicated once TP exceeds them.
 pub fn kv_heads_per_gpu(kv_heads: u32, tensor_parallel_size: u32) -> u32 {
     (kv_heads / tensor_parallel_size.max(1)).max(1)

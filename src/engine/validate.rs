@@ -6,6 +6,7 @@
 use std::fmt;
 
 use super::config::{AllocatorConfig, ConfigError, PreemptionMode, Reserve, SimConfig};
+use super::memory_budget::{splits_kv_heads, TENSOR_PARALLEL_SIZES};
 use super::model::GIB;
 use super::numbers::show_number;
 use super::startup_checks::{check_block_size, check_free_memory, check_kv_cache_memory, check_max_model_len_fits};
@@ -23,11 +24,11 @@ fn check_range<T: PartialOrd + fmt::Display + Copy>(field: &str, v: T, lo: T, hi
 /// as vLLM requires.
 fn check_tensor_parallel(c: &SimConfig) -> Result<(), ConfigError> {
     let tp = c.tensor_parallel_size;
-    if ![1, 2, 4, 8].contains(&tp) {
+    if !TENSOR_PARALLEL_SIZES.contains(&tp) {
         return Err(ConfigError::new("tensor_parallel_size", format!("{tp} is not supported; use 1, 2, 4 or 8")));
     }
     let heads = c.model.kv_heads;
-    if heads % tp != 0 && tp % heads != 0 {
+    if !splits_kv_heads(heads, tp) {
         return Err(ConfigError::new(
             "tensor_parallel_size",
             format!(
