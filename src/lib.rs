@@ -7,7 +7,8 @@
 //! 2. [`shipped`]: the presets, missions and calibrations compiled in, as text
 //! 3. [`formats`]: the file formats at the edge (presets, missions, calibrations, the report)
 //! 4. [`missions`]: patches, scoring, the shipped missions, stars
-//! 5. `calibrate` (native: real block pools) and [`render`] (pixels and CSV)
+//! 5. `calibrate` (native: real block pools), [`render`] (pixels and CSV) and [`session`] (the lab's
+//!    state machine, page or not)
 //! 6. `cli` (native) and `web` (wasm32): the two shells
 
 pub mod engine;
@@ -21,6 +22,7 @@ pub mod calibrate;
 pub mod cli;
 
 pub mod render;
+pub mod session;
 
 #[cfg(target_arch = "wasm32")]
 pub mod web;

@@ -1,41 +1,40 @@
-//! The running page: the lab, its view, and the animation-frame loop, shared by the event
-//! handlers and the JS handle through one `Rc<App>`. All state changes go through
-//! [`App::change`] (validate, apply or report, then redraw and update the URL), all time
-//! changes through [`App::set_time`]. In mission mode a run that reaches its end is scored and
-//! its stars are kept (never decreasing) through [`super::storage`].
+//! The running page: the lab's [`Session`], its view, and the animation-frame loop, shared by
+//! the event handlers, the JS handle and the host API through one `Rc<App>`. Every change goes
+//! through [`App::dispatch`], which hands a [`Command`] to the session and follows what it says:
+//! an applied command redraws, updates the form and the URL, and keeps the stars a mission run
+//! earned (never decreasing, through [`super::storage`]); a refused one is shown where the eye is
+//! (beside the control, which keeps what the user chose; under the Sweep panel's fields; or as a
+//! page message), except for a host page, which gets an `error` event instead (host.rs).
 
-use std::cell::{Cell, RefCell};
+use std::cell::{Cell, Ref, RefCell};
+use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use crate::missions::mission::Mission;
+use crate::session::command::{Applied, ChangeFrom, Command, MissionAction, Place, Refused};
+use crate::session::dispatch::Session;
+use crate::session::lab::Lab;
+use crate::session::sweep::SweepPanel;
 
 use super::controls;
 use super::dom;
 use super::errors;
-use super::kv_search::{Refusal, SearchFields};
-use super::lab::Lab;
 use super::messages::Messages;
-use super::missions;
 use super::storage::{self, Stars};
-use super::sweep::SweepPanel;
-use super::sweep_view::{self, SweepAction};
-use super::url_state::LabState;
+use super::sweep_view;
 use super::view::View;
 
 type FrameCallback = Closure<dyn FnMut(f64)>;
 
 pub struct App {
-    pub lab: RefCell<Lab>,
+    session: RefCell<Session>,
     pub view: RefCell<View>,
     frame: RefCell<Option<FrameCallback>>,
     frame_pending: Cell<bool>,
     /// `performance.now()` when the lab became interactive.
     pub ready_ms: Cell<f64>,
-    /// The mission setup whose final score was last kept (so it is kept once).
-    recorded: RefCell<Option<String>>,
     /// Called after every change, once the address bar follows it (the host page's `state`
     /// events: `host.rs`).
     pub on_change: RefCell<Option<ChangeHook>>,
@@ -43,78 +42,41 @@ pub struct App {
     pub stars: Stars,
     /// The messages shown in `#messages` (messages.rs).
     pub messages: Messages,
-    /// The Sweep panel's job and chosen metric (sweep.rs), stepped in [`App::on_frame`].
-    pub sweep: RefCell<SweepPanel>,
+    /// Controls holding a value the lab refused (path → why): they keep what the user chose,
+    /// marked invalid, until that control is changed again or a whole new setup loads.
+    invalid: RefCell<BTreeMap<String, String>>,
 }
 
 /// See [`App::on_change`].
 pub type ChangeHook = Box<dyn Fn(&App)>;
 
-/// Where a proposed change comes from: it names the page message a refusal leaves (and an
-/// accepted change clears), and how that message starts.
+/// Who sent a command: the page's own controls and keys, the JS handle (`window.kvlab`), or a
+/// host page (`postMessage`), which hears of a refusal by an `error` event and leaves nothing
+/// on the reader's screen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ChangeFrom {
-    /// A control of the form, a key, the JS handle's setters, a host page's command.
-    Control,
-    /// A preset (picker, JSON editor, file, `loadPreset`).
-    Preset,
-    /// A mission (start, hint, solution, restart, exit).
-    Mission,
-    /// A link (`#lab=` fragment, `setState`).
-    Link,
-}
-
-impl ChangeFrom {
-    /// The kind of the page message (messages.rs) this source leaves.
-    pub fn message_kind(self) -> &'static str {
-        match self {
-            ChangeFrom::Control => "control",
-            ChangeFrom::Preset => "preset",
-            ChangeFrom::Mission => "mission",
-            ChangeFrom::Link => "link",
-        }
-    }
-
-    fn refusal_prefix(self) -> &'static str {
-        match self {
-            ChangeFrom::Control => "",
-            ChangeFrom::Preset => "Preset not loaded: ",
-            ChangeFrom::Mission => "Mission not loaded: ",
-            ChangeFrom::Link => "Link not applied: ",
-        }
-    }
-}
-
-/// The mission panel's buttons (and `showSolution()`, `revealHint()`, `restartMission()`,
-/// `exitMission()` on the handle).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MissionAction {
-    /// One more hint.
-    Hint,
-    /// The documented fix, from 0 s; its stars are not kept.
-    Solution,
-    /// The broken setup again, from 0 s.
-    Restart,
-    /// Back to the free lab, keeping the setup.
-    Exit,
+pub enum Input {
+    Page,
+    /// A page element that shows its own refusal beside itself (the JSON editor, the dialog).
+    Inline,
+    Handle,
+    Host,
 }
 
 /// How long one frame may spend simulating at "max" speed.
 const MAX_SPEED_BUDGET_MS: f64 = 12.0;
 
 impl App {
-    pub fn new(lab: Lab, view: View, stars: Stars, messages: Messages) -> Rc<App> {
+    pub fn new(session: Session, view: View, stars: Stars, messages: Messages) -> Rc<App> {
         let app = Rc::new(App {
-            lab: RefCell::new(lab),
+            session: RefCell::new(session),
             view: RefCell::new(view),
             frame: RefCell::new(None),
             frame_pending: Cell::new(false),
             ready_ms: Cell::new(0.0),
-            recorded: RefCell::new(None),
             on_change: RefCell::new(None),
             stars,
             messages,
-            sweep: RefCell::new(SweepPanel::default()),
+            invalid: RefCell::new(BTreeMap::new()),
         });
         let weak = Rc::downgrade(&app);
         *app.frame.borrow_mut() = Some(Closure::new(move |ts: f64| {
@@ -123,6 +85,121 @@ impl App {
             }
         }));
         app
+    }
+
+    pub fn session(&self) -> Ref<'_, Session> {
+        self.session.borrow()
+    }
+
+    /// The lab as it is now (read only: changes are commands).
+    pub fn lab(&self) -> Ref<'_, Lab> {
+        Ref::map(self.session.borrow(), Session::lab)
+    }
+
+    pub fn panel(&self) -> Ref<'_, SweepPanel> {
+        Ref::map(self.session.borrow(), Session::panel)
+    }
+
+    /// Applies `cmd` through the session and follows the outcome (see the module doc). The
+    /// error is the refusal's reason, for the handle to throw and the host to post.
+    pub fn dispatch(&self, cmd: Command, input: Input) -> Result<Applied, String> {
+        let from = cmd.from();
+        let reset_marks = matches!(cmd, Command::Undo | Command::Redo) || from != ChangeFrom::Control;
+        let edited = match &cmd {
+            Command::Set { path, .. } => Some(path.clone()),
+            _ => None,
+        };
+        let document = match &cmd {
+            Command::LoadDocument { expect, .. } => Some(expect.is_none()),
+            _ => None,
+        };
+        let solution = cmd == Command::Mission { action: MissionAction::Solution };
+        let was_playing = self.lab().playing;
+        let result = self.session.borrow_mut().apply(cmd, dom::now_ms());
+        if document.is_some() {
+            self.messages.clear("mission-check");
+        }
+        match result {
+            Ok(applied) => {
+                if applied.setup {
+                    self.messages.clear(from.message_kind());
+                    if from != ChangeFrom::Control {
+                        // A new setup replaces the old one: no earlier refusal is about it.
+                        self.messages.clear_input();
+                    }
+                    let mut invalid = self.invalid.borrow_mut();
+                    if reset_marks {
+                        invalid.clear();
+                    } else if let Some(p) = &edited {
+                        invalid.remove(p);
+                    }
+                    drop(invalid);
+                    self.sync_controls();
+                    self.view.borrow_mut().invalidate();
+                }
+                self.follow(&applied, document.unwrap_or(false));
+                if solution {
+                    if let Some(b) = dom::by_id::<web_sys::HtmlElement>("mission-solution") {
+                        b.scroll_into_view_with_bool(false);
+                    }
+                }
+                if from != ChangeFrom::Time || was_playing != self.lab().playing || !self.lab().playing {
+                    self.update_url();
+                }
+                super::onboarding::follow(&self.lab());
+                self.request_frame();
+                Ok(applied)
+            }
+            Err(refused) => {
+                if matches!(input, Input::Page | Input::Handle) {
+                    self.show_refusal(&refused);
+                }
+                self.request_frame();
+                Err(refused.message)
+            }
+        }
+    }
+
+    /// Keeps the element `key` (a control's path, or the JSON editor's id) holding what the user
+    /// wrote, marked with `why`, until it is changed again or a new setup loads.
+    pub fn hold(&self, key: &str, why: &str) {
+        self.invalid.borrow_mut().insert(key.to_string(), why.to_string());
+    }
+
+    /// What an applied command leaves besides the redraw: stars earned, a mission's verdict.
+    fn follow(&self, applied: &Applied, announce_pass: bool) {
+        if let Some(v) = &applied.verdict {
+            if !v.valid {
+                self.messages.notice("mission-check", &v.text);
+            } else if announce_pass {
+                self.messages.ok("mission-check", &v.text);
+            }
+            let lab = self.lab();
+            if let (Some(m), Some(true)) = (&lab.mission, lab.state.mission.as_ref().map(|r| r.custom.is_some())) {
+                storage::remember_played(m.id(), m.number(), m.title());
+            }
+        }
+        if let Some((id, stars)) = &applied.earned {
+            self.keep_stars(id, *stars);
+        }
+    }
+
+    /// A refusal where the eye is: beside its control (which keeps the user's value), under the
+    /// Sweep panel's fields, or as a page message of its source.
+    fn show_refusal(&self, r: &Refused) {
+        match &r.place {
+            Place::Control(path) if controls::has_control(path) => {
+                self.invalid.borrow_mut().insert(path.clone(), format!("{}.", r.message));
+                self.sync_controls();
+                controls::reveal(path);
+            }
+            Place::Search(_) => self.draw(),
+            Place::Sweep => self.draw(),
+            _ => {
+                self.messages.error(r.from.message_kind(), &r.text());
+                self.sync_controls();
+            }
+        }
     }
 
     /// Asks for one animation frame (at most one is pending).
@@ -142,15 +219,14 @@ impl App {
         if errors::panicked() {
             return;
         }
-        let was_playing = self.lab.borrow().playing;
-        let playing = {
-            let mut lab = self.lab.borrow_mut();
-            lab.tick(ts, MAX_SPEED_BUDGET_MS, &dom::now_ms);
-            lab.playing
-        };
-        self.keep_mission_stars();
-        let sweeping = self.step_sweep();
+        let was_playing = self.lab().playing;
+        let earned = self.session.borrow_mut().tick(ts, MAX_SPEED_BUDGET_MS, &dom::now_ms);
+        if let Some((id, stars)) = earned {
+            self.keep_stars(&id, stars);
+        }
+        let sweeping = self.session.borrow_mut().step_jobs(MAX_SPEED_BUDGET_MS, &dom::now_ms);
         self.draw();
+        let playing = self.lab().playing;
         if playing || sweeping {
             self.request_frame();
         } else if was_playing {
@@ -159,190 +235,31 @@ impl App {
         }
     }
 
-    /// Draws the current state now. Drawing changes nothing but the page's pixels and text:
-    /// what a change of time or setup implies (a mission's stars kept) happens in that change.
+    /// Draws the current state now. Drawing changes nothing but the page's pixels and text.
     pub fn draw(&self) {
-        let lab = self.lab.borrow();
+        let session = self.session.borrow();
         let mut view = self.view.borrow_mut();
-        view.render(&lab);
-        sweep_view::render(&self.sweep.borrow(), view.dark);
-    }
-
-    /// Runs the sweep's next runs within one frame's budget, or else the smallest-KV search's
-    /// (one job a frame: a search started during a sweep waits for it); true while runs remain.
-    fn step_sweep(&self) -> bool {
-        let mut panel = self.sweep.borrow_mut();
-        let panel = &mut *panel;
-        if let Some(job) = panel.job.as_mut().filter(|j| j.running()) {
-            if job.step(MAX_SPEED_BUDGET_MS, &dom::now_ms) {
-                return true;
-            }
-            panel.took_ms = Some(dom::now_ms() - panel.started_ms);
-            return panel.search.as_ref().is_some_and(|s| s.running());
-        }
-        let Some(search) = panel.search.as_mut().filter(|s| s.running()) else { return false };
-        let more = search.step(MAX_SPEED_BUDGET_MS, &dom::now_ms);
-        if !more {
-            panel.search_took_ms = Some(dom::now_ms() - panel.search_started_ms);
-        }
-        more
-    }
-
-    /// The Sweep panel's actions. A refused sweep leaves a page message naming the field and
-    /// keeps the previous sweep and the lab as they were.
-    pub fn sweep_action(&self, action: SweepAction) -> Result<(), String> {
-        match action {
-            SweepAction::Run { knob, values } => {
-                let job = {
-                    let lab = self.lab.borrow();
-                    serde_json::to_value(&lab.state.preset)
-                        .map_err(|e| e.to_string())
-                        .and_then(|preset| sweep_view::start(&preset, lab.mission.as_ref(), &knob, &values))
-                };
-                match job {
-                    Ok(job) => {
-                        self.messages.clear(sweep_view::MESSAGE_KIND);
-                        let mut panel = self.sweep.borrow_mut();
-                        panel.job = Some(job);
-                        panel.started_ms = dom::now_ms();
-                        panel.took_ms = None;
-                    }
-                    Err(e) => {
-                        self.messages.error(sweep_view::MESSAGE_KIND, &format!("Sweep not run: {e}."));
-                        return Err(e);
-                    }
-                }
-            }
-            SweepAction::Cancel => {
-                if let Some(job) = self.sweep.borrow_mut().job.as_mut().filter(|j| j.running()) {
-                    job.cancelled = true;
-                }
-            }
-            SweepAction::Metric(m) => self.sweep.borrow_mut().metric = m,
-            SweepAction::Search(fields) => self.start_search(&fields)?,
-            SweepAction::CancelSearch => {
-                if let Some(search) = self.sweep.borrow_mut().search.as_mut().filter(|s| s.running()) {
-                    search.cancelled = true;
-                }
-            }
-        }
-        self.request_frame();
-        Ok(())
-    }
-
-    /// Starts the smallest-KV search on the lab's preset. A refused target is shown under the
-    /// field (naming it and the fix) and the previous search and the lab stay as they were.
-    fn start_search(&self, fields: &SearchFields) -> Result<(), String> {
-        let job = {
-            let lab = self.lab.borrow();
-            serde_json::to_value(&lab.state.preset)
-                .map_err(|e| Refusal::general(e.to_string()))
-                .and_then(|preset| sweep_view::start_search(&preset, lab.mission.as_ref(), fields))
-        };
-        let mut panel = self.sweep.borrow_mut();
-        match job {
-            Ok(job) => {
-                panel.search = Some(job);
-                panel.search_started_ms = dom::now_ms();
-                panel.search_took_ms = None;
-                panel.search_error = None;
-                Ok(())
-            }
-            Err(e) => {
-                let message = e.message.clone();
-                panel.search_error = Some(Refusal { message: format!("Search not run: {message}."), ..e });
-                drop(panel);
-                self.draw();
-                Err(message)
-            }
-        }
-    }
-
-    /// Proposes a new state computed from the current one. Valid: taken, the form and URL
-    /// follow. Invalid: the message appears under `kind` and everything stays as it was.
-    pub fn change(
-        &self,
-        from: ChangeFrom,
-        keep_time: bool,
-        f: impl FnOnce(&LabState) -> Result<LabState, String>,
-    ) -> Result<(), String> {
-        let proposed = f(&self.lab.borrow().state);
-        let result = proposed.and_then(|s| self.lab.borrow_mut().apply(s, keep_time));
-        match &result {
-            Ok(()) => {
-                self.messages.clear(from.message_kind());
-                if from != ChangeFrom::Control {
-                    // A new setup replaces the old one: no earlier refusal is about it.
-                    self.messages.clear_input();
-                    let mut lab = self.lab.borrow_mut();
-                    lab.loaded = lab.state.preset.clone();
-                }
-                self.after_change();
-            }
-            Err(e) => {
-                let text = format!("{}{e}. The lab keeps its previous setup.", from.refusal_prefix());
-                self.messages.error(from.message_kind(), &text);
-                self.sync_controls();
-            }
-        }
-        result
+        view.render(session.lab());
+        sweep_view::render(session.panel(), view.dark);
     }
 
     /// Puts the state (and the mission's locks, from the mission the lab already parsed) into
-    /// the settings form.
+    /// the settings form; controls holding a refused value keep it, marked invalid.
     pub fn sync_controls(&self) {
-        let lab = self.lab.borrow();
+        let session = self.session.borrow();
+        let lab = session.lab();
         let kv_max = lab.runs.first().map(|r| crate::engine::gpu_fit::max_kv_gib(&r.config));
-        controls::sync(&lab.state, lab.mission.as_ref(), &lab.loaded, kv_max);
+        let history = session.history();
+        let form = controls::Form { kv_max_gib: kv_max, invalid: &self.invalid.borrow(), history };
+        controls::sync(&lab.state, lab.mission.as_ref(), &lab.loaded, &form);
         sweep_view::lock(lab.mission.as_ref());
-    }
-
-    fn after_change(&self) {
-        self.sync_controls();
-        self.keep_mission_stars();
-        self.view.borrow_mut().invalidate();
-        self.update_url();
-        self.request_frame();
-    }
-
-    /// Moves to time `t_us` and pauses.
-    pub fn set_time(&self, t_us: u64) {
-        {
-            let mut lab = self.lab.borrow_mut();
-            lab.pause();
-            lab.seek(t_us);
-        }
-        self.keep_mission_stars();
-        self.update_url();
-        self.request_frame();
-    }
-
-    pub fn with_lab<R>(&self, f: impl FnOnce(&mut Lab) -> R) -> R {
-        let r = f(&mut self.lab.borrow_mut());
-        self.keep_mission_stars();
-        self.request_frame();
-        r
-    }
-
-    pub fn toggle_play(&self) {
-        let playing = self.with_lab(|lab| {
-            if lab.playing {
-                lab.pause();
-            } else {
-                lab.play();
-            }
-            lab.playing
-        });
-        if !playing {
-            self.update_url();
-        }
     }
 
     /// The query to keep in links: the page's, less the mission parameters once no mission is
     /// played (the fragment carries the state either way).
     fn search(&self) -> String {
         let search = dom::window().location().search().unwrap_or_default();
-        if self.lab.borrow().state.mission.is_some() {
+        if self.lab().state.mission.is_some() {
             return search;
         }
         let Ok(params) = web_sys::UrlSearchParams::new_with_str(&search) else { return search };
@@ -361,8 +278,8 @@ impl App {
         let loc = dom::window().location();
         let base =
             format!("{}{}{}", loc.origin().unwrap_or_default(), loc.pathname().unwrap_or_default(), self.search());
-        let lab = self.lab.borrow();
-        if super::trace_file::link_problem(&lab.state.preset).is_some() {
+        let lab = self.lab();
+        if crate::session::trace_file::link_problem(&lab.state.preset).is_some() {
             return base; // the setup cannot travel in a link (update_url says why)
         }
         format!("{base}#{}", lab.snapshot().to_fragment())
@@ -370,7 +287,7 @@ impl App {
 
     /// Keeps the address bar in step with the state (no history entry per change).
     pub fn update_url(&self) {
-        let problem = super::trace_file::link_problem(&self.lab.borrow().state.preset);
+        let problem = crate::session::trace_file::link_problem(&self.lab().state.preset);
         link_buttons(problem.as_deref());
         let fragment = match &problem {
             // A trace from a file stays out of the address bar: no multi-megabyte fragment.
@@ -380,7 +297,7 @@ impl App {
             }
             None => {
                 self.messages.clear("share");
-                self.lab.borrow().snapshot().to_fragment()
+                self.lab().snapshot().to_fragment()
             }
         };
         let loc = dom::window().location();
@@ -396,103 +313,14 @@ impl App {
         }
     }
 
-    /// At the end of a mission run (not the shown solution), keeps its stars once. Called by
-    /// every action that moves time or changes the setup, never by drawing.
-    fn keep_mission_stars(&self) {
-        let (id, stars, key) = {
-            let lab = self.lab.borrow();
-            let Some(r) = lab.state.mission.as_ref().filter(|r| !r.solution) else { return };
-            if !lab.is_at_end() {
-                return;
-            }
-            let key = format!("{}|{}", r.id, serde_json::to_string(&lab.state.preset).unwrap_or_default());
-            if self.recorded.borrow().as_deref() == Some(key.as_str()) {
-                return;
-            }
-            let Some(status) = lab.mission_status() else { return };
-            (r.id.clone(), status.score.stars, key)
-        };
-        *self.recorded.borrow_mut() = Some(key);
-        self.stars.with(|k| k.earn(&id, stars));
+    /// Keeps the stars a mission run earned (the store never lowers them) and says so.
+    fn keep_stars(&self, id: &str, stars: u8) {
+        self.stars.with(|k| k.earn(id, stars));
         self.stars.show_notices(&self.messages);
         self.update_hub_link();
         if let Some(v) = &mut self.view.borrow_mut().mission {
             v.invalidate();
         }
-    }
-
-    /// Starts `m` from its broken setup (time 0).
-    pub fn start_mission(&self, m: &Mission) -> Result<(), String> {
-        let r = missions::reference(m);
-        let r_custom = r.custom.is_some();
-        let result = self.change(ChangeFrom::Mission, false, |s| {
-            let mut next = LabState::new(m.preset().clone());
-            next.hidden = s.hidden.clone();
-            next.mission = Some(r);
-            Ok(next)
-        });
-        if result.is_ok() && r_custom {
-            storage::remember_played(m.id(), m.number(), m.title());
-        }
-        if result.is_ok() && self.may_autoplay() {
-            self.with_lab(|lab| lab.play());
-        }
-        result
-    }
-
-    /// Whether a new setup may start playing by itself (not with `autoplay=0`, reduced motion or
-    /// while benchmarking).
-    fn may_autoplay(&self) -> bool {
-        let lab = self.lab.borrow();
-        lab.options.autoplay != Some(false) && !lab.options.bench && !dom::prefers_reduced_motion()
-    }
-
-    /// The mission panel's buttons.
-    pub fn mission_action(&self, action: MissionAction) -> Result<(), String> {
-        let Some(m) = self.lab.borrow().mission.clone() else {
-            return Err("no mission is being played; open one from the missions page".into());
-        };
-        let edit = |f: &dyn Fn(&mut LabState)| {
-            let mut next = self.lab.borrow().state.clone();
-            f(&mut next);
-            next
-        };
-        let result = match action {
-            MissionAction::Hint => {
-                let next = edit(&|n| {
-                    if let Some(r) = &mut n.mission {
-                        r.hints = (r.hints + 1).min(m.hints().len() as u32);
-                    }
-                });
-                self.change(ChangeFrom::Mission, true, |_| Ok(next))
-            }
-            MissionAction::Solution | MissionAction::Restart => {
-                let solution = action == MissionAction::Solution;
-                let next = edit(&|n| {
-                    n.preset = if solution { m.fix_preset().clone() } else { m.preset().clone() };
-                    n.compare = false;
-                    n.t_s = None;
-                    if let Some(r) = &mut n.mission {
-                        r.solution = solution;
-                    }
-                });
-                let r = self.change(ChangeFrom::Mission, false, |_| Ok(next));
-                if r.is_ok() && self.may_autoplay() {
-                    self.with_lab(|lab| lab.play());
-                }
-                r
-            }
-            MissionAction::Exit => {
-                let next = edit(&|n| n.mission = None);
-                self.change(ChangeFrom::Mission, true, |_| Ok(next))
-            }
-        };
-        if action == MissionAction::Solution && result.is_ok() {
-            if let Some(b) = dom::by_id::<web_sys::HtmlElement>("mission-solution") {
-                b.scroll_into_view_with_bool(false);
-            }
-        }
-        result
     }
 
     /// The header's link to the hub shows the stars earned so far, out of three per mission

@@ -42,7 +42,7 @@ pub struct FrameBench {
 
 /// Full redraws of the current state, each forced to redo every part.
 pub fn frames(app: &App, n: u32) -> FrameBench {
-    let lab = app.lab.borrow();
+    let lab = app.lab();
     let mut view = app.view.borrow_mut();
     for _ in 0..20 {
         view.invalidate_content();
@@ -97,7 +97,7 @@ pub struct SimBench {
 /// Simulating the first run's preset from 0 to its end: `reps` samples of `batch` runs each
 /// (after 5 untimed runs), each sample's time per run.
 pub fn simulate(app: &App, reps: u32, batch: u32) -> Option<SimBench> {
-    let config = match app.lab.borrow().runs.first() {
+    let config = match app.lab().runs.first() {
         Some(r) => r.config.clone(),
         None => return None,
     };
@@ -144,13 +144,13 @@ pub struct ScrubBench {
     cold_parts_ms: [f64; 4],
 }
 
-/// Slider moves over the whole run, as the time slider makes them (`App::set_time`, then a
+/// Slider moves over the whole run, as the time slider makes them (a `seek` command, then a
 /// frame), after one untimed pass to the end that records the checkpoints. The positions step
 /// by the golden ratio of the run's length, so they go back and forth over all of it and every
 /// run of the script moves to the same times.
 pub fn scrub(app: &App, moves: u32) -> ScrubBench {
-    let duration = app.lab.borrow().duration_us();
-    app.set_time(duration);
+    let duration = app.lab().duration_us();
+    seek_to(app, duration);
     app.draw();
     let (mut total, mut seek) = (Vec::with_capacity(moves as usize), Vec::with_capacity(moves as usize));
     let (mut map, mut report) = (Vec::with_capacity(moves as usize), Vec::with_capacity(moves as usize));
@@ -158,14 +158,14 @@ pub fn scrub(app: &App, moves: u32) -> ScrubBench {
     for _ in 0..moves {
         x = (x + 0.618_033_988_749_895).fract();
         let t0 = dom::now_ms();
-        app.set_time((x * duration as f64) as u64);
+        seek_to(app, (x * duration as f64) as u64);
         let t1 = dom::now_ms();
         app.draw();
         let t2 = dom::now_ms();
         seek.push(t1 - t0);
         total.push(t2 - t0);
         // Two parts of that frame again, untimed in the move: the engine's memory map and report.
-        let lab = app.lab.borrow();
+        let lab = app.lab();
         if let Some(run) = lab.runs.first() {
             let t3 = dom::now_ms();
             std::hint::black_box(run.sim.memory_map());
@@ -180,8 +180,8 @@ pub fn scrub(app: &App, moves: u32) -> ScrubBench {
     let mut x = 0.5_f64;
     for _ in 0..moves {
         x = (x + 0.618_033_988_749_895).fract();
-        app.set_time((x * duration as f64) as u64);
-        let lab = app.lab.borrow();
+        seek_to(app, (x * duration as f64) as u64);
+        let lab = app.lab();
         let mut view = app.view.borrow_mut();
         view.invalidate_content();
         let t0 = dom::now_ms();
@@ -213,4 +213,9 @@ pub fn scrub(app: &App, moves: u32) -> ScrubBench {
         memory_map_median_ms: median(&mut map),
         report_median_ms: median(&mut report),
     }
+}
+
+/// Moves the lab to `t_us`, as the time slider does.
+fn seek_to(app: &App, t_us: u64) {
+    let _ = app.dispatch(crate::session::command::Command::Seek { t_s: t_us as f64 / 1e6 }, super::app::Input::Page);
 }

@@ -1,10 +1,10 @@
-//! The settings form. Every control names the preset field it edits in `data-path`
-//! (`scheduler.max_num_seqs`, `workload.classes.0.n`; `@…` paths for the allocator settings,
-//! which live in either the preset or the remembered other allocator) and its type in
-//! `data-type`. An edit changes a copy of the lab state through that path; the lab validates
-//! it and either takes it or shows the error and puts the form back. The same paths fill the
-//! form from the state, so the form and the state cannot disagree. In mission mode the controls
-//! no knob covers are disabled, with a note saying which knobs the mission leaves free.
+//! The settings form. Every control names the field it edits in `data-path`, a lab path
+//! (`scheduler.max_num_seqs`, `workload.classes[0].n`, `allocator.block_size`: the command
+//! dialect of `session::command`) and its type in `data-type`. An edit becomes a `set` command;
+//! the session takes it, or refuses it and the control keeps what the user chose, marked
+//! `aria-invalid` with the reason beside it. The same paths fill the form from the state, so
+//! the form and the state cannot disagree. In mission mode the controls no knob covers are
+//! disabled, with a note saying which knobs the mission leaves free.
 
 use serde_json::Value;
 use wasm_bindgen::JsCast;
@@ -17,13 +17,14 @@ use crate::formats::preset::{ArrivalDto, PresetDto};
 use crate::missions::mission::Mission;
 use crate::shipped;
 
-pub use super::control_edit::{
-    add_row, control_path_segments, control_unlocked, display_path, edit, parse_value, remove_row, value_for,
-};
-use super::control_edit::{text_of, ATTENTION_BACKEND_PATH, CUSTOM_MODEL};
+use std::collections::BTreeMap;
+
+use crate::session::control_edit::{control_unlocked, text_of, value_for, ATTENTION_BACKEND_PATH, CUSTOM_MODEL};
+use crate::session::history::History;
+use crate::session::presets;
+use crate::session::url_state::LabState;
+
 use super::dom::{self, Node};
-use super::presets;
-use super::url_state::LabState;
 
 /// A labelled input bound to a preset path (`kind`: the `data-type` the form reads it as).
 fn field(path: &str, label: &str, input_type: &str, kind: &str, limits: &[(&str, &str)]) -> Node {
@@ -50,7 +51,7 @@ const ANY_FROM_1: &[(&str, &str)] = &[("min", "1"), ("step", "any")];
 const WHOLE_FROM_1: &[(&str, &str)] = &[("min", "1"), ("step", "1")];
 
 fn class_row(i: usize, removable: bool) -> Node {
-    let p = |f: &str| format!("workload.classes.{i}.{f}");
+    let p = |f: &str| format!("workload.classes[{i}].{f}");
     let numbers = [
         field(&p("weight"), "Weight", "number", "num", ANY_FROM_0),
         field(&p("n"), "Samples n", "number", "int", &[("min", "1"), ("max", "16"), ("step", "1")]),
@@ -75,7 +76,7 @@ fn class_row(i: usize, removable: bool) -> Node {
 }
 
 fn burst_row(i: usize) -> Node {
-    let p = |f: &str| format!("workload.arrival.bursts.{i}.{f}");
+    let p = |f: &str| format!("workload.arrival.bursts[{i}].{f}");
     let numbers = [
         field(&p("start_s"), "From (s)", "number", "num", ANY_FROM_0),
         field(&p("end_s"), "To (s)", "number", "num", ANY_FROM_0),
@@ -98,7 +99,7 @@ fn option(value: &str, label: &str) -> Node {
 /// backend pinned as `--attention-backend` does, each labelled with the block sizes it runs. Under
 /// a pinned backend vLLM refuses other block sizes; under its own choice the lab labels them.
 fn add_attention_backend_control() {
-    let Some(block) = dom::document().query_selector("[data-path='@paged.block_size']").ok().flatten() else {
+    let Some(block) = dom::document().query_selector("[data-path='allocator.block_size']").ok().flatten() else {
         return;
     };
     let exists = dom::document().query_selector("[data-path='attention_backend']").ok().flatten().is_some();
@@ -162,10 +163,26 @@ pub fn fill_options(speeds: &[f64], speed: f64) {
     }
 }
 
-/// Puts `state` into the form: rows, values, which allocator settings show, the JSON text, and
-/// the locks of `mission` (the lab parsed it once; the form never parses it again). The KV
-/// slider ends at `kv_max_gib`, the most KV the run's GPUs hold (`engine::gpu_fit::max_kv_gib`).
-pub fn sync(state: &LabState, mission: Option<&Mission>, loaded: &PresetDto, kv_max_gib: Option<f64>) {
+/// The Preset JSON editor (json_editor.rs) and the reason under it when its text was refused;
+/// the editor's id is also its key among the held controls.
+pub const EDITOR_ID: &str = "preset-json";
+pub const EDITOR_ERROR_ID: &str = "preset-json-error";
+
+/// What the form shows besides the state.
+pub struct Form<'a> {
+    /// The most KV the run's GPUs hold (`engine::gpu_fit::max_kv_gib`): the KV slider's end.
+    pub kv_max_gib: Option<f64>,
+    /// Controls holding a refused value (path → why): left as the user set them, marked.
+    pub invalid: &'a BTreeMap<String, String>,
+    /// Undo and Redo are on when there is a step to take.
+    pub history: &'a History,
+}
+
+/// Puts `state` into the form: rows, values, which allocator settings show, the JSON text, the
+/// refused controls' marks, Undo and Redo, and the locks of `mission` (the lab parsed it once;
+/// the form never parses it again).
+pub fn sync(state: &LabState, mission: Option<&Mission>, loaded: &PresetDto, form_state: &Form) {
+    let kv_max_gib = form_state.kv_max_gib;
     let Some(form) = dom::by_id::<HtmlElement>("controls") else { return };
     // Rows of classes and bursts (rebuilt only when their number changes, so focus survives).
     let classes = state.preset.workload.classes.len();
@@ -213,17 +230,38 @@ pub fn sync(state: &LabState, mission: Option<&Mission>, loaded: &PresetDto, kv_
     if let Ok(list) = form.query_selector_all("[data-path]") {
         for i in 0..list.length() {
             if let Some(el) = list.item(i).and_then(|n| n.dyn_into::<Element>().ok()) {
-                set_control(&el, state);
+                let path = el.get_attribute("data-path").unwrap_or_default();
+                match form_state.invalid.get(&path) {
+                    Some(why) => mark(&el, Some(why)),
+                    None => {
+                        mark(&el, None);
+                        set_control(&el, state);
+                    }
+                }
             }
+        }
+    }
+    for (id, on) in [("undo-btn", form_state.history.can_undo()), ("redo-btn", form_state.history.can_redo())] {
+        if let Some(b) = dom::by_id::<web_sys::HtmlButtonElement>(id) {
+            b.set_disabled(!on);
         }
     }
     if let Some(cb) = dom::by_id::<HtmlInputElement>("compare-toggle") {
         cb.set_checked(state.compare);
     }
     super::title::show(state, loaded);
-    if let Some(ta) = dom::by_id::<HtmlTextAreaElement>("preset-json") {
-        if dom::document().active_element().as_ref() != Some(ta.as_ref()) {
+    if let Some(ta) = dom::by_id::<HtmlTextAreaElement>(EDITOR_ID) {
+        // Refused text stays in the editor (json_editor.rs) until a new setup replaces it.
+        let held = form_state.invalid.contains_key(EDITOR_ID);
+        if !held && dom::document().active_element().as_ref() != Some(ta.as_ref()) {
             ta.set_value(&serde_json::to_string_pretty(&state.preset).unwrap_or_default());
+        }
+        if !held && ta.has_attribute("aria-invalid") {
+            let _ = ta.remove_attribute("aria-invalid");
+            let _ = ta.remove_attribute("aria-describedby");
+            if let Some(note) = dom::by_id::<Element>(EDITOR_ERROR_ID) {
+                note.remove();
+            }
         }
     }
     lock(&form, mission);
@@ -271,11 +309,74 @@ fn lock(form: &HtmlElement, mission: Option<&Mission>) {
                 &format!(
                     "Mission {} lets you change {}. The greyed-out settings are locked.",
                     m.number(),
-                    super::missions::knob_list(m)
+                    crate::session::missions::knob_list(m)
                 ),
             );
         }
         dom::set_hidden(&note, mission.is_none());
+    }
+}
+
+/// The element a control's refusal is shown after: its labelled field, or the control itself.
+fn field_of(el: &Element) -> Element {
+    el.closest(".field, .check, .radios").ok().flatten().unwrap_or_else(|| el.clone())
+}
+
+/// Marks control `el` invalid with `why` beside it (`aria-invalid`, `aria-describedby` and a
+/// `p.field-error` after its field), or clears the mark. A radio group is marked once.
+fn mark(el: &Element, why: Option<&str>) {
+    let field = field_of(el);
+    let existing = field.next_element_sibling().filter(|n| n.class_list().contains("field-error"));
+    match why {
+        Some(text) => {
+            let path = el.get_attribute("data-path").unwrap_or_default();
+            let id = format!("err-{}", path.replace(|c: char| !c.is_ascii_alphanumeric(), "-"));
+            let _ = el.set_attribute("aria-invalid", "true");
+            let _ = el.set_attribute("aria-describedby", &id);
+            let note = existing.unwrap_or_else(|| {
+                let p = dom::el("p", "field-error", None);
+                let _ = field.after_with_node_1(&p);
+                p
+            });
+            let _ = note.set_attribute("id", &id);
+            let _ = note.set_attribute("role", "alert");
+            if note.text_content().as_deref() != Some(text) {
+                dom::set_text(&note, text);
+            }
+        }
+        None => {
+            if el.has_attribute("aria-invalid") {
+                let _ = el.remove_attribute("aria-invalid");
+                let _ = el.remove_attribute("aria-describedby");
+            }
+            if let Some(n) = existing {
+                n.remove();
+            }
+        }
+    }
+}
+
+/// Whether the form has a control for `path` that the reader can see.
+pub fn has_control(path: &str) -> bool {
+    control(path).is_some_and(|el| el.dyn_ref::<HtmlElement>().is_some_and(|h| h.offset_parent().is_some()))
+}
+
+fn control(path: &str) -> Option<Element> {
+    let form = dom::by_id::<HtmlElement>("controls")?;
+    let list = form.query_selector_all("[data-path]").ok()?;
+    (0..list.length())
+        .filter_map(|i| list.item(i).and_then(|n| n.dyn_into::<Element>().ok()))
+        .find(|el| el.get_attribute("data-path").as_deref() == Some(path))
+}
+
+/// Scrolls the control of `path` and its refusal into view when they are not (nearest edge).
+pub fn reveal(path: &str) {
+    if let Some(el) = control(path) {
+        let field = field_of(&el);
+        let target = field.next_element_sibling().unwrap_or(field);
+        let options = web_sys::ScrollIntoViewOptions::new();
+        options.set_block(web_sys::ScrollLogicalPosition::Nearest);
+        target.scroll_into_view_with_scroll_into_view_options(&options);
     }
 }
 
@@ -298,20 +399,18 @@ fn set_control(el: &Element, state: &LabState) {
     }
 }
 
-/// The (path, value) a control event asks for; None for controls without a path (or an
-/// unchecked radio).
-pub fn read_control(el: &Element) -> Option<Result<(String, Value), String>> {
+/// The (path, value) a control event asks for, the value as the control holds it (a checkbox's
+/// bool, else its text: the session reads numbers and refuses what is not one); None for
+/// controls without a path (or an unchecked radio).
+pub fn read_control(el: &Element) -> Option<(String, Value)> {
     let path = el.get_attribute("data-path")?;
-    let kind = el.get_attribute("data-type").unwrap_or_else(|| "str".into());
-    let (raw, checked) = if let Some(input) = el.dyn_ref::<HtmlInputElement>() {
-        if input.type_() == "radio" && !input.checked() {
-            return None;
+    if let Some(input) = el.dyn_ref::<HtmlInputElement>() {
+        match input.type_().as_str() {
+            "radio" if !input.checked() => None,
+            "checkbox" => Some((path, Value::Bool(input.checked()))),
+            _ => Some((path, Value::String(input.value()))),
         }
-        (input.value(), input.checked())
-    } else if let Some(sel) = el.dyn_ref::<HtmlSelectElement>() {
-        (sel.value(), false)
     } else {
-        return None;
-    };
-    Some(parse_value(&kind, &raw, checked, &path).map(|v| (path, v)))
+        el.dyn_ref::<HtmlSelectElement>().map(|sel| (path, Value::String(sel.value())))
+    }
 }

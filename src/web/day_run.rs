@@ -17,10 +17,11 @@ use crate::engine::plan::group_thousands;
 use crate::engine::StepPoint;
 use crate::formats::preset::PresetDto;
 
-use super::app::{App, ChangeFrom};
+use crate::session::command::Command;
+
+use super::app::{App, Input};
 use super::chart::{self, ChartRun};
 use super::dom;
-use super::url_state::LabState;
 
 /// The replayed window's length, s.
 pub const WINDOW_S: f64 = 60.0;
@@ -293,13 +294,9 @@ fn replay_window(app: &Rc<App>, start_s: f64, csv: &str) {
         status(&format!("No request arrives in the 60 s from {start_s} s; choose another start."), None);
         return;
     }
-    let preset = super::trace_file::window_preset(&base, csv, WINDOW_S);
-    let result = app.change(ChangeFrom::Preset, false, |s| {
-        let mut next = LabState::new(preset);
-        next.compare = s.compare;
-        next.hidden = s.hidden.clone();
-        Ok(next)
-    });
+    let preset = crate::session::trace_file::window_preset(&base, csv, WINDOW_S);
+    let preset = serde_json::to_value(&preset).unwrap_or_default();
+    let result = app.dispatch(Command::Load { preset }, Input::Page);
     if result.is_ok() {
         let end = start_s + WINDOW_S;
         status(&format!("The lab replays {start_s}–{end} s of the trace: press Play to watch the map."), None);

@@ -1,7 +1,9 @@
 //! Wires the page's controls to the app: transport (play, step, reset, speed, scrubber),
-//! header (preset picker, compare, share, export), the settings form (one delegated listener),
-//! the maps (hover, tap to pin, keyboard cursor), the charts (click to move the time cursor),
-//! page-wide keyboard shortcuts, resizing, and a new `#lab=` fragment (hash navigation).
+//! header (preset picker, compare, share, export), the settings form (one delegated listener;
+//! Undo and Redo), the maps (hover, tap to pin, keyboard cursor), the charts (click to move the
+//! time cursor), page-wide keyboard shortcuts, resizing, and a new `#lab=` fragment (hash
+//! navigation). Every change of the lab is a `session::command::Command` handed to
+//! [`App::dispatch`]; only the view's own state (hover, cursor, layout) is set here.
 
 use std::rc::Rc;
 
@@ -11,13 +13,19 @@ use web_sys::{
     Element, Event, EventTarget, HtmlInputElement, HtmlSelectElement, HtmlTextAreaElement, KeyboardEvent, MouseEvent,
 };
 
-use super::app::{App, ChangeFrom, MissionAction};
+use crate::session::command::{Command, MissionAction, Row};
+use crate::session::lab::SPEEDS;
+use crate::session::url_state::LabState;
+
+use super::app::{App, Input};
 use super::controls;
 use super::dom;
 use super::export;
-use super::lab::{secs_to_us, SPEEDS};
-use super::presets;
-use super::url_state::LabState;
+
+/// Sends `cmd` from the page's own controls (a refusal is shown by the app).
+fn send(a: &App, cmd: Command) {
+    let _ = a.dispatch(cmd, Input::Page);
+}
 
 fn target_el(e: &Event) -> Option<Element> {
     e.target()?.dyn_into::<Element>().ok()
@@ -64,33 +72,27 @@ fn wire_mission(app: &Rc<App>) {
         ("exit-mission-btn", MissionAction::Exit),
     ] {
         let a = app.clone();
-        on::<Event>(id, "click", move |_| {
-            let _ = a.mission_action(action);
-        });
+        on::<Event>(id, "click", move |_| send(&a, Command::Mission { action }));
     }
 }
 
 fn wire_transport(app: &Rc<App>) {
     let a = app.clone();
-    on::<Event>("play-btn", "click", move |_| a.toggle_play());
+    on::<Event>("play-btn", "click", move |_| send(&a, Command::TogglePlay));
     let a = app.clone();
-    on::<Event>("step-btn", "click", move |_| {
-        a.with_lab(|lab| lab.step());
-        a.update_url();
-    });
+    on::<Event>("step-btn", "click", move |_| send(&a, Command::Step));
     let a = app.clone();
-    on::<Event>("reset-btn", "click", move |_| a.set_time(0));
+    on::<Event>("reset-btn", "click", move |_| send(&a, Command::Seek { t_s: 0.0 }));
     let a = app.clone();
     on::<Event>("speed-select", "change", move |e: Event| {
         if let Some(sel) = target_el(&e).and_then(|t| t.dyn_into::<HtmlSelectElement>().ok()) {
-            let speed = sel.value().parse::<f64>().unwrap_or(1.0);
-            a.with_lab(|lab| lab.speed = speed);
+            send(&a, Command::Speed { speed: sel.value().parse::<f64>().unwrap_or(1.0) });
         }
     });
     let a = app.clone();
     on::<Event>("scrubber", "input", move |e: Event| {
         if let Some(input) = target_el(&e).and_then(|t| t.dyn_into::<HtmlInputElement>().ok()) {
-            a.set_time(secs_to_us(input.value_as_number()));
+            send(&a, Command::Seek { t_s: input.value_as_number().max(0.0) });
         }
     });
 }
@@ -99,19 +101,12 @@ fn wire_header(app: &Rc<App>) {
     let a = app.clone();
     on::<Event>("preset-select", "change", move |e: Event| {
         let Some(sel) = target_el(&e).and_then(|t| t.dyn_into::<HtmlSelectElement>().ok()) else { return };
-        let id = sel.value();
-        let _ = a.change(ChangeFrom::Preset, false, |s| {
-            let mut next = LabState::new(presets::dto(&id)?);
-            next.compare = s.compare;
-            next.hidden = s.hidden.clone();
-            Ok(next)
-        });
+        send(&a, Command::Load { preset: sel.value().into() });
     });
     let a = app.clone();
     on::<Event>("compare-toggle", "change", move |e: Event| {
         let Some(cb) = target_el(&e).and_then(|t| t.dyn_into::<HtmlInputElement>().ok()) else { return };
-        let on = cb.checked();
-        let _ = a.change(ChangeFrom::Control, true, |s| Ok(LabState { compare: on, ..s.clone() }));
+        send(&a, Command::Compare { on: cb.checked() });
     });
     let a = app.clone();
     on::<Event>("share-btn", "click", move |_| {
@@ -154,6 +149,10 @@ fn wire_form(app: &Rc<App>) {
         on_form_action(&a, &action, index);
     });
     wire_preset_file(app);
+    let a = app.clone();
+    on::<Event>("undo-btn", "click", move |_| send(&a, Command::Undo));
+    let a = app.clone();
+    on::<Event>("redo-btn", "click", move |_| send(&a, Command::Redo));
 }
 
 /// A control of the form changed: its value goes to its preset path (sliders as they move,
@@ -163,15 +162,10 @@ fn on_control(a: &App, e: &Event) {
     if e.type_() == "input" && el.get_attribute("type").as_deref() != Some("range") {
         return;
     }
-    match controls::read_control(&el) {
-        None => {}
-        Some(Err(msg)) => {
-            a.messages.error("control", &format!("{msg}. The lab keeps its previous setup."));
-            a.sync_controls();
-        }
-        Some(Ok((path, value))) => {
-            let _ = a.change(ChangeFrom::Control, true, |s| controls::edit(s, &path, value));
-        }
+    // What the control holds goes to the session as it is: the session reads a number written
+    // as text, and refuses what is not one beside the control.
+    if let Some((path, value)) = controls::read_control(&el) {
+        send(a, Command::Set { path, value });
     }
 }
 
@@ -179,18 +173,18 @@ fn on_control(a: &App, e: &Event) {
 /// download.
 fn on_form_action(a: &App, action: &str, index: usize) {
     match action {
-        "add-class" => drop(a.change(ChangeFrom::Control, true, |s| controls::add_row(s, "class"))),
-        "add-burst" => drop(a.change(ChangeFrom::Control, true, |s| controls::add_row(s, "burst"))),
-        "remove-class" => drop(a.change(ChangeFrom::Control, true, |s| Ok(controls::remove_row(s, "class", index)))),
-        "remove-burst" => drop(a.change(ChangeFrom::Control, true, |s| Ok(controls::remove_row(s, "burst", index)))),
+        "add-class" => send(a, Command::AddRow { row: Row::Class }),
+        "add-burst" => send(a, Command::AddRow { row: Row::Burst }),
+        "remove-class" => send(a, Command::RemoveRow { row: Row::Class, index }),
+        "remove-burst" => send(a, Command::RemoveRow { row: Row::Burst, index }),
         "apply-json" => {
             if let Some(ta) = dom::by_id::<HtmlTextAreaElement>("preset-json") {
-                let _ = super::loader::load_preset_text(a, &ta.value());
+                super::json_editor::apply(a, &ta.value());
             }
         }
         "download-json" => {
-            let text = serde_json::to_string_pretty(&a.lab.borrow().state.preset).unwrap_or_default();
-            let name = format!("{}.json", a.lab.borrow().state.preset.id);
+            let text = serde_json::to_string_pretty(&a.lab().state.preset).unwrap_or_default();
+            let name = format!("{}.json", a.lab().state.preset.id);
             if let Err(err) = export::download_text(&name, "application/json", &text) {
                 a.messages.error("export", &format!("Download failed: {err}"));
             }
@@ -210,7 +204,7 @@ fn wire_preset_file(app: &Rc<App>) {
         let r2 = reader.clone();
         let onload = Closure::once_into_js(move || {
             if let Some(text) = r2.result().ok().and_then(|v| v.as_string()) {
-                let _ = super::loader::load_preset_text(&a2, &text);
+                super::json_editor::apply(&a2, &text);
             }
         });
         reader.set_onload(Some(onload.unchecked_ref()));
@@ -319,7 +313,7 @@ fn wire_charts(app: &Rc<App>) {
                 b.time_at(f64::from(e.client_x()) - rect.left())
             };
             if let Some(t) = t {
-                a.set_time(secs_to_us(t));
+                send(&a, Command::Seek { t_s: t.max(0.0) });
             }
         });
     }
@@ -329,15 +323,7 @@ fn wire_charts(app: &Rc<App>) {
         dom::listen::<Event>(&el, "change", move |e: Event| {
             let Some(cb) = target_el(&e).and_then(|t| t.dyn_into::<HtmlInputElement>().ok()) else { return };
             let Some(series) = cb.get_attribute("data-series") else { return };
-            let show = cb.checked();
-            let _ = a.change(ChangeFrom::Control, true, |s| {
-                let mut next = s.clone();
-                next.hidden.retain(|h| h != &series);
-                if !show {
-                    next.hidden.push(series.clone());
-                }
-                Ok(next)
-            });
+            send(&a, Command::Series { name: series, show: cb.checked() });
         });
     }
 }
@@ -354,42 +340,45 @@ fn is_typing(el: Option<Element>) -> bool {
 fn wire_keys(app: &Rc<App>) {
     let a = app.clone();
     dom::listen::<KeyboardEvent>(&dom::document(), "keydown", move |e: KeyboardEvent| {
-        if e.ctrl_key() || e.meta_key() || e.alt_key() || e.default_prevented() {
+        if e.default_prevented() || e.alt_key() {
             return;
         }
         let target = e.target().and_then(|t| t.dyn_into::<Element>().ok());
         if is_typing(target.clone()) {
+            return; // a field's own keys (its undo too) are the field's
+        }
+        if e.ctrl_key() || e.meta_key() {
+            let cmd = match e.key().as_str() {
+                "z" | "Z" if e.shift_key() => Command::Redo,
+                "z" | "Z" => Command::Undo,
+                "y" | "Y" => Command::Redo,
+                _ => return,
+            };
+            e.prevent_default();
+            send(&a, cmd);
             return;
         }
         let on_control = target.as_ref().is_some_and(|t| {
             matches!(t.tag_name().to_ascii_lowercase().as_str(), "button" | "a" | "summary" | "input")
         });
         let step_s = if e.shift_key() { 5.0 } else { 1.0 };
-        match e.key().as_str() {
-            " " | "k" if !on_control || e.key() == "k" => a.toggle_play(),
-            "." | "s" => {
-                a.with_lab(|lab| lab.step());
-                a.update_url();
-            }
-            "r" | "R" => a.set_time(0),
-            "c" | "C" => {
-                let _ = a.change(ChangeFrom::Control, true, |s| Ok(LabState { compare: !s.compare, ..s.clone() }));
-            }
-            "[" | "]" => a.with_lab(|lab| {
-                let i = SPEEDS.iter().position(|s| *s == lab.speed).unwrap_or(2);
+        let t = a.lab().t_us as f64 / 1e6;
+        let cmd = match e.key().as_str() {
+            " " | "k" if !on_control || e.key() == "k" => Command::TogglePlay,
+            "." | "s" => Command::Step,
+            "r" | "R" => Command::Seek { t_s: 0.0 },
+            "c" | "C" => Command::Compare { on: !a.lab().state.compare },
+            "[" | "]" => {
+                let speed = a.lab().speed;
+                let i = SPEEDS.iter().position(|s| *s == speed).unwrap_or(2);
                 let j = if e.key() == "]" { (i + 1).min(SPEEDS.len() - 1) } else { i.saturating_sub(1) };
-                lab.speed = SPEEDS[j];
-            }),
+                Command::Speed { speed: SPEEDS[j] }
+            }
             "ArrowLeft" | "ArrowRight" if !on_control || target.as_ref().is_some_and(|t| t.tag_name() == "BUTTON") => {
-                let t = a.lab.borrow().t_us as f64 / 1e6;
-                let next = if e.key() == "ArrowLeft" { (t - step_s).max(0.0) } else { t + step_s };
-                a.set_time(secs_to_us(next));
+                Command::Seek { t_s: if e.key() == "ArrowLeft" { (t - step_s).max(0.0) } else { t + step_s } }
             }
-            "Home" if !on_control => a.set_time(0),
-            "End" if !on_control => {
-                let end = a.lab.borrow().duration_us();
-                a.set_time(end);
-            }
+            "Home" if !on_control => Command::Seek { t_s: 0.0 },
+            "End" if !on_control => Command::SeekEnd,
             "Escape" => {
                 let mut view = a.view.borrow_mut();
                 view.pinned = None;
@@ -399,8 +388,9 @@ fn wire_keys(app: &Rc<App>) {
                 return;
             }
             _ => return,
-        }
+        };
         e.prevent_default();
+        send(&a, cmd);
     });
 }
 
@@ -433,8 +423,8 @@ fn wire_hash(app: &Rc<App>) {
         let hash = dom::window().location().hash().unwrap_or_default();
         match LabState::from_fragment(&hash) {
             Ok(Some(state)) => {
-                if state != a.lab.borrow().snapshot() {
-                    let _ = a.change(ChangeFrom::Link, false, |_| Ok(state));
+                if state != a.lab().snapshot() {
+                    send(&a, Command::SetState { state: state.to_json().into() });
                 }
             }
             Ok(None) => {}
@@ -456,10 +446,9 @@ fn wire_theme(app: &Rc<App>) {
 }
 
 /// The Sweep panel (sweep_view.rs): Run, Cancel, the metric picker and the KV search's Find and
-/// Cancel as typed actions.
+/// Cancel as commands.
 fn wire_sweep(app: &Rc<App>) {
-    use super::kv_search::SearchFields;
-    use super::sweep_view::{self, SweepAction};
+    use super::sweep_view;
     use web_sys::{HtmlInputElement, HtmlSelectElement};
     if !sweep_view::fill() {
         return;
@@ -472,28 +461,22 @@ fn wire_sweep(app: &Rc<App>) {
     };
     let a = app.clone();
     on("sweep-run", "click", move |_: Event| {
-        let _ = a.sweep_action(SweepAction::Run { knob: value("sweep-knob"), values: value("sweep-values") });
+        send(&a, Command::Sweep { knob: value("sweep-knob"), values: value("sweep-values") })
     });
     let a = app.clone();
-    on("sweep-cancel", "click", move |_: Event| {
-        let _ = a.sweep_action(SweepAction::Cancel);
-    });
+    on("sweep-cancel", "click", move |_: Event| send(&a, Command::CancelSweep));
     let a = app.clone();
-    on("sweep-metric", "change", move |_: Event| {
-        let _ = a.sweep_action(SweepAction::Metric(value("sweep-metric")));
-    });
+    on("sweep-metric", "change", move |_: Event| send(&a, Command::SweepMetric { metric: value("sweep-metric") }));
     let a = app.clone();
     on("sweep-search-run", "click", move |_: Event| {
-        let fields = SearchFields {
+        let cmd = Command::KvSearch {
             target: value("sweep-search-target"),
             range: value("sweep-search-range"),
             step: value("sweep-search-step"),
         };
-        let _ = a.sweep_action(SweepAction::Search(fields));
+        send(&a, cmd);
     });
     let a = app.clone();
-    on("sweep-search-cancel", "click", move |_: Event| {
-        let _ = a.sweep_action(SweepAction::CancelSearch);
-    });
-    sweep_view::lock(app.lab.borrow().mission.as_ref());
+    on("sweep-search-cancel", "click", move |_: Event| send(&a, Command::CancelKvSearch));
+    sweep_view::lock(app.lab().mission.as_ref());
 }

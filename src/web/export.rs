@@ -16,7 +16,7 @@ fn js_err(e: JsValue) -> String {
 }
 
 fn file_stem(app: &App) -> String {
-    let lab = app.lab.borrow();
+    let lab = app.lab();
     let id = if lab.state.preset.id.is_empty() { "custom".to_string() } else { lab.state.preset.id.clone() };
     let mode = if lab.runs.len() > 1 { "-compare" } else { "" };
     format!("kvlab-{id}{mode}-{:.1}s", lab.t_us as f64 / 1e6)
@@ -33,7 +33,7 @@ pub fn export(app: &App, what: &str) -> Result<(), String> {
 }
 
 pub fn csv(app: &App) -> String {
-    let lab = app.lab.borrow();
+    let lab = app.lab();
     let runs: Vec<(&str, &[crate::engine::StepPoint])> = lab.runs.iter().map(|r| (r.label, r.sim.series())).collect();
     series_csv(&runs)
 }
@@ -79,7 +79,7 @@ fn composite(parts: &[(String, HtmlCanvasElement)], side_by_side: bool) -> Resul
 }
 
 pub fn map_png(app: &App) -> Result<String, String> {
-    let lab = app.lab.borrow();
+    let lab = app.lab();
     let view = app.view.borrow();
     let t = lab.t_us as f64 / 1e6;
     let parts: Vec<(String, HtmlCanvasElement)> = lab

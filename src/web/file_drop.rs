@@ -11,11 +11,12 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{DragEvent, File, HtmlDialogElement, HtmlElement, ProgressEvent};
 
-use super::app::{App, ChangeFrom};
+use crate::session::command::Command;
+
+use super::app::{App, Input};
 use super::day_run;
 use super::dom;
-use super::trace_file::{self, MAIN_THREAD_MAX_REQUESTS};
-use super::url_state::LabState;
+use crate::session::trace_file::{self, MAIN_THREAD_MAX_REQUESTS};
 
 /// Where a file came in, which decides where its progress and errors show.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,7 +104,7 @@ fn close_dialog() {
 /// Loads the trace `text` (the file `name`): into the lab when it is small, into the worker
 /// when it is not; errors show at `place`.
 pub fn load_trace(app: &Rc<App>, name: &str, text: String, place: Place) {
-    let current = app.lab.borrow().state.preset.clone();
+    let current = app.lab().state.preset.clone();
     if trace_file::line_count(&text) > MAIN_THREAD_MAX_REQUESTS {
         close_dialog();
         day_run::start(app, current, text, name);
@@ -114,14 +115,9 @@ pub fn load_trace(app: &Rc<App>, name: &str, text: String, place: Place) {
         Err(e) => return show_error(place, &format!("{name}: {e}")),
     };
     let summary = load.summary();
-    let result = app.change(ChangeFrom::Preset, false, |s| {
-        let mut next = LabState::new(load.preset);
-        next.compare = s.compare;
-        next.hidden = s.hidden.clone();
-        Ok(next)
-    });
-    match result {
-        Ok(()) => {
+    let preset = serde_json::to_value(&load.preset).unwrap_or_default();
+    match app.dispatch(Command::Load { preset }, Input::Inline) {
+        Ok(_) => {
             day_run::cancel(None);
             close_dialog();
             day_run::status(&format!("{summary}, from {name}. The lab replays it: press Play."), None);

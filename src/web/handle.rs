@@ -1,5 +1,7 @@
 //! The one object JavaScript sees: `window.kvlab`, a [`LabHandle`] over the running page
-//! (egui's `WebHandle` style). Engine types cross as plain JavaScript objects (js.rs):
+//! (egui's `WebHandle` style). Every method that changes the lab builds one
+//! `session::command::Command` and hands it to `App::dispatch` (`command()` takes any command
+//! as its JSON object). Engine types cross as plain JavaScript objects (js.rs):
 //! `report()` is the report of docs/REPORT.md, `missionScore()` the mission score. Also the page's boot: read the
 //! URL, build the lab (or the missions hub), wire the events. The measurement and test methods
 //! are in test_hooks.rs, compiled only with the `test-hooks` feature.
@@ -11,17 +13,20 @@ use wasm_bindgen::prelude::*;
 use crate::engine::Simulation;
 use crate::shipped;
 
-use super::app::{App, ChangeFrom, MissionAction};
+use crate::session::command::{Command, DocKind, MissionAction};
+use crate::session::dispatch::Session;
+use crate::session::lab::Lab;
+use crate::session::missions;
+use crate::session::presets;
+use crate::session::url_state::{LabState, PageOptions, QUERY_KEYS};
+
+use super::app::{App, Input};
 use super::dom;
 use super::events;
 use super::export;
 use super::js;
-use super::lab::{secs_to_us, Lab};
 use super::messages::Messages;
-use super::missions;
-use super::presets;
 use super::storage::Stars;
-use super::url_state::{LabState, PageOptions, QUERY_KEYS};
 use super::view::View;
 use super::{controls, map};
 
@@ -37,6 +42,13 @@ fn to_js(e: String) -> JsError {
     JsError::new(&e)
 }
 
+impl LabHandle {
+    /// Hands `cmd` to the app; a refusal is shown on the page and thrown.
+    fn send(&self, cmd: Command) -> Result<(), JsError> {
+        self.app.dispatch(cmd, Input::Handle).map(drop).map_err(to_js)
+    }
+}
+
 /// `value` as a plain JavaScript object (js.rs).
 fn object<T: serde::Serialize + ?Sized>(value: &T) -> Result<JsValue, JsError> {
     js::to_js(value).map_err(to_js)
@@ -47,21 +59,13 @@ impl LabHandle {
     /// Replaces the lab's preset with `json` (`kvlab/preset@1`); time goes back to 0.
     #[wasm_bindgen(js_name = loadPreset)]
     pub fn load_preset(&self, json: &str) -> Result<(), JsError> {
-        super::loader::load_preset_text(&self.app, json).map_err(to_js)
+        self.send(Command::Load { preset: json.into() })
     }
 
     /// Loads a shipped preset by id (see `presetIds()`).
     #[wasm_bindgen(js_name = loadPresetId)]
     pub fn load_preset_id(&self, id: &str) -> Result<(), JsError> {
-        let json = presets::json(id)
-            .ok_or_else(|| format!("unknown preset \"{id}\"; use one of {}", presets::ids().join(", ")));
-        match json {
-            Ok(j) => self.load_preset(j),
-            Err(e) => {
-                self.app.messages.error("preset", &e);
-                Err(to_js(e))
-            }
-        }
+        self.send(Command::Load { preset: id.into() })
     }
 
     #[wasm_bindgen(js_name = presetIds)]
@@ -71,28 +75,30 @@ impl LabHandle {
 
     /// Simulates up to `seconds` of simulated time (from 0 when that is earlier) and pauses.
     #[wasm_bindgen(js_name = runTo)]
-    pub fn run_to(&self, seconds: f64) {
-        self.app.set_time(secs_to_us(seconds));
+    pub fn run_to(&self, seconds: f64) -> Result<(), JsError> {
+        self.send(Command::Seek { t_s: seconds })?;
         self.app.draw();
+        Ok(())
     }
 
     /// Simulates to the end of the run and pauses.
     #[wasm_bindgen(js_name = runToEnd)]
-    pub fn run_to_end(&self) {
-        let end = self.app.lab.borrow().duration_us();
-        self.run_to(end as f64 / 1e6);
+    pub fn run_to_end(&self) -> Result<(), JsError> {
+        self.send(Command::SeekEnd)?;
+        self.app.draw();
+        Ok(())
     }
 
     /// The report (an object, the contract of docs/REPORT.md) of the first run at the time
     /// shown; `null` when there is no run.
     pub fn report(&self) -> Result<JsValue, JsError> {
-        let lab = self.app.lab.borrow();
+        let lab = self.app.lab();
         object(&lab.runs.first().map(|r| r.report()))
     }
 
     /// Every run's report, an array (two in compare mode: contiguous, paged).
     pub fn reports(&self) -> Result<JsValue, JsError> {
-        let lab = self.app.lab.borrow();
+        let lab = self.app.lab();
         let reports: Vec<_> = lab.runs.iter().map(|r| r.report()).collect();
         object(&reports)
     }
@@ -101,7 +107,7 @@ impl LabHandle {
     /// [{value, contiguous, paged}], total, finished, cancelled}`; `null` before any sweep.
     #[wasm_bindgen(js_name = sweepResults)]
     pub fn sweep_results(&self) -> Result<JsValue, JsError> {
-        let panel = self.app.sweep.borrow();
+        let panel = self.app.panel();
         let out = panel.job.as_ref().map(|j| {
             serde_json::json!({
                 "knob": j.knob.path(),
@@ -121,13 +127,13 @@ impl LabHandle {
     /// search.
     #[wasm_bindgen(js_name = kvSearchResults)]
     pub fn kv_search_results(&self) -> Result<JsValue, JsError> {
-        let panel = self.app.sweep.borrow();
-        object(&panel.search.as_ref().map(super::kv_search::results_json))
+        let panel = self.app.panel();
+        object(&panel.search.as_ref().map(crate::session::kv_search::results_json))
     }
 
     /// The whole lab state, an object (what the link carries).
     pub fn state(&self) -> Result<JsValue, JsError> {
-        object(&self.app.lab.borrow().snapshot())
+        object(&self.app.lab().snapshot())
     }
 
     /// Replaces the whole lab state: an object as `state()` returns it, or its JSON text.
@@ -137,9 +143,7 @@ impl LabHandle {
             Some(text) => text,
             None => js_sys::JSON::stringify(&state).ok().and_then(|s| s.as_string()).unwrap_or_default(),
         };
-        self.app
-            .change(ChangeFrom::Link, false, |_| LabState::from_json(&json).map_err(|e| e.to_string()))
-            .map_err(to_js)
+        self.send(Command::SetState { state: json.into() })
     }
 
     /// The link that reproduces the lab as it is now.
@@ -156,66 +160,72 @@ impl LabHandle {
 
     #[wasm_bindgen(js_name = setCompare)]
     pub fn set_compare(&self, on: bool) -> Result<(), JsError> {
-        self.app.change(ChangeFrom::Control, true, |s| Ok(LabState { compare: on, ..s.clone() })).map_err(to_js)
+        self.send(Command::Compare { on })
     }
 
     /// Switches the allocator in use: "contiguous" or "paged" (the other's settings are kept).
     #[wasm_bindgen(js_name = setAllocator)]
     pub fn set_allocator(&self, kind: &str) -> Result<(), JsError> {
-        let paged = match kind {
-            "paged" => true,
-            "contiguous" => false,
-            _ => return Err(JsError::new(&format!("allocator \"{kind}\": use \"contiguous\" or \"paged\""))),
-        };
-        self.app
-            .change(ChangeFrom::Control, true, |s| {
-                let mut next = s.clone();
-                next.switch_allocator(paged);
-                Ok(next)
-            })
-            .map_err(to_js)
+        let value = kind.into();
+        self.send(Command::Set { path: crate::session::control_edit::ALLOCATOR_KIND_PATH.into(), value })
     }
 
     /// Sets one preset field by its path, as the settings form does (`scheduler.max_num_seqs`).
     #[wasm_bindgen(js_name = setField)]
     pub fn set_field(&self, path: &str, json_value: &str) -> Result<(), JsError> {
-        let value: serde_json::Value = serde_json::from_str(json_value).map_err(|e| JsError::new(&e.to_string()))?;
-        self.app.change(ChangeFrom::Control, true, |s| controls::edit(s, path, value)).map_err(to_js)
+        let value: serde_json::Value = serde_json::from_str(json_value)
+            .map_err(|e| JsError::new(&format!("{path}: the value is not JSON ({e}); write 64, \"swap\" or true")))?;
+        self.send(Command::Set { path: path.into(), value })
     }
 
-    pub fn play(&self) {
-        self.app.with_lab(|lab| lab.play());
+    pub fn play(&self) -> Result<(), JsError> {
+        self.send(Command::Play)
     }
 
-    pub fn pause(&self) {
-        self.app.with_lab(|lab| lab.pause());
-        self.app.update_url();
+    pub fn pause(&self) -> Result<(), JsError> {
+        self.send(Command::Pause)
     }
 
-    pub fn step(&self) {
-        self.app.with_lab(|lab| lab.step());
+    pub fn step(&self) -> Result<(), JsError> {
+        self.send(Command::Step)?;
         self.app.draw();
+        Ok(())
     }
 
-    pub fn reset(&self) {
-        self.app.set_time(0);
+    pub fn reset(&self) -> Result<(), JsError> {
+        self.send(Command::Seek { t_s: 0.0 })
+    }
+
+    /// Undoes the last change of the setup (what Ctrl+Z and the Undo button do).
+    pub fn undo(&self) -> Result<(), JsError> {
+        self.send(Command::Undo)
+    }
+
+    pub fn redo(&self) -> Result<(), JsError> {
+        self.send(Command::Redo)
+    }
+
+    /// Any command, as its JSON object (`{type: "set", path: "scheduler.max_num_seqs", value:
+    /// 64}`: docs/EMBED.md lists them), as a host page posts it.
+    pub fn command(&self, command: JsValue) -> Result<(), JsError> {
+        let cmd: Command = js::from_js(command).map_err(|e| JsError::new(&format!("not a command: {e}")))?;
+        self.send(cmd)
     }
 
     /// Simulated seconds per real second; 0 runs as fast as the engine goes.
     #[wasm_bindgen(js_name = setSpeed)]
-    pub fn set_speed(&self, speed: f64) {
-        let s = if speed.is_finite() && speed > 0.0 { speed } else { 0.0 };
-        self.app.with_lab(|lab| lab.speed = s);
+    pub fn set_speed(&self, speed: f64) -> Result<(), JsError> {
+        self.send(Command::Speed { speed })
     }
 
     #[wasm_bindgen(js_name = isPlaying)]
     pub fn is_playing(&self) -> bool {
-        self.app.lab.borrow().playing
+        self.app.lab().playing
     }
 
     /// The simulated time shown, in seconds.
     pub fn now(&self) -> f64 {
-        self.app.lab.borrow().t_us as f64 / 1e6
+        self.app.lab().t_us as f64 / 1e6
     }
 
     /// The series of every run as CSV.
@@ -254,25 +264,19 @@ impl LabHandle {
     /// Loads a preset or a mission (told apart by `schema`), as the "Load…" dialog does: a preset
     /// leaves mission mode, a mission starts it.
     pub fn load(&self, json: &str) -> Result<(), JsError> {
-        super::loader::load_document(&self.app, json, None).map(drop).map_err(to_js)
+        self.send(Command::LoadDocument { text: json.into(), expect: None, source: None })
     }
 
     /// Starts a mission from its JSON (`kvlab/mission@1`).
     #[wasm_bindgen(js_name = loadMission)]
     pub fn load_mission(&self, json: &str) -> Result<(), JsError> {
-        super::loader::load_document(&self.app, json, Some("mission")).map(drop).map_err(to_js)
+        self.send(Command::LoadDocument { text: json.into(), expect: Some(DocKind::Mission), source: None })
     }
 
     /// Starts a shipped mission by id (see `missionIds()`).
     #[wasm_bindgen(js_name = loadMissionId)]
     pub fn load_mission_id(&self, id: &str) -> Result<(), JsError> {
-        match missions::shipped(id) {
-            Ok(m) => self.app.start_mission(&m).map_err(to_js),
-            Err(e) => {
-                self.app.messages.error("mission", &format!("Mission not loaded: {e}."));
-                Err(to_js(e))
-            }
-        }
+        self.send(Command::StartMission { id: id.into() })
     }
 
     /// Shipped mission ids, in hub order.
@@ -286,7 +290,7 @@ impl LabHandle {
     /// outside mission mode.
     #[wasm_bindgen(js_name = missionScore)]
     pub fn mission_score(&self) -> Result<JsValue, JsError> {
-        let lab = self.app.lab.borrow();
+        let lab = self.app.lab();
         let (Some(status), Some(r)) = (lab.mission_status(), lab.state.mission.as_ref()) else {
             return Ok(JsValue::NULL);
         };
@@ -302,22 +306,22 @@ impl LabHandle {
     /// `exitMission()`.
     #[wasm_bindgen(js_name = showSolution)]
     pub fn show_solution(&self) -> Result<(), JsError> {
-        self.app.mission_action(MissionAction::Solution).map_err(to_js)
+        self.send(Command::Mission { action: MissionAction::Solution })
     }
 
     #[wasm_bindgen(js_name = revealHint)]
     pub fn reveal_hint(&self) -> Result<(), JsError> {
-        self.app.mission_action(MissionAction::Hint).map_err(to_js)
+        self.send(Command::Mission { action: MissionAction::Hint })
     }
 
     #[wasm_bindgen(js_name = restartMission)]
     pub fn restart_mission(&self) -> Result<(), JsError> {
-        self.app.mission_action(MissionAction::Restart).map_err(to_js)
+        self.send(Command::Mission { action: MissionAction::Restart })
     }
 
     #[wasm_bindgen(js_name = exitMission)]
     pub fn exit_mission(&self) -> Result<(), JsError> {
-        self.app.mission_action(MissionAction::Exit).map_err(to_js)
+        self.send(Command::Mission { action: MissionAction::Exit })
     }
 
     /// The stars kept in this browser, an object: `{"m1-paging": 3, …}`.
@@ -397,7 +401,10 @@ pub fn boot(messages: &Messages) -> Result<(), String> {
     if dom::by_id::<web_sys::Element>("kvlab").is_none() {
         return Ok(()); // not the lab page (e.g. a test harness)
     }
+    let mut options = options;
+    options.reduced_motion = dom::prefers_reduced_motion();
     let (state, mut problems, from_fragment) = initial_state(&options);
+    let linked = from_fragment.then(|| state.source.clone()).flatten();
     let lab = match Lab::new(state.clone(), options.clone()) {
         Ok(lab) => lab,
         Err(e) => {
@@ -406,32 +413,36 @@ pub fn boot(messages: &Messages) -> Result<(), String> {
             Lab::new(fallback, options.clone())?
         }
     };
-    let autoplay = options.autoplay.unwrap_or(!dom::prefers_reduced_motion()) && lab.t_us == 0 && !options.bench;
+    // The lab opens paused (the first step tells the reader to press Play); `autoplay=1` plays.
+    let autoplay = options.autoplay == Some(true) && !options.reduced_motion && lab.t_us == 0 && !options.bench;
     let stars = Stars::open();
     let view = View::new(stars.clone())?;
-    let app = App::new(lab, view, stars, messages.clone());
-    controls::fill_options(super::lab::SPEEDS, app.lab.borrow().speed);
+    let app = App::new(Session::new(lab), view, stars, messages.clone());
+    controls::fill_options(crate::session::lab::SPEEDS, app.lab().speed);
     app.sync_controls();
     map::paint_swatches();
     events::wire(&app);
     super::loader::wire_dialog(&app);
-    super::file_drop::wire(&app, |a, text| super::loader::load_document(a, text, None).map(|_| ()));
+    super::file_drop::wire(&app, |a, text| {
+        a.dispatch(Command::LoadDocument { text: text.into(), expect: None, source: None }, Input::Inline).map(drop)
+    });
     super::day_run::wire(&app);
     for (kind, text) in problems {
         app.messages.error(&kind, &text);
     }
     app.stars.show_notices(&app.messages);
     app.update_hub_link();
-    if !from_fragment {
-        if let Some(url) = &options.mission_url {
-            super::loader::load_from_url(&app, "mission_url", url);
-        } else if let Some(url) = &options.preset_url {
-            super::loader::load_from_url(&app, "preset_url", url);
-        }
+    // A linked file is fetched on every load, so the link never shows a stale copy: the state
+    // in the fragment is kept only while the file is the one it was made from.
+    if let Some(url) = &options.mission_url {
+        super::loader::load_from_url(&app, DocKind::Mission, url, linked);
+    } else if let Some(url) = &options.preset_url {
+        super::loader::load_from_url(&app, DocKind::Preset, url, linked);
     }
     if autoplay {
-        app.lab.borrow_mut().play();
+        let _ = app.dispatch(Command::Play, Input::Page);
     }
+    super::onboarding::wire(&app.lab());
     app.update_url();
     app.draw();
     app.request_frame();

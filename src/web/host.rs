@@ -4,9 +4,11 @@
 //! Events (lab → host): `ready`, `resize` (`height`, `width`: the content's size in CSS pixels),
 //! `state` (after every change: `state` is `kvlab.state()`'s object, plus `t_s`, `playing`),
 //! `finished` (the run reached its end: `t_s`, `report`), `error` (`command`, `message`).
-//! Commands (host → lab): `play`, `pause`, `seek` (`t_s`), `set` (`path`, `value`: a preset path
-//! such as `allocator.block_size`), `load` (`preset`: a shipped id or a preset document),
-//! `compare` (`on`), `get` (answers with `state`).
+//! Commands (host → lab): every `session::command::Command` as its JSON (`play`, `pause`,
+//! `seek` (`t_s`), `set` (`path`, `value`: a lab path such as `allocator.block_size`), `load`
+//! (`preset`: a shipped id or a preset document), `compare` (`on`), `undo`, …), and `get`
+//! (answers with `state`). A refused command answers with `error` and leaves nothing on the
+//! reader's screen.
 //!
 //! Who may talk to the lab: the lab's own origin always; other origins only when the link lists
 //! them (`?origins=https://a.example,https://b.example`, or `*` for any page). Commands from
@@ -20,12 +22,10 @@ use serde_json::{json, Value};
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::MessageEvent;
 
-use super::app::{App, ChangeFrom};
-use super::controls;
+use crate::session::command::Command;
+
+use super::app::{App, Input};
 use super::dom;
-use super::lab::secs_to_us;
-use super::presets;
-use super::url_state::LabState;
 
 /// What the host side remembers: who may talk, and what was last sent (events only on change).
 /// [`wire`] makes one and hands it to the handlers it installs (the `App`'s change hook, the
@@ -92,7 +92,7 @@ fn post(host: &RefCell<Host>, kind: &str, fields: Value) {
 }
 
 fn state_fields(app: &App) -> Value {
-    let lab = app.lab.borrow();
+    let lab = app.lab();
     let state = serde_json::to_value(lab.snapshot()).unwrap_or(Value::Null);
     json!({ "state": state, "t_s": lab.t_us as f64 / 1e6, "playing": lab.playing })
 }
@@ -105,7 +105,7 @@ fn changed(app: &App, host: &RefCell<Host>) {
     }
     let fields = state_fields(app);
     let key = fields.to_string();
-    let at_end = app.lab.borrow().is_at_end();
+    let at_end = app.lab().is_at_end();
     let (send_state, send_finished) = {
         let mut h = host.borrow_mut();
         let new = h.last_state.as_deref() != Some(key.as_str());
@@ -118,7 +118,7 @@ fn changed(app: &App, host: &RefCell<Host>) {
         post(host, "state", fields);
     }
     if send_finished {
-        let lab = app.lab.borrow();
+        let lab = app.lab();
         let report = lab.runs.first().map(|r| serde_json::to_value(r.report()).unwrap_or(Value::Null));
         post(host, "finished", json!({ "t_s": lab.t_us as f64 / 1e6, "report": report }));
     }
@@ -182,65 +182,25 @@ fn on_message(app: &Rc<App>, host: &RefCell<Host>, e: &MessageEvent) {
         return; // someone else's message
     }
     let kind = msg.get("type").and_then(Value::as_str).unwrap_or("").to_string();
-    match command(app, &kind, &msg) {
-        Ok(()) => {
-            if kind == "get" {
-                post(host, "state", state_fields(app));
-            }
-        }
-        Err(message) => post(host, "error", json!({ "command": kind, "message": message })),
+    if kind == "get" {
+        post(host, "state", state_fields(app));
+        return;
+    }
+    if let Err(message) = command(app, &msg) {
+        post(host, "error", json!({ "command": kind, "message": message }));
     }
 }
 
-/// A preset path as the host writes it → the control path `controls::edit` takes. The
-/// allocator's fields go to the settings of their kind (`allocator.block_size` sets the paged
-/// allocator's, used now or remembered for when it is chosen); `allocator.kind` switches.
-pub fn control_path(path: &str) -> String {
-    match path {
-        "allocator.kind" => "@alloc.kind".into(),
-        "allocator.block_size" | "allocator.prefix_caching" => format!("@paged.{}", &path[10..]),
-        "allocator.reserve" | "allocator.fit" => format!("@contiguous.{}", &path[10..]),
-        _ => path.replace('[', ".").replace(']', ""),
+/// A host's message as a command: the message less its `kvlab` marker is the command's JSON
+/// (`{"type": "set", "path": …, "value": …}`; every `session::command::Command` is accepted).
+fn command(app: &Rc<App>, msg: &Value) -> Result<(), String> {
+    let mut body = msg.clone();
+    if let Some(m) = body.as_object_mut() {
+        m.remove("kvlab");
     }
-}
-
-fn command(app: &Rc<App>, kind: &str, msg: &Value) -> Result<(), String> {
-    match kind {
-        "play" => app.with_lab(|lab| lab.play()),
-        "pause" => {
-            app.with_lab(|lab| lab.pause());
-            app.update_url();
-        }
-        "seek" => {
-            let t = msg.get("t_s").and_then(Value::as_f64).filter(|t| t.is_finite() && *t >= 0.0);
-            let t = t.ok_or("seek: t_s must be a number of seconds from 0")?;
-            app.set_time(secs_to_us(t));
-        }
-        "set" => {
-            let path = msg.get("path").and_then(Value::as_str).ok_or("set: path must be a preset path")?;
-            let value = msg.get("value").cloned().ok_or("set: value is missing")?;
-            let path = control_path(path);
-            app.change(ChangeFrom::Control, true, |s| controls::edit(s, &path, value))?;
-        }
-        "load" => match msg.get("preset") {
-            Some(Value::String(id)) => {
-                let id = id.clone();
-                app.change(ChangeFrom::Preset, false, |s| {
-                    let mut next = LabState::new(presets::dto(&id)?);
-                    next.compare = s.compare;
-                    next.hidden = s.hidden.clone();
-                    Ok(next)
-                })?;
-            }
-            Some(doc @ Value::Object(_)) => super::loader::load_preset_text(app, &doc.to_string())?,
-            _ => return Err("load: preset must be a shipped preset id or a kvlab/preset@1 document".into()),
-        },
-        "compare" => {
-            let on = msg.get("on").and_then(Value::as_bool).ok_or("compare: on must be true or false")?;
-            app.change(ChangeFrom::Control, true, |s| Ok(LabState { compare: on, ..s.clone() }))?;
-        }
-        "get" => {}
-        other => return Err(format!("unknown command \"{other}\"; use play, pause, seek, set, load, compare or get")),
-    }
-    Ok(())
+    let kind = msg.get("type").and_then(Value::as_str).unwrap_or("");
+    let cmd: Command = serde_json::from_value(body).map_err(|e| {
+        format!("{kind}: {e}; see docs/EMBED.md for the commands and their fields (play, pause, seek, set, load, compare, get, …)")
+    })?;
+    app.dispatch(cmd, Input::Host).map(drop)
 }

@@ -10,7 +10,7 @@ use crate::formats::mission::MAX_STARS;
 
 use super::dom;
 use super::messages::Messages;
-use super::missions;
+use crate::session::missions;
 
 /// One row of the hub: what the index and the mission file say.
 pub struct HubEntry {

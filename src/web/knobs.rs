@@ -5,7 +5,7 @@
 use wasm_bindgen::JsCast;
 use web_sys::{Element, Event, HtmlElement};
 
-use super::controls::control_unlocked;
+use crate::session::control_edit::control_unlocked;
 use super::dom;
 
 /// The first shown, enabled form control that `knob` covers.

@@ -1,10 +1,10 @@
-//! Loading what instructors write: a preset (`kvlab/preset@1`) or a mission
-//! (`kvlab/mission@1`), told apart by `schema`, from the "Load…" dialog (pasted text or a file)
-//! or from the link (`?preset_url=` / `?mission_url=`: a path on this site or a `data:` URL).
-//! A document that does not validate leaves a message naming the field, and the lab keeps what
-//! it was showing. A mission also goes through the mission check of `kvlab check`
-//! (`missions::check`): it is played either way, and the verdict says plainly when it is not a
-//! valid mission.
+//! Loading what instructors write, in the page: the "Load…" dialog (pasted text or a file) and
+//! the link's `?preset_url=` / `?mission_url=` (a path on this site or a `data:` URL). Reading
+//! and checking a document is the session's (`session::loader`); this module fetches, decodes
+//! and shows. A linked file is fetched on every load of the page: the lab state a link carries
+//! (`#lab=`) is kept only while the file is still the one it was made from (its digest); a file
+//! that changed is loaded anew, and a file that cannot be fetched leaves the link's last good
+//! copy on screen, with a message saying which it is.
 
 use std::rc::Rc;
 
@@ -12,113 +12,12 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{Event, HtmlDialogElement, HtmlElement, HtmlInputElement, HtmlTextAreaElement};
 
-use crate::formats::preset::{parse_preset_dto, PresetDto, MAX_PRESET_BYTES};
-use crate::formats::sniff::{sniff_text, Document as Schema};
-use crate::missions::check::check_mission;
-use crate::missions::mission::{parse_mission, Mission};
+use crate::session::command::{Command, DocKind};
+use crate::session::loader::digest;
+use crate::session::url_state::LinkedFile;
 
-use super::app::{App, ChangeFrom};
+use super::app::{App, Input};
 use super::dom;
-use super::messages::Messages;
-use super::url_state::{LabState, MissionRef};
-
-/// A document an instructor loads.
-pub enum Document {
-    Preset(Box<PresetDto>),
-    Mission(Box<Mission>),
-}
-
-/// Reads a preset or a mission; errors name the field ("goals[1].metric: …").
-pub fn parse_document(text: &str) -> Result<Document, String> {
-    if text.len() > MAX_PRESET_BYTES {
-        return Err(format!("the document is {} bytes; the limit is {MAX_PRESET_BYTES} bytes", text.len()));
-    }
-    if sniff_text(text) == Some(Schema::Mission) {
-        parse_mission(text).map(|m| Document::Mission(Box::new(m))).map_err(|e| e.to_string())
-    } else {
-        let dto = parse_preset_dto(text).map_err(|e| e.to_string())?;
-        dto.to_config().map_err(|e| e.to_string())?;
-        Ok(Document::Preset(Box::new(dto)))
-    }
-}
-
-/// Loads preset JSON (from the API, the JSON editor or a file), keeping compare mode and the
-/// mission being played (whose locks then apply).
-pub fn load_preset_text(app: &App, text: &str) -> Result<(), String> {
-    app.change(ChangeFrom::Preset, false, |s| {
-        let dto = parse_preset_dto(text).map_err(|e| e.to_string())?;
-        let mut next = LabState::new(dto);
-        next.compare = s.compare;
-        next.hidden = s.hidden.clone();
-        next.mission = s.mission.clone().map(|r| MissionRef { solution: false, ..r });
-        Ok(next)
-    })
-}
-
-/// The mission check's verdict on a loaded mission.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Verdict {
-    /// The broken setup earns 0 stars and the fix 3.
-    pub valid: bool,
-    pub text: String,
-}
-
-/// Runs `kvlab check`'s mission check on `m` and shows the verdict on the page (kind
-/// "mission-check", until the next load): a mission that fails is always reported; one that
-/// passes only when `announce_pass` (the instructor loaded it; a learner following a link needs
-/// no news that all is well).
-pub fn check_and_report(m: &Mission, announce_pass: bool, messages: &Messages) -> Verdict {
-    let verdict = match check_mission(m) {
-        Ok(c) => Verdict { valid: c.problem().is_none(), text: c.verdict() },
-        Err(e) => Verdict { valid: false, text: format!("Not a valid mission: {e}.") },
-    };
-    if !verdict.valid {
-        messages.notice("mission-check", &verdict.text);
-    } else if announce_pass {
-        messages.ok("mission-check", &verdict.text);
-    }
-    verdict
-}
-
-/// Loads a preset (the free lab, keeping compare mode) or a mission (mission mode, after the
-/// mission check, whose verdict is returned).
-/// `expect` ("preset" or "mission") refuses the other kind, for the link parameters.
-pub fn load_document(app: &App, text: &str, expect: Option<&str>) -> Result<Option<Verdict>, String> {
-    let kind_of = |t: &str| if sniff_text(t) == Some(Schema::Mission) { "mission" } else { "preset" };
-    let kind = expect.unwrap_or_else(|| kind_of(text));
-    app.messages.clear("mission-check");
-    if let Some(want) = expect {
-        if kind_of(text) != want {
-            let e = format!("this is a {}, not a {want}; use {}_url", kind_of(text), kind_of(text));
-            let msg = format!("{} not loaded: {e}. The lab keeps its previous setup.", capitalized(want));
-            app.messages.error(want, &msg);
-            return Err(e);
-        }
-    }
-    match parse_document(text) {
-        Ok(Document::Mission(m)) => {
-            app.start_mission(&m)?;
-            Ok(Some(check_and_report(&m, expect.is_none(), &app.messages)))
-        }
-        Ok(Document::Preset(dto)) => app
-            .change(ChangeFrom::Preset, false, |s| {
-                let mut next = LabState::new(*dto);
-                next.compare = s.compare;
-                next.hidden = s.hidden.clone();
-                Ok(next)
-            })
-            .map(|()| None),
-        Err(e) => {
-            let from = if kind == "mission" { ChangeFrom::Mission } else { ChangeFrom::Preset };
-            app.change(from, false, |_| Err(e)).map(|()| None)
-        }
-    }
-}
-
-fn capitalized(s: &str) -> String {
-    let mut c = s.chars();
-    c.next().map(|f| f.to_uppercase().collect::<String>() + c.as_str()).unwrap_or_default()
-}
 
 /// Why `url` may not be loaded (None when it may): only this site's paths and `data:` URLs.
 pub fn url_problem(url: &str, page_href: &str) -> Option<String> {
@@ -148,13 +47,20 @@ pub fn data_url_text(url: &str) -> Result<String, String> {
     String::from_utf8(bytes).map_err(|_| "the data: URL does not hold UTF-8 text (JSON)".to_string())
 }
 
-/// Loads the document at `url` (the `param` of the link, `preset_url` or `mission_url`): a
-/// `data:` URL decoded here, a path on this site fetched.
-pub fn load_from_url(app: &Rc<App>, param: &'static str, url: &str) {
-    let expect = if param == "mission_url" { "mission" } else { "preset" };
+/// Loads the document at `url` (the link's `preset_url` or `mission_url`): a `data:` URL
+/// decoded here, a path on this site fetched. `linked` is the file the link's state was made
+/// from, when the link carries one.
+pub fn load_from_url(app: &Rc<App>, expect: DocKind, url: &str, linked: Option<LinkedFile>) {
+    let param = format!("{}_url", expect.name());
     let messages = app.messages.clone();
+    let kept = linked.is_some();
     let fail = move |e: String| {
-        messages.error(expect, &format!("Link not applied: {param}: {e}. The lab keeps its previous setup."))
+        let rest = if kept {
+            "The lab shows the last good copy this link holds"
+        } else {
+            "The lab keeps its previous setup"
+        };
+        messages.error(expect.name(), &format!("Link not applied: {param}: {e}. {rest}."))
     };
     let href = dom::window().location().href().unwrap_or_default();
     if let Some(p) = url_problem(url, &href) {
@@ -163,44 +69,66 @@ pub fn load_from_url(app: &Rc<App>, param: &'static str, url: &str) {
     }
     if url.get(..5).is_some_and(|p| p.eq_ignore_ascii_case("data:")) {
         match data_url_text(url) {
-            Ok(text) => load_linked(app, &text, expect),
+            Ok(text) => load_linked(app, &text, expect, url, linked.as_ref()),
             Err(e) => fail(e),
         }
         return;
     }
     let resolved = web_sys::Url::new_with_base(url, &href).map(|u| u.href()).unwrap_or_else(|_| url.to_string());
-    fetch_and_load(app, &resolved, format!("\"{url}\""), expect, fail);
+    fetch_and_load(app, &resolved, url.to_string(), expect, linked, fail);
 }
 
-/// Loads a linked document's text; a success clears the message about an earlier link.
-fn load_linked(app: &App, text: &str, expect: &str) {
-    if load_document(app, text, Some(expect)).is_ok() {
+/// Loads a linked document's text, unless the link's state was made from this very text (its
+/// edits and time are kept then); a success clears the message about an earlier link.
+fn load_linked(app: &App, text: &str, expect: DocKind, url: &str, linked: Option<&LinkedFile>) {
+    let current = linked.filter(|l| l.url == url && l.digest == digest(text)).is_some();
+    if current {
         app.messages.clear("link");
+        return;
+    }
+    let cmd = Command::LoadDocument { text: text.into(), expect: Some(expect), source: Some(url.into()) };
+    if app.dispatch(cmd, Input::Page).is_ok() {
+        app.messages.clear("link");
+        if linked.is_some() {
+            let what = expect.name();
+            app.messages.notice(
+                "link-file",
+                &format!("The {what} at {url} changed since this link was made: the lab shows its new version."),
+            );
+        }
     }
 }
 
-/// Fetches `resolved` (shown in messages as `shown`) and loads its text as a document of kind
-/// `expect`; `fail` reports what went wrong.
-fn fetch_and_load(app: &Rc<App>, resolved: &str, shown: String, expect: &'static str, fail: impl Fn(String) + 'static) {
+/// Fetches `resolved` (`shown` in messages) and loads its text as a document of kind `expect`;
+/// `fail` reports what went wrong.
+fn fetch_and_load(
+    app: &Rc<App>,
+    resolved: &str,
+    shown: String,
+    expect: DocKind,
+    linked: Option<LinkedFile>,
+    fail: impl Fn(String) + 'static,
+) {
     let fail = Rc::new(fail);
     let app = app.clone();
-    let shown2 = shown.clone();
+    let quoted = format!("\"{shown}\"");
+    let quoted2 = quoted.clone();
     let fail2 = fail.clone();
     let on_response = Closure::<dyn FnMut(JsValue)>::once(move |resp: JsValue| {
         let Ok(resp) = resp.dyn_into::<web_sys::Response>() else {
-            fail(format!("fetching {shown} gave no response"));
+            fail(format!("fetching {quoted} gave no response"));
             return;
         };
         if !resp.ok() {
-            fail(format!("{shown} answered {} {}", resp.status(), resp.status_text()));
+            fail(format!("{quoted} answered {} {}", resp.status(), resp.status_text()));
             return;
         }
         let Ok(text) = resp.text() else {
-            fail(format!("{shown} could not be read as text"));
+            fail(format!("{quoted} could not be read as text"));
             return;
         };
         let on_text = Closure::<dyn FnMut(JsValue)>::once(move |t: JsValue| {
-            load_linked(&app, &t.as_string().unwrap_or_default(), expect);
+            load_linked(&app, &t.as_string().unwrap_or_default(), expect, &shown, linked.as_ref());
         });
         let _ = text.then(&on_text);
         on_text.forget();
@@ -208,9 +136,12 @@ fn fetch_and_load(app: &Rc<App>, resolved: &str, shown: String, expect: &'static
     let on_error = Closure::<dyn FnMut(JsValue)>::once(move |e: JsValue| {
         let why =
             e.dyn_ref::<js_sys::Error>().map(|e| String::from(e.message())).unwrap_or_else(|| "network error".into());
-        fail2(format!("could not fetch {shown2} ({why})"));
+        fail2(format!("could not fetch {quoted2} ({why})"));
     });
-    let _ = dom::window().fetch_with_str(resolved).then2(&on_response, &on_error);
+    // Never the browser's cached copy: the point is to see the file as it is now.
+    let init = web_sys::RequestInit::new();
+    init.set_cache(web_sys::RequestCache::NoCache);
+    let _ = dom::window().fetch_with_str_and_init(resolved, &init).then2(&on_response, &on_error);
     // Each runs at most once; they live as long as the page.
     on_response.forget();
     on_error.forget();
@@ -247,10 +178,10 @@ pub fn wire_dialog(app: &Rc<App>) {
     let apply = {
         let app = app.clone();
         let d = dialog.clone();
-        move |text: String| match load_document(&app, &text, None) {
-            Ok(verdict) => {
+        move |text: String| match app.dispatch(Command::LoadDocument { text, expect: None, source: None }, Input::Inline) {
+            Ok(applied) => {
                 show_error(None);
-                match verdict.filter(|v| !v.valid) {
+                match applied.verdict.filter(|v| !v.valid) {
                     // Loaded and playable, but the dialog stays open to say why it is not valid.
                     Some(v) => show_in_dialog("load-verdict", Some(&v.text)),
                     None => d.close(),
@@ -284,7 +215,7 @@ fn wire_dialog_file(app: &Rc<App>, apply: impl Fn(String) + Clone + 'static) {
         show_in_dialog("load-verdict", None);
         let (apply, app, name) = (apply.clone(), app.clone(), file.name());
         super::file_drop::read_file(&file, super::file_drop::Place::Dialog, move |text| {
-            if super::trace_file::is_document(&text) {
+            if crate::session::trace_file::is_document(&text) {
                 if let Some(ta) = dom::by_id::<HtmlTextAreaElement>("load-text") {
                     ta.set_value(&text);
                 }

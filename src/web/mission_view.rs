@@ -10,7 +10,7 @@ use crate::formats::mission::{Comparison, MAX_STARS};
 use crate::missions::mission::{GoalResult, Mission};
 
 use super::dom;
-use super::lab::{Lab, MissionStatus};
+use crate::session::lab::{Lab, MissionStatus};
 use super::storage::Stars;
 
 pub struct MissionView {

@@ -34,7 +34,6 @@ pub mod app;
 #[cfg(feature = "test-hooks")]
 pub mod bench;
 pub mod chart;
-pub mod control_edit;
 pub mod controls;
 pub mod day_run;
 pub mod dom;
@@ -46,26 +45,21 @@ pub mod handle;
 pub mod host;
 pub mod hub;
 pub mod js;
+pub mod json_editor;
 pub mod knobs;
-pub mod kv_search;
-pub mod lab;
 pub mod loader;
 pub mod map;
 pub mod menu;
 pub mod messages;
 pub mod metrics;
 pub mod mission_view;
-pub mod missions;
-pub mod presets;
+pub mod onboarding;
 pub mod storage;
-pub mod sweep;
 pub mod sweep_view;
 #[cfg(feature = "test-hooks")]
 pub mod test_hooks;
 pub mod theme;
 pub mod title;
-pub mod trace_file;
-pub mod url_state;
 pub mod view;
 pub mod worker;
 

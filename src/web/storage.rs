@@ -60,11 +60,11 @@ impl LocalStarStore {
         }
     }
 
-    fn get(&self, key: &str) -> Result<Option<String>, StoreError> {
+    pub fn get(&self, key: &str) -> Result<Option<String>, StoreError> {
         self.storage.get_item(key).map_err(|e| store_error(&e))
     }
 
-    fn set(&self, key: &str, value: &str) -> Result<(), StoreError> {
+    pub fn set(&self, key: &str, value: &str) -> Result<(), StoreError> {
         self.storage.set_item(key, value).map_err(|e| store_error(&e))
     }
 }

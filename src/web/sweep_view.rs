@@ -1,45 +1,25 @@
-//! The lab's Sweep panel (`#sweep` in index.html): fills the knob and metric pickers, names
-//! its actions (events.rs wires Run, Cancel and the metric picker to them), writes the progress line and draws the metric against the knob with plotters,
-//! contiguous and paged as two series. The job itself is sweep.rs's and lives in `App`; app.rs
-//! steps it a time budget per animation frame, so the page stays responsive. In mission mode
+//! The lab's Sweep panel (`#sweep` in index.html): fills the knob and metric pickers (events.rs
+//! turns Run, Cancel and the pickers into commands), writes the progress line (or why the last
+//! sweep was refused) and draws the metric against the knob with plotters, contiguous and paged
+//! as two series. The job itself is `session::sweep`'s, in the session; app.rs steps it a time
+//! budget per animation frame, so the page stays responsive. In mission mode
 //! only the knobs the mission leaves free can be picked. Below the chart, the smallest-KV
 //! search (kv_search.rs, stepped the same way): a TTFT p95 target, Find and Cancel, a progress
 //! line, one answer per allocator and the target's error under its field; off in a mission that
 //! locks `kv_memory_gib`.
 
 use plotters::prelude::*;
-use serde_json::Value;
 use web_sys::{Element, HtmlCanvasElement};
 
 use crate::formats::sweep::ALLOCATORS;
 use crate::missions::mission::Mission;
 
+use crate::session::control_edit::control_unlocked;
+use crate::session::kv_search::{answer_text, plural, Answer, KvSearchJob, SearchField, SEARCH_KNOB};
+use crate::session::sweep::{metric_value, Outcome, SweepJob, SweepPanel, KNOBS, METRICS};
+
 use super::chart::{self, px, ChartTheme};
-use super::control_edit::control_unlocked;
 use super::dom;
-use super::kv_search::{answer_text, plural, Answer, KvSearchJob, Refusal, SearchField, SearchFields};
-use super::sweep::{metric_value, Outcome, SweepJob, SweepPanel, KNOBS, METRICS};
-
-/// The page message kind a refused sweep leaves (messages.rs).
-pub const MESSAGE_KIND: &str = "sweep";
-
-/// The panel's typed actions (its buttons and pickers, and the JS handle).
-#[derive(Clone, Debug, PartialEq)]
-pub enum SweepAction {
-    /// Plan and start a sweep of `knob` over `values` (`A,B,C` or `LO:HI:N`).
-    Run {
-        knob: String,
-        values: String,
-    },
-    Cancel,
-    /// Chart another metric (a key of sweep.rs's `METRICS`).
-    Metric(String),
-    /// Start the smallest-KV search: a TTFT p95 target (milliseconds), the KV range and step
-    /// (GiB; empty for the defaults), as the fields hold them.
-    Search(SearchFields),
-    /// Stop the search after the run in progress.
-    CancelSearch,
-}
 
 /// Fills the knob and metric pickers; false on a page without `#sweep`.
 pub fn fill() -> bool {
@@ -53,36 +33,6 @@ pub fn fill() -> bool {
         dom::replace_children(&sel, METRICS.iter().map(|(k, l)| dom::node("option").attr("value", k).text(l)));
     }
     true
-}
-
-/// Plans a sweep on the lab's preset, refusing a knob the mission locks.
-pub fn start(preset: &Value, mission: Option<&Mission>, knob: &str, values: &str) -> Result<SweepJob, String> {
-    if let Some(m) = mission {
-        if !control_unlocked(m.knobs(), knob) {
-            return Err(format!(
-                "{knob} is locked in mission {}; sweep one of the knobs it leaves free ({})",
-                m.number(),
-                super::missions::knob_list(m)
-            ));
-        }
-    }
-    SweepJob::plan(preset, knob, values)
-}
-
-/// The knob the smallest-KV search sets.
-const SEARCH_KNOB: &str = "kv_memory_gib";
-
-/// Plans the smallest-KV search on the lab's preset, refused when the mission locks the KV
-/// memory (the same check as the sweep's knobs).
-pub fn start_search(preset: &Value, mission: Option<&Mission>, fields: &SearchFields) -> Result<KvSearchJob, Refusal> {
-    if let Some(m) = mission.filter(|m| !control_unlocked(m.knobs(), SEARCH_KNOB)) {
-        return Err(Refusal::general(format!(
-            "{SEARCH_KNOB} is locked in mission {}, and the KV search sets it; change one of the knobs it leaves free ({})",
-            m.number(),
-            super::missions::knob_list(m)
-        )));
-    }
-    KvSearchJob::plan(preset, fields)
 }
 
 /// Disables the knobs a mission locks (and Run when none is left), and the KV search when the
@@ -121,7 +71,8 @@ pub fn render(panel: &SweepPanel, dark: bool) {
 fn render_sweep(panel: &SweepPanel, dark: bool) {
     let Some(line) = dom::by_id::<Element>("sweep-progress") else { return };
     let running = panel.job.as_ref().is_some_and(SweepJob::running);
-    dom::set_text(&line, &progress_text(panel));
+    dom::set_text(&line, panel.sweep_error.as_deref().unwrap_or(&progress_text(panel)));
+    dom::toggle_class(&line, "error", panel.sweep_error.is_some());
     if let Some(cancel) = dom::by_id::<web_sys::HtmlElement>("sweep-cancel") {
         dom::set_hidden(&cancel, !running);
     }
@@ -220,7 +171,7 @@ fn search_progress_text(panel: &SweepPanel) -> String {
 }
 
 /// The knob's values as x positions: the numbers themselves, or 0, 1, 2… for texts.
-fn xs(rows: &[super::sweep::SweepRow]) -> (Vec<f64>, bool) {
+fn xs(rows: &[crate::session::sweep::SweepRow]) -> (Vec<f64>, bool) {
     let nums: Option<Vec<f64>> = rows.iter().map(|r| r.value.as_f64()).collect();
     match nums {
         Some(v) => (v, true),

@@ -7,8 +7,8 @@ use web_sys::{HtmlElement, HtmlSelectElement};
 use crate::formats::preset::PresetDto;
 
 use super::dom;
-use super::presets;
-use super::url_state::LabState;
+use crate::session::presets;
+use crate::session::url_state::LabState;
 
 /// The picker's label for a preset no shipped one matches.
 pub fn picker_label(preset: &PresetDto, unedited: bool) -> String {

@@ -9,7 +9,7 @@ use crate::render::RenderOptions;
 
 use super::chart::{self, ChartRun, PlotBox};
 use super::dom;
-use super::lab::Lab;
+use crate::session::lab::Lab;
 use super::map::{self, MapView};
 use super::metrics::{MetricsInput, MetricsView};
 use super::mission_view::MissionView;

@@ -10,7 +10,7 @@ use crate::engine::workload::{secs_to_us, Arrival};
 use crate::engine::Simulation;
 use crate::formats::preset::parse_preset_dto;
 
-use super::trace_file;
+use crate::session::trace_file;
 
 /// One run to the end, a slice at a time (`window.kvlab` is not there in a worker).
 #[wasm_bindgen]

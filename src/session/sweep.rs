@@ -10,7 +10,11 @@ use serde_json::Value;
 use crate::engine::sweep::{run_one, SweepMetrics};
 use crate::formats::sweep::{plan, Knob, PlannedPoint, ALLOCATORS};
 
+use crate::missions::mission::Mission;
+
+use super::control_edit::control_unlocked;
 use super::kv_search::{KvSearchJob, Refusal};
+use super::missions::knob_list;
 
 /// The knobs the panel offers: (preset path, label).
 pub const KNOBS: &[(&str, &str)] = &[
@@ -78,6 +82,18 @@ impl SweepJob {
             values.map_err(|e| e.to_string().replace("--values", "Sweep values").replace("--range", "Sweep range"))?;
         let points = plan(preset, &knob, &values).map_err(|e| e.to_string())?;
         Ok(SweepJob { knob, points, outcomes: Vec::new(), cancelled: false })
+    }
+
+    /// Plans a sweep on the lab's preset, refusing a knob the mission `m` locks.
+    pub fn plan_for(preset: &Value, m: Option<&Mission>, knob: &str, values: &str) -> Result<SweepJob, String> {
+        if let Some(m) = m.filter(|m| !control_unlocked(m.knobs(), knob)) {
+            return Err(format!(
+                "{knob} is locked in mission {}; sweep one of the knobs it leaves free ({})",
+                m.number(),
+                knob_list(m)
+            ));
+        }
+        SweepJob::plan(preset, knob, values)
     }
 
     /// Points in the sweep.
@@ -152,6 +168,8 @@ pub struct SweepPanel {
     /// `performance.now()` when the search started and when it finished.
     pub search_started_ms: f64,
     pub search_took_ms: Option<f64>,
+    /// Why the last sweep was not started (shown in the progress line); None once one starts.
+    pub sweep_error: Option<String>,
     /// Why the last search was not started (shown under the fields, the field it names marked
     /// invalid); None once one starts.
     pub search_error: Option<Refusal>,
@@ -168,6 +186,7 @@ impl Default for SweepPanel {
             search_started_ms: 0.0,
             search_took_ms: None,
             search_error: None,
+            sweep_error: None,
         }
     }
 }

@@ -43,6 +43,18 @@ pub struct LabState {
     /// Mission mode: the mission being played (its preset is `preset`'s starting point).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mission: Option<MissionRef>,
+    /// The linked file (`?preset_url=`, `?mission_url=`) this setup was loaded from: on a reload
+    /// the file is fetched again, and this state is kept only while the file is unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<LinkedFile>,
+}
+
+/// A file a setup was loaded from by a link, and the digest of the text it had then.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkedFile {
+    pub url: String,
+    pub digest: String,
 }
 
 /// The mission a lab state plays: a shipped one by id, or a custom one carried whole.
@@ -78,7 +90,16 @@ impl MissionRef {
 
 impl LabState {
     pub fn new(preset: PresetDto) -> LabState {
-        LabState { v: STATE_VERSION, preset, compare: false, alt: None, t_s: None, hidden: Vec::new(), mission: None }
+        LabState {
+            v: STATE_VERSION,
+            preset,
+            compare: false,
+            alt: None,
+            t_s: None,
+            hidden: Vec::new(),
+            mission: None,
+            source: None,
+        }
     }
 
     /// The allocator settings of `kind` ("contiguous" or "paged"): the preset's when it uses
@@ -190,8 +211,11 @@ pub struct PageOptions {
     /// `hub=1`: the missions hub instead of the lab.
     pub hub: bool,
     pub bench: bool,
-    /// `autoplay=0` keeps the lab paused at load.
+    /// `autoplay=1` plays the lab at load (it opens paused otherwise).
     pub autoplay: Option<bool>,
+    /// The reader asked for less motion (`prefers-reduced-motion`, set by the page, not the
+    /// query): nothing plays by itself.
+    pub reduced_motion: bool,
     /// `compare=1`: start in compare mode (when the link has no fragment).
     pub compare: Option<bool>,
     /// `t=<seconds>`: start at that simulated time, paused (when the link has no fragment).

@@ -13,12 +13,18 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::engine::config::ConfigError;
-
 use crate::engine::sweep::{run_against_ttft_p95, Bisection, Found, NotFound};
 use crate::formats::sweep::{
     allocator_variants, check_kv_searchable, config_of, default_kv_range, kv_grid, parse_kv_range, with_kv_memory,
     KvRangeNames, ALLOCATORS, KV_STEP_GIB,
 };
+use crate::missions::mission::Mission;
+
+use super::control_edit::control_unlocked;
+use super::missions::knob_list;
+
+/// The knob the smallest-KV search sets.
+pub const SEARCH_KNOB: &str = "kv_memory_gib";
 
 /// The target field, as messages name it.
 pub const TARGET_FIELD: &str = "TTFT p95 target";
@@ -154,6 +160,19 @@ impl KvSearchJob {
             misses: BTreeMap::new(),
         });
         Ok(KvSearchJob { target_ms, grid, step_gib, sides, cancelled: false })
+    }
+
+    /// Plans the search on the lab's preset, refused when the mission `m` locks the KV memory
+    /// (the same check as the sweep's knobs).
+    pub fn plan_for(preset: &Value, m: Option<&Mission>, fields: &SearchFields) -> Result<KvSearchJob, Refusal> {
+        if let Some(m) = m.filter(|m| !control_unlocked(m.knobs(), SEARCH_KNOB)) {
+            return Err(Refusal::general(format!(
+                "{SEARCH_KNOB} is locked in mission {}, and the KV search sets it; change one of the knobs it leaves free ({})",
+                m.number(),
+                knob_list(m)
+            )));
+        }
+        KvSearchJob::plan(preset, fields)
     }
 
     /// The KV sizes searched, GiB: (lowest, highest, step).

@@ -1,0 +1,240 @@
+//! Every change a learner, the JS handle (`window.kvlab`) or a host page (`postMessage`) can
+//! make to the lab, as one serde-tagged type: the page's listeners, the handle and the host API
+//! only build a [`Command`]; [`super::dispatch::Session::apply`] is the one place that applies
+//! it. The JSON form (`{"type": "set", "path": "scheduler.max_num_seqs", "value": 64}`) is what
+//! a host page posts (docs/EMBED.md) and what `kvlab.command()` takes.
+//!
+//! Paths are preset paths as `formats::paths` writes them (`workload.classes[0].n`), with two
+//! additions of the lab: `allocator.<field>` edits the settings of the allocator kind that has
+//! that field (used now, or remembered for when it is chosen), and `allocator.kind` and
+//! `kv_memory.kind` (`"gib"` or `"gpu"`) switch between kinds.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::kv_search::SearchField;
+
+/// One change of the lab.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Command {
+    /// Plays from the time shown (from 0 at the end).
+    Play,
+    Pause,
+    TogglePlay,
+    /// One engine step, paused.
+    Step,
+    /// Moves to `t_s` seconds and pauses.
+    Seek { t_s: f64 },
+    /// Moves to the end of the run and pauses.
+    SeekEnd,
+    /// Simulated seconds per real second; 0 runs as fast as the engine goes.
+    Speed { speed: f64 },
+    /// Sets one field by its path (see the module doc) to `value`. A number written as text
+    /// (`"64"`, as a form field holds it) is read as the number.
+    Set { path: String, value: Value },
+    /// Contiguous and paged side by side.
+    Compare { on: bool },
+    /// Adds a workload row (a copy of the last class, or a burst).
+    AddRow { row: Row },
+    RemoveRow { row: Row, index: usize },
+    /// Shows or hides a chart series (`running`, `waiting`, `swapped`, `preemptions`).
+    Series { name: String, show: bool },
+    /// A preset: a shipped preset's id, or a `kvlab/preset@1` document (an object, or its JSON
+    /// text). Compare mode and hidden series are kept; a document also keeps the mission being
+    /// played, whose locks then apply.
+    Load { preset: Value },
+    /// A preset or a mission, told apart by `schema`, as the Load dialog reads it; `expect`
+    /// refuses the other kind (for the link parameters). `source`: the URL the text was fetched
+    /// from (`?preset_url=`), which the lab state then remembers with the text's digest.
+    LoadDocument {
+        text: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        expect: Option<DocKind>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        source: Option<String>,
+    },
+    /// The whole lab state, as `kvlab.state()` gives it (an object, or its JSON text): a link.
+    SetState { state: Value },
+    /// A shipped mission from its broken setup.
+    StartMission { id: String },
+    /// The mission panel's buttons.
+    Mission { action: MissionAction },
+    /// Undoes the last change of the setup (Ctrl+Z); `redo` does it again (Ctrl+Shift+Z).
+    Undo,
+    Redo,
+    /// Plans and starts a sweep of `knob` over `values` (`A,B,C` or `LO:HI:N`).
+    Sweep { knob: String, values: String },
+    CancelSweep,
+    /// Charts another sweep metric.
+    SweepMetric { metric: String },
+    /// The smallest-KV search: a TTFT p95 target (ms) and the KV range and step (GiB; empty
+    /// for the defaults), as the fields hold them.
+    KvSearch {
+        target: String,
+        #[serde(default)]
+        range: String,
+        #[serde(default)]
+        step: String,
+    },
+    CancelKvSearch,
+}
+
+/// A workload row kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Row {
+    Class,
+    Burst,
+}
+
+/// What a document must be.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DocKind {
+    Preset,
+    Mission,
+}
+
+impl DocKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            DocKind::Preset => "preset",
+            DocKind::Mission => "mission",
+        }
+    }
+}
+
+/// The mission panel's buttons.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MissionAction {
+    /// One more hint.
+    Hint,
+    /// The documented fix, from 0 s, playing; its stars are not kept.
+    Solution,
+    /// The broken setup again, from 0 s, paused.
+    Restart,
+    /// Back to the free lab, keeping the setup.
+    Exit,
+}
+
+/// Where a change comes from: it names the page message a refusal leaves (and an accepted change
+/// clears), and how that message starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChangeFrom {
+    /// A control of the form, a key, the JS handle's setters, a host page's `set`.
+    Control,
+    /// A preset (picker, JSON editor, file, `load`).
+    Preset,
+    /// A mission (start, hint, solution, restart, exit).
+    Mission,
+    /// A link (`#lab=` fragment, `set_state`).
+    Link,
+    /// Time and playback.
+    Time,
+    /// The Sweep panel.
+    Sweep,
+}
+
+impl ChangeFrom {
+    /// The kind of the page message this source leaves.
+    pub fn message_kind(self) -> &'static str {
+        match self {
+            ChangeFrom::Control => "control",
+            ChangeFrom::Preset => "preset",
+            ChangeFrom::Mission => "mission",
+            ChangeFrom::Link => "link",
+            ChangeFrom::Time => "time",
+            ChangeFrom::Sweep => "sweep",
+        }
+    }
+
+    fn refusal_prefix(self) -> &'static str {
+        match self {
+            ChangeFrom::Preset => "Preset not loaded: ",
+            ChangeFrom::Mission => "Mission not loaded: ",
+            ChangeFrom::Link => "Link not applied: ",
+            ChangeFrom::Sweep => "Sweep not run: ",
+            ChangeFrom::Control | ChangeFrom::Time => "",
+        }
+    }
+}
+
+impl Command {
+    /// Where the command comes from, for its messages.
+    pub fn from(&self) -> ChangeFrom {
+        use Command::*;
+        match self {
+            Play | Pause | TogglePlay | Step | Seek { .. } | SeekEnd | Speed { .. } => ChangeFrom::Time,
+            Set { .. } | Compare { .. } | AddRow { .. } | RemoveRow { .. } | Series { .. } | Undo | Redo => {
+                ChangeFrom::Control
+            }
+            Load { .. } => ChangeFrom::Preset,
+            LoadDocument { expect: Some(DocKind::Mission), .. } => ChangeFrom::Mission,
+            LoadDocument { text, .. } if super::loader::is_mission(text) => ChangeFrom::Mission,
+            LoadDocument { .. } => ChangeFrom::Preset,
+            SetState { .. } => ChangeFrom::Link,
+            StartMission { .. } | Mission { .. } => ChangeFrom::Mission,
+            Sweep { .. } | CancelSweep | SweepMetric { .. } | KvSearch { .. } | CancelKvSearch => ChangeFrom::Sweep,
+        }
+    }
+}
+
+/// Where the eye should find a refusal.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Place {
+    /// Beside the control of this path (the control keeps what the user chose, marked invalid).
+    Control(String),
+    /// Under the smallest-KV search's fields (the one named marked invalid).
+    Search(Option<SearchField>),
+    /// In the Sweep panel's progress line, in place of the last sweep's.
+    Sweep,
+    /// A page message of the command's source.
+    Page,
+}
+
+/// A command the lab refused: nothing changed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refused {
+    pub from: ChangeFrom,
+    pub place: Place,
+    /// The reason, naming the field and the fix ("scheduler.max_num_seqs: …; use …").
+    pub message: String,
+}
+
+impl Refused {
+    pub fn page(from: ChangeFrom, message: impl Into<String>) -> Refused {
+        Refused { from, place: Place::Page, message: message.into() }
+    }
+
+    /// The message as the page shows it: the source's prefix, the reason, and that nothing
+    /// changed.
+    pub fn text(&self) -> String {
+        match self.place {
+            Place::Search(_) => format!("Search not run: {}.", self.message),
+            Place::Sweep => format!("Sweep not run: {}.", self.message),
+            _ => format!("{}{}. The lab keeps its previous setup.", self.from.refusal_prefix(), self.message),
+        }
+    }
+}
+
+/// What an applied command changed, for the page to follow.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Applied {
+    /// The setup changed: the form, the maps and the title follow, and earlier refusals of the
+    /// form are cleared.
+    pub setup: bool,
+    /// The stars a mission run just earned, to keep (`(mission id, stars)`).
+    pub earned: Option<(String, u8)>,
+    /// A mission document was loaded: the mission check's verdict.
+    pub verdict: Option<Verdict>,
+}
+
+/// The mission check's verdict on a loaded mission.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Verdict {
+    /// The broken setup earns 0 stars and the fix 3.
+    pub valid: bool,
+    pub text: String,
+}

@@ -1,0 +1,55 @@
+//! Reading what instructors write: a preset (`kvlab/preset@1`) or a mission (`kvlab/mission@1`),
+//! told apart by `schema`. Errors name the field ("goals[1].metric: …"). A mission also goes
+//! through the mission check of `kvlab check` (`missions::check`): it is played either way,
+//! and the verdict says plainly when it is not a valid mission.
+
+use crate::formats::preset::{parse_preset_dto, PresetDto, MAX_PRESET_BYTES};
+use crate::formats::sniff::{sniff_text, Document as Schema};
+use crate::missions::check::check_mission;
+use crate::missions::mission::{parse_mission, Mission};
+
+use super::command::Verdict;
+
+/// A document an instructor loads.
+pub enum Document {
+    Preset(Box<PresetDto>),
+    Mission(Box<Mission>),
+}
+
+/// Whether `text` says it is a mission (by its `schema`).
+pub fn is_mission(text: &str) -> bool {
+    sniff_text(text) == Some(Schema::Mission)
+}
+
+/// Reads a preset or a mission; errors name the field.
+pub fn parse_document(text: &str) -> Result<Document, String> {
+    if text.len() > MAX_PRESET_BYTES {
+        return Err(format!("the document is {} bytes; the limit is {MAX_PRESET_BYTES} bytes", text.len()));
+    }
+    if is_mission(text) {
+        parse_mission(text).map(|m| Document::Mission(Box::new(m))).map_err(|e| e.to_string())
+    } else {
+        let dto = parse_preset_dto(text).map_err(|e| e.to_string())?;
+        dto.to_config().map_err(|e| e.to_string())?;
+        Ok(Document::Preset(Box::new(dto)))
+    }
+}
+
+/// `kvlab check`'s mission check on `m`.
+pub fn verdict(m: &Mission) -> Verdict {
+    match check_mission(m) {
+        Ok(c) => Verdict { valid: c.problem().is_none(), text: c.verdict() },
+        Err(e) => Verdict { valid: false, text: format!("Not a valid mission: {e}.") },
+    }
+}
+
+/// A short digest of a linked file's text (FNV-1a, 64 bits, hex): a link's state remembers it
+/// to tell whether the file changed since (not a security measure).
+pub fn digest(text: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}

@@ -1,0 +1,100 @@
+//! The settings' Preset JSON editor. "Load this JSON" (or a file opened there) sends a `load`
+//! command; a refusal keeps the text the user wrote, marks the editor invalid with the reason
+//! under it, and selects the line the error is about (the line serde names, or the line of the
+//! field it names), so nothing typed is lost and the eye lands on the fault.
+
+use wasm_bindgen::JsCast;
+use web_sys::{Element, HtmlTextAreaElement};
+
+use crate::session::command::Command;
+
+use super::app::{App, Input};
+use super::controls::{EDITOR_ERROR_ID as ERROR_ID, EDITOR_ID};
+use super::dom;
+
+
+/// Loads `text` as the lab's preset; refused, the editor keeps it and says why.
+pub fn apply(app: &App, text: &str) {
+    match app.dispatch(Command::Load { preset: text.into() }, Input::Inline) {
+        Ok(_) => show(None, text),
+        Err(why) => {
+            if let Some(ta) = dom::by_id::<HtmlTextAreaElement>(EDITOR_ID) {
+                if ta.value() != text {
+                    ta.set_value(text); // a file's text, now the editor's
+                }
+            }
+            app.hold(EDITOR_ID, &why);
+            show(Some(&why), text);
+        }
+    }
+}
+
+/// Shows `why` under the editor (or clears it) and selects the line it is about.
+pub fn show(why: Option<&str>, text: &str) {
+    let Some(ta) = dom::by_id::<HtmlTextAreaElement>(EDITOR_ID) else { return };
+    let existing = dom::by_id::<Element>(ERROR_ID);
+    let Some(why) = why else {
+        let _ = ta.remove_attribute("aria-invalid");
+        let _ = ta.remove_attribute("aria-describedby");
+        if let Some(e) = existing {
+            e.remove();
+        }
+        return;
+    };
+    let note = existing.unwrap_or_else(|| {
+        let p = dom::el("p", "field-error", None);
+        let _ = p.set_attribute("id", ERROR_ID);
+        let _ = p.set_attribute("role", "alert");
+        let _ = ta.after_with_node_1(&p);
+        p
+    });
+    let line = fault_line(why, text);
+    let at = line.map(|n| format!(" (line {n})")).unwrap_or_default();
+    dom::set_text(&note, &format!("Preset not loaded{at}: {why}. Your text is kept; fix it and load again."));
+    let _ = ta.set_attribute("aria-invalid", "true");
+    let _ = ta.set_attribute("aria-describedby", ERROR_ID);
+    if let Some(details) = dom::by_id::<Element>("json-editor") {
+        let _ = details.set_attribute("open", "");
+    }
+    if let Some(n) = line {
+        let (start, end) = line_span(text, n);
+        let _ = ta.focus();
+        let _ = ta.set_selection_range(start as u32, end as u32);
+    }
+    if let Some(el) = note.dyn_ref::<web_sys::HtmlElement>() {
+        let options = web_sys::ScrollIntoViewOptions::new();
+        options.set_block(web_sys::ScrollLogicalPosition::Nearest);
+        el.scroll_into_view_with_scroll_into_view_options(&options);
+    }
+}
+
+/// The 1-based line an error is about: serde's "line N", else the first line holding the key of
+/// the field the error names ("scheduler.max_num_seqs: …" → the line of `"max_num_seqs"`).
+pub fn fault_line(why: &str, text: &str) -> Option<usize> {
+    if let Some(rest) = why.split("line ").nth(1) {
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        if let Ok(n) = digits.parse::<usize>() {
+            return Some(n);
+        }
+    }
+    let field = why.split(": ").next()?;
+    let key = field.rsplit('.').next()?.split('[').next()?;
+    if key.is_empty() || key.contains(' ') {
+        return None;
+    }
+    let quoted = format!("\"{key}\"");
+    text.lines().position(|l| l.contains(&quoted)).map(|i| i + 1)
+}
+
+/// The character offsets of line `n` (1-based) of `text`, as the textarea counts them (UTF-16).
+fn line_span(text: &str, n: usize) -> (usize, usize) {
+    let mut start = 0;
+    for (i, line) in text.split('\n').enumerate() {
+        let len = line.encode_utf16().count();
+        if i + 1 == n {
+            return (start, start + len);
+        }
+        start += len + 1;
+    }
+    (start, start)
+}
