@@ -133,7 +133,7 @@ async fn on_a_phone_a_missions_knobs_sit_under_its_goals_and_jump_to_their_setti
     // A knob chip jumps to its setting: focused and in view.
     let chip = c.find(Locator::Css("#mission-knobs .knob[data-knob='allocator.block_size']")).await.unwrap();
     chip.click().await.unwrap();
-    assert_eq!(active_id(c).await, "@paged.block_size");
+    assert_eq!(active_id(c).await, "allocator.block_size");
     let rect =
         js(c, "const r = document.activeElement.getBoundingClientRect(); return [r.top, r.bottom, innerHeight]").await;
     let (top, bottom, vh) = (rect[0].as_f64().unwrap(), rect[1].as_f64().unwrap(), rect[2].as_f64().unwrap());

@@ -165,7 +165,7 @@ async fn a_new_fragment_updates_the_lab_without_a_reload() {
     let b = browser(1200, 800).await;
     let c = &b.client;
     open(c, &format!("{base}?autoplay=0")).await;
-    js(c, "kvlab.setCompare(true); kvlab.setField('@paged.block_size', '32'); kvlab.runTo(12); return null").await;
+    js(c, "kvlab.setCompare(true); kvlab.setField('allocator.block_size', '32'); kvlab.runTo(12); return null").await;
     let wanted = js(c, "return kvlab.state()").await;
     let wanted_text = js(c, "return JSON.stringify(kvlab.state())").await;
     let link = js(c, "return kvlab.shareUrl()").await.as_str().unwrap().to_string();

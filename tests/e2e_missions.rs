@@ -77,7 +77,7 @@ async fn mission_one_goes_from_zero_to_three_stars_and_the_hub_keeps_them() {
     assert!(disabled("[data-path='scheduler.preemption']").await);
     assert!(!disabled("#ctl-kvmem").await, "kv_memory_gib is a knob");
     assert!(!disabled("[data-path='scheduler.max_num_seqs']").await);
-    assert!(!disabled("input[value='paged'][data-path='@alloc.kind']").await);
+    assert!(!disabled("input[value='paged'][data-path='allocator.kind']").await);
     assert!(!c.find(Locator::Id("preset-pick")).await.unwrap().is_displayed().await.unwrap());
     assert!(text(c, "#lock-note").await.contains("Mission 1 lets you change"));
     save_screenshot(c, "mission-m1-start.png").await;
@@ -283,7 +283,7 @@ async fn every_mission_loads_scores_zero_broken_and_three_with_its_fix() {
     assert!(thrown.contains("the estimated maximum model length is 8176"), "{thrown}");
     assert!(text(c, "#messages .msg").await.contains("the estimated maximum model length is 8176"));
     assert_eq!(report(c).await, before, "a refused preset changed the lab");
-    js(c, "kvlab.setAllocator('paged'); kvlab.setField('@paged.block_size', '8'); return null").await;
+    js(c, "kvlab.setAllocator('paged'); kvlab.setField('allocator.block_size', '8'); return null").await;
     let title = text(c, "#map-title-0").await;
     assert!(title.contains("8-token blocks (not a FlashAttention size)"), "labelled under vLLM's choice: {title}");
     assert!(c.find(Locator::Css("select[data-path='attention_backend']")).await.is_ok(), "a backend selector");
@@ -397,7 +397,7 @@ async fn instructors_documents_are_checked_and_the_calibration_selector_works() 
     let link = js(c, "return kvlab.shareUrl()").await.as_str().unwrap().to_string();
     open(c, &link).await;
     assert_eq!(text(c, "#mission-title").await, "Reserve for the request, not for the model");
-    js(c, "kvlab.setField('@contiguous.reserve', '\"prompt_plus_max_tokens\"'); kvlab.runToEnd(); return null").await;
+    js(c, "kvlab.setField('allocator.reserve', '\"prompt_plus_max_tokens\"'); kvlab.runToEnd(); return null").await;
     assert_eq!(score(c).await["stars"], 3);
 
     // From the link: a data: URL mission, and a cross-site URL refused with a reason.

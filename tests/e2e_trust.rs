@@ -124,7 +124,7 @@ async fn a_stale_refusal_clears_and_the_preset_title_shows_until_edited() {
     assert_eq!(js(c, picker).await, json!(["", title]));
 
     // Edited, it is custom: the picker says so and the header marks the title.
-    js(c, "kvlab.setField('@paged.block_size', '16'); return null").await;
+    js(c, "kvlab.setField('allocator.block_size', '16'); return null").await;
     assert_eq!(js(c, picker).await, json!(["", "custom (edited)"]));
     assert_eq!(text(c, "#preset-title").await, format!("{title} (edited)"));
 
@@ -149,7 +149,7 @@ async fn custom_missions_played_are_on_the_hub_with_their_stars() {
     // Play the example to three stars.
     open(c, &format!("{base}?autoplay=0")).await;
     js(c, &format!("kvlab.load({}); return null", serde_json::to_string(&example()).unwrap())).await;
-    js(c, "kvlab.setField('@contiguous.reserve', '\"prompt_plus_max_tokens\"'); kvlab.runToEnd(); return null").await;
+    js(c, "kvlab.setField('allocator.reserve', '\"prompt_plus_max_tokens\"'); kvlab.runToEnd(); return null").await;
     wait_for(c, "kvlab.missionScore().final === true", "the end of the run").await;
     open_hub(c, &base).await;
     let card = "#hub-custom-list li[data-id='example-reserve-less']";
@@ -179,7 +179,7 @@ async fn the_embed_button_copies_a_snippet_that_reproduces_the_lab() {
     let b = browser(1400, 900).await;
     let c = &b.client;
     open(c, &format!("{base}?autoplay=0&preset=paged-default")).await;
-    js(c, "kvlab.setField('@paged.block_size', '32'); kvlab.runTo(12); return null").await;
+    js(c, "kvlab.setField('allocator.block_size', '32'); kvlab.runTo(12); return null").await;
     assert!(shown(c, "embed-btn").await);
     let snippet = js(c, "return kvlab.embedSnippet()").await.as_str().unwrap().to_string();
     assert!(snippet.starts_with("<iframe src=\"") && snippet.ends_with("</iframe>"), "{snippet}");

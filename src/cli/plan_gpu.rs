@@ -113,6 +113,7 @@ fn compute_budget(args: &PlanArgs, gpu: &str) -> Result<(ModelSpec, AttentionBac
         cuda_graphs_in_budget: !g.enforce_eager,
     });
     check_free_memory(&budget)?;
+    crate::engine::gpu_fit::check_weights_fit(&model, gpu, &budget).map_err(|m| format!("--model: {m}"))?;
     Ok((model, backend, budget))
 }
 

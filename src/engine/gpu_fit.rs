@@ -7,10 +7,10 @@
 
 use super::config::{ConfigError, SimConfig};
 use super::memory_budget::{
-    gpu_total_gib, kv_heads_per_gpu, peak_activation_bytes, splits_kv_heads, ActivationShape, NON_TORCH_GIB,
-    NON_TORCH_TP_GIB, TENSOR_PARALLEL_SIZES,
+    gpu_total_gib, kv_heads_per_gpu, peak_activation_bytes, splits_kv_heads, ActivationShape, MemoryBudget,
+    NON_TORCH_GIB, NON_TORCH_TP_GIB, TENSOR_PARALLEL_SIZES,
 };
-use super::model::GIB;
+use super::model::{ModelSpec, GIB};
 use super::numbers::show_number;
 
 /// One GPU's memory in a GiB-mode setup, GiB.
@@ -59,6 +59,35 @@ pub fn max_kv_gib(config: &SimConfig) -> f64 {
     let heads = kv_heads_per_gpu(config.model.kv_heads, tp);
     let room = GpuFit::of(config, tp).room_for_kv_gib().max(0.0);
     (room * f64::from(config.model.kv_heads) / f64::from(heads) * 100.0).floor() / 100.0
+}
+
+/// From the GPU up: weights that alone exceed the free memory of each GPU are refused at the
+/// model, naming the tensor-parallel size whose split fits (vLLM itself would run out of memory
+/// loading them, before any word about the KV cache; weights that load but leave no room under
+/// `gpu_memory_utilization` get vLLM's own "No available memory for the cache blocks").
+pub fn check_weights_fit(model: &ModelSpec, gpu: &str, budget: &MemoryBudget) -> Result<(), String> {
+    let free = budget.free_at_startup_bytes as f64;
+    if budget.weights_bytes as f64 <= free {
+        return Ok(());
+    }
+    let tp = budget.tensor_parallel_size.max(1);
+    let whole = budget.weights_bytes as f64 * f64::from(tp);
+    let fitting_tp = TENSOR_PARALLEL_SIZES
+        .into_iter()
+        .filter(|&t| t > tp && splits_kv_heads(model.kv_heads, t))
+        .find(|&t| whole / f64::from(t) <= free);
+    let fix = match fitting_tp {
+        Some(t) => format!("use tensor_parallel_size {t} or more"),
+        None => "use a larger GPU".into(),
+    };
+    let n = |bytes: f64| show_number((bytes / GIB as f64 * 10.0).round() / 10.0);
+    let gpus = if tp == 1 { format!("one {gpu}") } else { format!("each of {tp} {gpu}s") };
+    Err(format!(
+        "{} needs {} GiB of weights on {gpus}, more than its {} GiB free (vLLM would run out of memory loading them); {fix}",
+        model.id,
+        n(budget.weights_bytes as f64),
+        n(free),
+    ))
 }
 
 /// Refuses a GiB-mode setup that does not fit its GPUs, naming the fix.

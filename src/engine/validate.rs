@@ -70,6 +70,8 @@ impl SimConfig {
             )
         })?;
         check_free_memory(&budget).map_err(|m| ConfigError::startup_refusal(field, m))?;
+        super::gpu_fit::check_weights_fit(&self.model, &self.gpu.id, &budget)
+            .map_err(|m| ConfigError::new("model", m))?;
         check_kv_cache_memory(&budget).map_err(|m| ConfigError::startup_refusal(field, m))?;
         self.kv_memory_gib = budget.replica_kv_bytes() as f64 / GIB as f64;
         Ok(())

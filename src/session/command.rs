@@ -25,25 +25,44 @@ pub enum Command {
     /// One engine step, paused.
     Step,
     /// Moves to `t_s` seconds and pauses.
-    Seek { t_s: f64 },
+    Seek {
+        t_s: f64,
+    },
     /// Moves to the end of the run and pauses.
     SeekEnd,
     /// Simulated seconds per real second; 0 runs as fast as the engine goes.
-    Speed { speed: f64 },
+    Speed {
+        speed: f64,
+    },
     /// Sets one field by its path (see the module doc) to `value`. A number written as text
     /// (`"64"`, as a form field holds it) is read as the number.
-    Set { path: String, value: Value },
+    Set {
+        path: String,
+        value: Value,
+    },
     /// Contiguous and paged side by side.
-    Compare { on: bool },
+    Compare {
+        on: bool,
+    },
     /// Adds a workload row (a copy of the last class, or a burst).
-    AddRow { row: Row },
-    RemoveRow { row: Row, index: usize },
+    AddRow {
+        row: Row,
+    },
+    RemoveRow {
+        row: Row,
+        index: usize,
+    },
     /// Shows or hides a chart series (`running`, `waiting`, `swapped`, `preemptions`).
-    Series { name: String, show: bool },
+    Series {
+        name: String,
+        show: bool,
+    },
     /// A preset: a shipped preset's id, or a `kvlab/preset@1` document (an object, or its JSON
     /// text). Compare mode and hidden series are kept; a document also keeps the mission being
     /// played, whose locks then apply.
-    Load { preset: Value },
+    Load {
+        preset: Value,
+    },
     /// A preset or a mission, told apart by `schema`, as the Load dialog reads it; `expect`
     /// refuses the other kind (for the link parameters). `source`: the URL the text was fetched
     /// from (`?preset_url=`), which the lab state then remembers with the text's digest.
@@ -55,19 +74,30 @@ pub enum Command {
         source: Option<String>,
     },
     /// The whole lab state, as `kvlab.state()` gives it (an object, or its JSON text): a link.
-    SetState { state: Value },
+    SetState {
+        state: Value,
+    },
     /// A shipped mission from its broken setup.
-    StartMission { id: String },
+    StartMission {
+        id: String,
+    },
     /// The mission panel's buttons.
-    Mission { action: MissionAction },
+    Mission {
+        action: MissionAction,
+    },
     /// Undoes the last change of the setup (Ctrl+Z); `redo` does it again (Ctrl+Shift+Z).
     Undo,
     Redo,
     /// Plans and starts a sweep of `knob` over `values` (`A,B,C` or `LO:HI:N`).
-    Sweep { knob: String, values: String },
+    Sweep {
+        knob: String,
+        values: String,
+    },
     CancelSweep,
     /// Charts another sweep metric.
-    SweepMetric { metric: String },
+    SweepMetric {
+        metric: String,
+    },
     /// The smallest-KV search: a TTFT p95 target (ms) and the KV range and step (GiB; empty
     /// for the defaults), as the fields hold them.
     KvSearch {

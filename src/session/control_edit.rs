@@ -32,7 +32,8 @@ const CONTIGUOUS_FIELDS: &[&str] = &["reserve", "fit"];
 
 /// A lab path as preset-path segments (`workload.classes[0].n`); an error names the path.
 pub fn control_path_segments(path: &str) -> Result<Vec<Seg>, String> {
-    paths::parse_path(path).ok_or_else(|| format!("\"{path}\" is not a preset path; write one like workload.classes[0].n"))
+    paths::parse_path(path)
+        .ok_or_else(|| format!("\"{path}\" is not a preset path; write one like workload.classes[0].n"))
 }
 
 /// `allocator.<field>`: whether the field is the paged allocator's (None: not an allocator field).

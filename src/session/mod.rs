@@ -16,9 +16,9 @@
 
 pub mod command;
 pub mod control_edit;
-pub mod kv_search;
 pub mod dispatch;
 pub mod history;
+pub mod kv_search;
 pub mod lab;
 pub mod loader;
 pub mod missions;

@@ -12,7 +12,6 @@ use super::app::{App, Input};
 use super::controls::{EDITOR_ERROR_ID as ERROR_ID, EDITOR_ID};
 use super::dom;
 
-
 /// Loads `text` as the lab's preset; refused, the editor keeps it and says why.
 pub fn apply(app: &App, text: &str) {
     match app.dispatch(Command::Load { preset: text.into() }, Input::Inline) {

@@ -5,8 +5,8 @@
 use wasm_bindgen::JsCast;
 use web_sys::{Element, Event, HtmlElement};
 
-use crate::session::control_edit::control_unlocked;
 use super::dom;
+use crate::session::control_edit::control_unlocked;
 
 /// The first shown, enabled form control that `knob` covers.
 pub fn control_for(knob: &str) -> Option<HtmlElement> {

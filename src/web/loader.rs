@@ -55,11 +55,8 @@ pub fn load_from_url(app: &Rc<App>, expect: DocKind, url: &str, linked: Option<L
     let messages = app.messages.clone();
     let kept = linked.is_some();
     let fail = move |e: String| {
-        let rest = if kept {
-            "The lab shows the last good copy this link holds"
-        } else {
-            "The lab keeps its previous setup"
-        };
+        let rest =
+            if kept { "The lab shows the last good copy this link holds" } else { "The lab keeps its previous setup" };
         messages.error(expect.name(), &format!("Link not applied: {param}: {e}. {rest}."))
     };
     let href = dom::window().location().href().unwrap_or_default();
@@ -178,7 +175,9 @@ pub fn wire_dialog(app: &Rc<App>) {
     let apply = {
         let app = app.clone();
         let d = dialog.clone();
-        move |text: String| match app.dispatch(Command::LoadDocument { text, expect: None, source: None }, Input::Inline) {
+        move |text: String| match app
+            .dispatch(Command::LoadDocument { text, expect: None, source: None }, Input::Inline)
+        {
             Ok(applied) => {
                 show_error(None);
                 match applied.verdict.filter(|v| !v.valid) {

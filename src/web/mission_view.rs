@@ -10,8 +10,8 @@ use crate::formats::mission::{Comparison, MAX_STARS};
 use crate::missions::mission::{GoalResult, Mission};
 
 use super::dom;
-use crate::session::lab::{Lab, MissionStatus};
 use super::storage::Stars;
+use crate::session::lab::{Lab, MissionStatus};
 
 pub struct MissionView {
     /// The stars kept in this browser (read here, written by `App` when a run ends).

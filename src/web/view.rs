@@ -9,11 +9,11 @@ use crate::render::RenderOptions;
 
 use super::chart::{self, ChartRun, PlotBox};
 use super::dom;
-use crate::session::lab::Lab;
 use super::map::{self, MapView};
 use super::metrics::{MetricsInput, MetricsView};
 use super::mission_view::MissionView;
 use super::storage::Stars;
+use crate::session::lab::Lab;
 
 /// A cell the learner points at: (run index, cell index).
 pub type CellRef = (usize, usize);

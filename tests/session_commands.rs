@@ -1,0 +1,259 @@
+//! The one dispatcher, natively: every command's JSON form (what a host page posts), refusals and
+//! where they belong (beside the control of the path, under the search's fields, in the Sweep
+//! panel, or on the page), undo and redo, mission play (paused at the start, stars only for runs
+//! played to the end, never for a drag while the time shown is the end), loading by id and by
+//! document, and the linked file a state remembers.
+#![cfg(not(target_arch = "wasm32"))]
+
+use kvlab::session::command::{ChangeFrom, Command, DocKind, MissionAction, Place, Row};
+use kvlab::session::dispatch::Session;
+use kvlab::session::kv_search::SearchField;
+use kvlab::session::lab::Lab;
+use kvlab::session::missions;
+use kvlab::session::presets;
+use kvlab::session::url_state::{LabState, PageOptions};
+use serde_json::json;
+
+fn session(id: &str) -> Session {
+    Session::new(Lab::new(LabState::new(presets::dto(id).unwrap()), PageOptions::default()).unwrap())
+}
+
+fn mission_session(id: &str) -> Session {
+    let mut s = session("paged-default");
+    s.apply(Command::StartMission { id: id.into() }, 0.0).unwrap();
+    s
+}
+
+fn set(path: &str, value: serde_json::Value) -> Command {
+    Command::Set { path: path.into(), value }
+}
+
+#[test]
+fn every_command_reads_from_the_json_a_host_posts() {
+    let cases = [
+        (json!({"type": "play"}), Command::Play),
+        (json!({"type": "seek", "t_s": 12.5}), Command::Seek { t_s: 12.5 }),
+        (json!({"type": "set", "path": "allocator.block_size", "value": 32}), set("allocator.block_size", json!(32))),
+        (json!({"type": "load", "preset": "bursty"}), Command::Load { preset: json!("bursty") }),
+        (json!({"type": "compare", "on": true}), Command::Compare { on: true }),
+        (json!({"type": "add_row", "row": "burst"}), Command::AddRow { row: Row::Burst }),
+        (json!({"type": "mission", "action": "hint"}), Command::Mission { action: MissionAction::Hint }),
+        (
+            json!({"type": "kv_search", "target": "2000"}),
+            Command::KvSearch { target: "2000".into(), range: String::new(), step: String::new() },
+        ),
+        (json!({"type": "undo"}), Command::Undo),
+    ];
+    for (msg, cmd) in cases {
+        assert_eq!(serde_json::from_value::<Command>(msg.clone()).unwrap(), cmd, "{msg}");
+        let back: Command = serde_json::from_value(serde_json::to_value(&cmd).unwrap()).unwrap();
+        assert_eq!(back, cmd);
+    }
+    let e = serde_json::from_value::<Command>(json!({"type": "seek", "t": 3})).unwrap_err().to_string();
+    assert!(e.contains("unknown field `t`"), "{e}");
+    let e = serde_json::from_value::<Command>(json!({"type": "fly"})).unwrap_err().to_string();
+    assert!(e.contains("unknown variant `fly`"), "{e}");
+}
+
+#[test]
+fn a_refused_edit_belongs_beside_its_control_and_changes_nothing() {
+    let mut s = session("paged-default");
+    s.apply(Command::Seek { t_s: 10.0 }, 0.0).unwrap();
+    let before = serde_json::to_string(&s.lab().runs[0].report()).unwrap();
+    let r = s.apply(set("scheduler.max_num_seqs", json!(0)), 0.0).unwrap_err();
+    assert_eq!(r.place, Place::Control("scheduler.max_num_seqs".into()));
+    assert_eq!(r.from, ChangeFrom::Control);
+    assert!(r.message.starts_with("scheduler.max_num_seqs:"), "{}", r.message);
+    assert_eq!(serde_json::to_string(&s.lab().runs[0].report()).unwrap(), before);
+    assert_eq!(s.lab().state.preset.scheduler.max_num_seqs, 256);
+    assert!(!s.history().can_undo(), "a refusal is no undo step");
+    // A number written as text is the number; a fraction in a whole-number field names the field.
+    s.apply(set("scheduler.max_num_seqs", json!("64")), 0.0).unwrap();
+    assert_eq!(s.lab().state.preset.scheduler.max_num_seqs, 64);
+    let r = s.apply(set("scheduler.max_num_seqs", json!(16.5)), 0.0).unwrap_err();
+    assert_eq!(r.message, "scheduler.max_num_seqs: 16.5 is not a whole number; enter one like 17");
+    assert_eq!(
+        r.text(),
+        "scheduler.max_num_seqs: 16.5 is not a whole number; enter one like 17. The lab keeps its previous setup."
+    );
+}
+
+#[test]
+fn a_model_that_does_not_fit_is_refused_at_the_model_control_naming_the_tensor_parallelism() {
+    let mut s = session("paged-default");
+    let r = s.apply(set("model", json!("llama-3-70b")), 0.0).unwrap_err();
+    assert_eq!(r.place, Place::Control("model".into()));
+    assert!(r.message.contains("tensor_parallel_size"), "{}", r.message);
+    assert_eq!(s.lab().state.preset.model, json!("llama-3-8b"), "the lab keeps the 8B");
+    // From the GPU, too: the same model is refused, not swapped for another.
+    s.apply(set("kv_memory.kind", json!("gpu")), 0.0).unwrap();
+    let r = s.apply(set("model", json!("llama-3-70b")), 0.0).unwrap_err();
+    assert_eq!(r.place, Place::Control("model".into()));
+    assert!(r.message.contains("tensor_parallel_size"), "{}", r.message);
+}
+
+#[test]
+fn undo_and_redo_walk_the_setups_and_a_drag_is_one_step() {
+    let mut s = session("paged-default");
+    assert!(s.apply(Command::Undo, 0.0).unwrap_err().message.contains("nothing to undo"));
+    for v in [100, 120, 140] {
+        s.apply(set("scheduler.max_num_seqs", json!(v)), 0.0).unwrap();
+    }
+    s.apply(Command::Compare { on: true }, 0.0).unwrap();
+    s.apply(Command::Seek { t_s: 30.0 }, 0.0).unwrap();
+    s.apply(Command::Undo, 0.0).unwrap();
+    assert!(!s.lab().state.compare);
+    assert_eq!(s.lab().t_us, 30_000_000, "undo keeps the time shown");
+    s.apply(Command::Undo, 0.0).unwrap();
+    assert_eq!(s.lab().state.preset.scheduler.max_num_seqs, 256, "the drag 100 → 140 is one step");
+    assert!(!s.history().can_undo());
+    s.apply(Command::Redo, 0.0).unwrap();
+    assert_eq!(s.lab().state.preset.scheduler.max_num_seqs, 140);
+    s.apply(Command::Redo, 0.0).unwrap();
+    assert!(s.lab().state.compare);
+    assert!(s.apply(Command::Redo, 0.0).unwrap_err().message.contains("nothing to redo"));
+    // A new change after an undo drops what could have been redone.
+    s.apply(Command::Undo, 0.0).unwrap();
+    s.apply(set("seed", json!(7)), 0.0).unwrap();
+    assert!(!s.history().can_redo());
+    // Hidden series are not setups.
+    s.apply(Command::Series { name: "waiting".into(), show: false }, 0.0).unwrap();
+    s.apply(Command::Undo, 0.0).unwrap();
+    assert_eq!(s.lab().state.preset.seed, presets::dto("paged-default").unwrap().seed);
+    assert_eq!(s.lab().state.hidden, ["waiting"]);
+}
+
+#[test]
+fn missions_start_paused_and_score_only_runs_played_to_the_end() {
+    let mut s = session("paged-default");
+    s.apply(Command::Play, 0.0).unwrap();
+    let applied = s.apply(Command::StartMission { id: "m1-paging".into() }, 0.0).unwrap();
+    assert!(applied.setup && applied.earned.is_none());
+    assert!(!s.lab().playing, "a mission waits for Play while the learner reads");
+    assert_eq!(s.lab().t_us, 0);
+    // The broken setup, played to the end: 0 stars, kept once.
+    assert_eq!(s.apply(Command::SeekEnd, 0.0).unwrap().earned, Some(("m1-paging".into(), 0)));
+    assert_eq!(s.apply(Command::SeekEnd, 0.0).unwrap().earned, None, "kept once");
+    // The fix chosen while the time shown is the end: nothing is earned by the change itself.
+    let fixed = s.apply(set("allocator.kind", json!("paged")), 0.0).unwrap();
+    assert_eq!(fixed.earned, None, "a setup change at the end scores nothing");
+    assert!(s.lab().is_at_end());
+    // Played to the end again (here: the End key), the fix earns its stars.
+    assert_eq!(s.apply(Command::SeekEnd, 0.0).unwrap().earned, Some(("m1-paging".into(), 3)));
+    // The shown solution plays and earns nothing; a restart is paused at 0.
+    s.apply(Command::Mission { action: MissionAction::Solution }, 0.0).unwrap();
+    assert!(s.lab().playing, "the solution is shown playing");
+    assert_eq!(s.apply(Command::SeekEnd, 0.0).unwrap().earned, None);
+    s.apply(Command::Mission { action: MissionAction::Restart }, 0.0).unwrap();
+    assert!(!s.lab().playing && s.lab().t_us == 0);
+    // With reduced motion, the solution waits for Play too.
+    let mut calm = Session::new(
+        Lab::new(
+            {
+                let m = missions::shipped("m1-paging").unwrap();
+                let mut st = LabState::new(m.preset().clone());
+                st.mission = Some(missions::reference(&m));
+                st
+            },
+            PageOptions { reduced_motion: true, ..PageOptions::default() },
+        )
+        .unwrap(),
+    );
+    calm.apply(Command::Mission { action: MissionAction::Solution }, 0.0).unwrap();
+    assert!(!calm.lab().playing);
+}
+
+#[test]
+fn a_locked_knob_is_refused_beside_its_control_with_the_free_knobs() {
+    let mut s = mission_session("m1-paging");
+    let r = s.apply(set("seed", json!(9)), 0.0).unwrap_err();
+    assert_eq!(r.place, Place::Control("seed".into()));
+    assert!(r.message.starts_with("seed: this mission keeps seed as it is; you may change allocator"), "{}", r.message);
+    let r = s.apply(Command::Mission { action: MissionAction::Exit }, 0.0);
+    assert!(r.is_ok());
+    let r = s.apply(Command::Mission { action: MissionAction::Hint }, 0.0).unwrap_err();
+    assert!(r.message.contains("no mission is being played"), "{}", r.message);
+}
+
+#[test]
+fn presets_load_by_id_or_document_and_documents_by_kind() {
+    let mut s = session("paged-default");
+    s.apply(Command::Compare { on: true }, 0.0).unwrap();
+    s.apply(Command::Load { preset: json!("bursty") }, 0.0).unwrap();
+    assert_eq!(s.lab().state.preset, presets::dto("bursty").unwrap());
+    assert!(s.lab().state.compare, "compare mode is kept");
+    let r = s.apply(Command::Load { preset: json!("no-such-preset") }, 0.0).unwrap_err();
+    assert_eq!(r.from, ChangeFrom::Preset);
+    assert!(r.message.contains("unknown preset \"no-such-preset\"") && r.message.contains("paged-default"));
+    assert!(r.text().starts_with("Preset not loaded: "), "{}", r.text());
+    let doc = json!({"schema": "kvlab/preset@1", "id": "mine", "kv_memory_gib": 8});
+    s.apply(Command::Load { preset: doc.clone() }, 0.0).unwrap();
+    assert_eq!(s.lab().state.preset.id, "mine");
+    s.apply(Command::Load { preset: json!(doc.to_string()) }, 0.0).unwrap();
+    let r =
+        s.apply(Command::Load { preset: json!("{\"schema\": \"kvlab/preset@1\", \"seed\": -1}") }, 0.0).unwrap_err();
+    assert!(r.message.starts_with("seed:"), "{}", r.message);
+    // A document of the wrong kind for a link parameter says which parameter to use.
+    let r = s
+        .apply(Command::LoadDocument { text: doc.to_string(), expect: Some(DocKind::Mission), source: None }, 0.0)
+        .unwrap_err();
+    assert_eq!(r.from, ChangeFrom::Mission);
+    assert_eq!(r.message, "this is a preset, not a mission; use preset_url");
+    // A mission document starts the mission and comes with the mission check's verdict.
+    let text = include_str!("../assets/missions/examples/first-mission.json");
+    let applied = s.apply(Command::LoadDocument { text: text.into(), expect: None, source: None }, 0.0).unwrap();
+    assert!(applied.verdict.is_some_and(|v| v.valid));
+    assert!(s.lab().state.mission.as_ref().is_some_and(|m| m.custom.is_some()));
+}
+
+#[test]
+fn a_state_remembers_the_linked_file_it_came_from_until_a_new_setup() {
+    let mut s = session("paged-default");
+    let text = json!({"schema": "kvlab/preset@1", "id": "linked"}).to_string();
+    let cmd =
+        Command::LoadDocument { text: text.clone(), expect: Some(DocKind::Preset), source: Some("p.json".into()) };
+    s.apply(cmd, 0.0).unwrap();
+    let linked = s.lab().state.source.clone().expect("the state remembers its file");
+    assert_eq!(linked.url, "p.json");
+    assert_eq!(linked.digest, kvlab::session::loader::digest(&text));
+    assert_ne!(linked.digest, kvlab::session::loader::digest(&text.replace("linked", "changed")));
+    // It travels in the link, and an edit keeps it (the edits are of that file's setup).
+    s.apply(set("seed", json!(3)), 0.0).unwrap();
+    let back = LabState::from_fragment(&s.lab().snapshot().to_fragment()).unwrap().unwrap();
+    assert_eq!(back.source, Some(linked));
+    s.apply(Command::Load { preset: json!("bursty") }, 0.0).unwrap();
+    assert_eq!(s.lab().state.source, None);
+}
+
+#[test]
+fn sweep_and_search_refusals_stay_in_their_panel() {
+    let mut s = session("paged-default");
+    s.apply(Command::Sweep { knob: "scheduler.max_num_seqs".into(), values: "64,128".into() }, 0.0).unwrap();
+    while s.step_jobs(1e9, &|| 0.0) {}
+    assert!(s.panel().job.as_ref().is_some_and(|j| j.finished()));
+    let r = s.apply(Command::Sweep { knob: "kv_memory_gib".into(), values: "4, 8, 16 GiB".into() }, 0.0).unwrap_err();
+    assert_eq!(r.place, Place::Sweep);
+    assert_eq!(s.panel().sweep_error.as_deref(), Some(r.text().as_str()));
+    assert!(r.text().starts_with("Sweep not run: "), "{}", r.text());
+    assert_eq!(s.panel().job.as_ref().map(|j| j.total_points()), Some(2), "the last sweep is kept");
+    s.apply(Command::Sweep { knob: "scheduler.max_num_seqs".into(), values: "64".into() }, 0.0).unwrap();
+    assert_eq!(s.panel().sweep_error, None);
+    let r = s.apply(Command::KvSearch { target: "soon".into(), range: String::new(), step: String::new() }, 0.0);
+    let r = r.unwrap_err();
+    assert_eq!(r.place, Place::Search(Some(SearchField::Target)));
+    assert!(s.panel().search_error.as_ref().is_some_and(|e| e.message.starts_with("Search not run: ")));
+}
+
+#[test]
+fn time_commands_check_their_numbers() {
+    let mut s = session("paged-default");
+    let r = s.apply(Command::Seek { t_s: f64::NAN }, 0.0).unwrap_err();
+    assert_eq!(r.message, "seek: t_s must be a number of seconds from 0");
+    s.apply(Command::Seek { t_s: 1e9 }, 0.0).unwrap();
+    assert_eq!(s.lab().t_us, s.lab().duration_us(), "clamped to the run");
+    s.apply(Command::Speed { speed: -1.0 }, 0.0).unwrap();
+    assert_eq!(s.lab().speed, 0.0, "not a speed: as fast as the engine goes");
+    let r = s.apply(Command::SetState { state: json!("{\"v\": 9}") }, 0.0).unwrap_err();
+    assert_eq!((r.from, r.place.clone()), (ChangeFrom::Link, Place::Page));
+    assert!(r.text().starts_with("Link not applied: "), "{}", r.text());
+}

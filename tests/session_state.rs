@@ -1,0 +1,216 @@
+//! The lab state, natively (the session layer compiles without a browser): it round-trips
+//! through the URL fragment for every shipped preset, damaged links give messages that say what
+//! is wrong, control edits go through lab paths, and a rejected change keeps the lab's previous
+//! runs. (tests/web_state.rs keeps what needs the browser's own URL parser.)
+#![cfg(not(target_arch = "wasm32"))]
+
+use kvlab::formats::preset::{AllocatorDto, PresetDto};
+use kvlab::session::command::Row;
+use kvlab::session::control_edit::{add_row, display_path, edit, remove_row, value_for};
+use kvlab::session::lab::Lab;
+use kvlab::session::presets;
+use kvlab::session::url_state::{base64url_decode, base64url_encode, LabState, PageOptions};
+use serde_json::json;
+
+fn preset(id: &str) -> PresetDto {
+    presets::dto(id).unwrap()
+}
+
+#[test]
+fn every_shipped_preset_round_trips_through_the_url() {
+    for id in presets::ids() {
+        let mut s = LabState::new(preset(id));
+        s.compare = true;
+        s.t_s = Some(12.5);
+        s.hidden = vec!["swapped".into()];
+        s.switch_allocator(!s.is_paged());
+        let fragment = format!("#{}", s.to_fragment());
+        let back = LabState::from_fragment(&fragment).unwrap().expect("a lab state");
+        assert_eq!(back, s, "{id} did not round-trip");
+    }
+}
+
+#[test]
+fn base64url_round_trips_all_lengths_and_text() {
+    for n in 0..10usize {
+        let bytes: Vec<u8> = (0..n as u8).map(|b| b.wrapping_mul(97)).collect();
+        assert_eq!(base64url_decode(&base64url_encode(&bytes)).unwrap(), bytes);
+    }
+    let text = "Prefix “caché” 40 req/s ✓";
+    let enc = base64url_encode(text.as_bytes());
+    assert!(enc.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'), "{enc}");
+    assert_eq!(base64url_decode(&enc).unwrap(), text.as_bytes());
+    assert_eq!(base64url_decode("aGk=").unwrap(), b"hi", "padding is accepted");
+    assert!(base64url_decode("a").is_err());
+    assert!(base64url_decode("a*b").unwrap_err().contains("position 1"));
+}
+
+#[test]
+fn damaged_links_say_what_is_wrong() {
+    assert_eq!(LabState::from_fragment("#other=1").unwrap(), None);
+    assert!(LabState::from_fragment("#lab=%%%").unwrap_err().contains("damaged"));
+    let bad_json = format!("lab={}", base64url_encode(b"{\"v\":1,"));
+    assert!(LabState::from_fragment(&bad_json).unwrap_err().contains("not valid JSON"));
+    let mut v = serde_json::to_value(LabState::new(preset("paged-default"))).unwrap();
+    v["preset"]["scheduler"]["max_num_seqs"] = json!("many");
+    let e = LabState::from_fragment(&format!("lab={}", base64url_encode(v.to_string().as_bytes()))).unwrap_err();
+    assert!(e.contains("preset.scheduler.max_num_seqs"), "{e}");
+    v["preset"]["scheduler"]["max_num_seqs"] = json!(8);
+    v["v"] = json!(7);
+    let e = LabState::from_fragment(&format!("lab={}", base64url_encode(v.to_string().as_bytes()))).unwrap_err();
+    assert!(e.contains("version 7"), "{e}");
+    v["v"] = json!(1);
+    v["zoom"] = json!(2);
+    let e = LabState::from_fragment(&format!("lab={}", base64url_encode(v.to_string().as_bytes()))).unwrap_err();
+    assert!(e.contains("zoom"), "{e}");
+}
+
+#[test]
+fn page_options_come_from_the_query() {
+    let o = PageOptions::from_pairs([("embed", "1"), ("preset", "bursty"), ("autoplay", "1")]);
+    assert!(o.embed);
+    assert_eq!(o.preset.as_deref(), Some("bursty"));
+    assert_eq!(o.autoplay, Some(true));
+    assert_eq!(PageOptions::from_pairs([("embed", "0")]), PageOptions::default());
+}
+
+#[test]
+fn controls_edit_preset_paths_and_name_bad_values() {
+    let s = LabState::new(preset("contiguous-default"));
+    // A form field's text is read as the number it holds.
+    let next = edit(&s, "scheduler.max_num_seqs", json!("64")).unwrap();
+    assert_eq!(next.preset.scheduler.max_num_seqs, 64);
+    let next = edit(&next, "workload.classes[0].prompt_tokens.mean", json!(900.0)).unwrap();
+    assert_eq!(next.preset.workload.classes[0].prompt_tokens.mean, 900.0);
+    assert_eq!(value_for(&next, "workload.classes[0].prompt_tokens.mean"), Some(json!(900.0)));
+    // The paged settings are remembered while contiguous is in use, then come back.
+    let next = edit(&next, "allocator.block_size", json!(32)).unwrap();
+    assert!(!next.is_paged());
+    assert_eq!(value_for(&next, "allocator.block_size"), Some(json!(32)));
+    let paged = edit(&next, "allocator.kind", json!("paged")).unwrap();
+    assert_eq!(paged.preset.allocator, AllocatorDto::Paged { block_size: 32, prefix_caching: None });
+    // Left out, prefix caching shows vLLM v1's default (on); under v0 its default (off).
+    assert_eq!(value_for(&paged, "allocator.prefix_caching"), Some(json!(true)));
+    assert_eq!(value_for(&paged, "scheduler.watermark"), Some(json!(0.0)));
+    let v0 = edit(&paged, "scheduler.engine", json!("v0")).unwrap();
+    assert_eq!(value_for(&v0, "allocator.prefix_caching"), Some(json!(false)));
+    assert_eq!(value_for(&v0, "scheduler.watermark"), Some(json!(0.01)));
+    assert_eq!(value_for(&v0, "tensor_parallel_size"), Some(json!(1)));
+    let back = edit(&paged, "allocator.kind", json!("contiguous")).unwrap();
+    assert_eq!(back.preset.allocator, s.preset.allocator);
+    // Bad values name the field the way the engine does, and say what to write.
+    let e = edit(&s, "workload.classes[0].n", json!("lots")).unwrap_err();
+    assert!(e.starts_with("workload.classes[0].n: \"lots\" is not a number"), "{e}");
+    let e = edit(&s, "scheduler.max_num_seqs", json!(16.5)).unwrap_err();
+    assert_eq!(e, "scheduler.max_num_seqs: 16.5 is not a whole number; enter one like 17");
+    let e = edit(&s, "scheduler.max_num_seqs", json!("16.5")).unwrap_err();
+    assert!(e.contains("16.5 is not a whole number"), "{e}");
+    assert!(edit(&s, "scheduler.no_such_knob", json!(1)).unwrap_err().contains("no_such_knob"));
+    assert!(edit(&s, "allocator.block_size", json!("big")).unwrap_err().contains("allocator.block_size"));
+    assert!(edit(&s, "allocator.kind", json!("slab")).unwrap_err().contains("\"contiguous\" or \"paged\""));
+    assert!(edit(&s, "kv_memory.kind", json!(3)).unwrap_err().contains("\"gib\" or \"gpu\""));
+    assert_eq!(display_path("workload.arrival.bursts[2].end_s"), "workload.arrival.bursts[2].end_s");
+}
+
+#[test]
+fn rows_are_added_and_removed() {
+    let s = LabState::new(preset("contiguous-default"));
+    let two = add_row(&s, Row::Class);
+    assert_eq!(two.preset.workload.classes.len(), 2);
+    assert_eq!(remove_row(&two, Row::Class, 0).preset.workload.classes.len(), 1);
+    let burst = add_row(&s, Row::Burst);
+    assert_eq!(value_for(&burst, "workload.arrival.bursts[0].start_s"), Some(json!(20.0)));
+    assert_eq!(remove_row(&burst, Row::Burst, 0), s);
+}
+
+#[test]
+fn a_rejected_state_keeps_the_previous_runs() {
+    let mut lab = Lab::new(LabState::new(preset("contiguous-default")), PageOptions::default()).unwrap();
+    lab.seek(10_000_000);
+    let before = serde_json::to_string(&lab.runs[0].report()).unwrap();
+    let mut bad = lab.state.clone();
+    bad.preset.scheduler.max_num_seqs = 0;
+    let e = lab.apply(bad, true).unwrap_err();
+    assert!(e.contains("scheduler.max_num_seqs"), "{e}");
+    assert_eq!(serde_json::to_string(&lab.runs[0].report()).unwrap(), before, "the runs changed");
+    assert_eq!(lab.t_us, 10_000_000);
+    assert_eq!(lab.state.preset.scheduler.max_num_seqs, 256);
+}
+
+#[test]
+fn compare_mode_runs_both_allocators_on_the_same_traffic() {
+    let mut s = LabState::new(preset("contiguous-default"));
+    s.compare = true;
+    let mut lab = Lab::new(s, PageOptions::default()).unwrap();
+    assert_eq!(lab.runs.iter().map(|r| r.label).collect::<Vec<_>>(), ["contiguous", "paged"]);
+    lab.seek(lab.duration_us());
+    let (c, p) = (lab.runs[0].report(), lab.runs[1].report());
+    assert_eq!(c.requests.arrived, p.requests.arrived, "the same arrivals");
+    assert!(p.kv.utilization_mean > c.kv.utilization_mean);
+    // Going back (after the end) re-simulates; the chart draws nothing past the time shown.
+    let full = lab.runs[0].chart_series().to_vec();
+    lab.seek(5_000_000);
+    for run in &lab.runs {
+        // The series stops at the first step that reached 5 s.
+        let s = run.chart_series();
+        let before_last = s[s.len() - 2].t_us;
+        assert!(before_last < 5_000_000 && s[s.len() - 1].t_us < 5_500_000, "{}: the chart runs past 5 s", run.label);
+    }
+    let shown = lab.runs[0].chart_series();
+    assert!(!shown.is_empty() && shown.len() < full.len());
+    assert_eq!(shown, &full[..shown.len()], "the same run, cut at the time shown");
+}
+
+/// vLLM's startup checks hold on the page as in the CLI: a max_model_len the pool cannot hold is
+/// refused in vLLM's words, and the lab keeps what it had.
+#[test]
+fn setups_vllm_would_not_start_are_refused_on_the_page() {
+    let mut lab = Lab::new(LabState::new(preset("paged-default")), PageOptions::default()).unwrap();
+    let mut long = lab.state.clone();
+    long.preset.kv_memory_gib = Some(1.0);
+    long.preset.scheduler.max_model_len = 32768;
+    long.preset.scheduler.max_num_batched_tokens = 32768;
+    let e = lab.apply(long, true).unwrap_err();
+    assert!(e.starts_with("scheduler.max_model_len: To serve at least one request"), "{e}");
+    assert!(e.contains("estimated maximum model length is 8176"), "{e}");
+    assert_eq!(lab.state.preset.kv_memory_gib, Some(10.0), "the lab keeps its setup");
+    // From the GPU up, with tensor parallelism: the run carries vLLM's startup lines.
+    let mut tp = lab.state.clone();
+    tp.preset.kv_memory_gib = None;
+    tp.preset.gpu_memory_utilization = Some(0.9);
+    tp.preset.tensor_parallel_size = 4;
+    tp.preset.model = serde_json::json!("llama-3-70b");
+    lab.apply(tp, true).unwrap();
+    let g = lab.runs[0].sim.report().gpu_memory.expect("derived from the GPU");
+    assert_eq!(g.tensor_parallel_size, 4);
+    assert!(lab.runs[0].title.contains("TP 4"), "{}", lab.runs[0].title);
+    // The settings' "KV memory" switch goes back to given GiB and to the GPU's share again.
+    assert_eq!(value_for(&lab.state, "kv_memory.kind"), Some(json!("gpu")));
+    assert_eq!(value_for(&lab.state, "gpu_memory_in_use_gib"), Some(json!(0)));
+    let gib = edit(&lab.state, "kv_memory.kind", json!("gib")).unwrap();
+    assert_eq!((gib.preset.kv_memory_gib, gib.preset.gpu_memory_utilization), (Some(10.0), None));
+    let gpu = edit(&gib, "kv_memory.kind", json!("gpu")).unwrap();
+    assert_eq!((gpu.preset.kv_memory_gib, gpu.preset.gpu_memory_utilization), (None, Some(0.9)));
+    let second = edit(&gpu, "gpu_memory_in_use_gib", json!(60.0)).unwrap();
+    let e = lab.apply(second, true).unwrap_err();
+    assert!(e.starts_with("gpu_memory_utilization: Free memory on device"), "{e}");
+}
+
+#[test]
+fn setups_too_big_for_a_tab_are_refused_with_a_reason() {
+    let mut lab = Lab::new(LabState::new(preset("paged-default")), PageOptions::default()).unwrap();
+    let mut huge = lab.state.clone();
+    // 100 GiB of fp8 KV fits an H200 beside Llama-3-8B, but is 1.6 million 1-token blocks.
+    huge.preset.gpu = "h200".into();
+    huge.preset.kv_dtype = kvlab::formats::preset::KvDtypeDto::Fp8;
+    huge.preset.kv_memory_gib = Some(100.0);
+    huge.preset.allocator = AllocatorDto::Paged { block_size: 1, prefix_caching: Some(false) };
+    let e = lab.apply(huge, true).unwrap_err();
+    assert!(e.starts_with("kv_memory_gib:") && e.contains("1,048,576"), "{e}");
+    let mut flood = lab.state.clone();
+    flood.preset.duration_s = 600.0;
+    flood.preset.workload.arrival = kvlab::formats::preset::ArrivalDto::Poisson { rate_per_s: 5000.0, bursts: vec![] };
+    let e = lab.apply(flood, true).unwrap_err();
+    assert!(e.starts_with("workload.arrival.rate_per_s:"), "{e}");
+    assert_eq!(lab.state.preset, preset("paged-default"));
+}
