@@ -18,6 +18,7 @@ export CHROMEDRIVER
 
 step "Release bundle: trunk build --release --offline (dist/)"
 trunk build --release --offline
+scripts/sources-digest.sh > dist/.sources-digest
 wasm_gz=$(cat dist/*.wasm | gzip -9 | wc -c)
 js_gz=$(cat dist/*.js | gzip -9 | wc -c)
 echo "bundle: wasm $wasm_gz + js $js_gz bytes gzipped"

@@ -94,8 +94,7 @@ pub fn render_map(cells: &[MapCell], cell_tokens: u32, layout: &MapLayout, opts:
         draw_cells(&mut canvas, &cells[..n], cell_tokens, layout, opts);
     }
     if let Some(i) = opts.cursor.filter(|&i| i < n) {
-        let (x, y, w, h) = layout.rect(i);
-        canvas.outline(x, y, w, h, theme.cursor);
+        canvas.cursor(layout.rect(i));
     }
 }
 
@@ -154,6 +153,20 @@ impl Pixels<'_> {
         if x < self.stride && y < self.height {
             let o = (y * self.stride + x) * 4;
             self.buf[o..o + 4].copy_from_slice(&c);
+        }
+    }
+
+    /// The keyboard cursor on the cell at `(x, y, w, h)`: a ring two pixels wide in the
+    /// theme's focus colour with a white line inside it, so it cannot be taken for the one-pixel
+    /// ink frame of a highlighted request.
+    fn cursor(&mut self, (x, y, w, h): (u32, u32, u32, u32)) {
+        let c = self.theme.cursor;
+        self.outline(x, y, w, h, c);
+        if w.min(h) >= 5 {
+            self.outline(x + 1, y + 1, w - 2, h - 2, c);
+        }
+        if w.min(h) >= 7 {
+            self.outline(x + 2, y + 2, w - 4, h - 4, palette::PAPER);
         }
     }
 
@@ -346,8 +359,7 @@ mod tests {
             let mut canvas = Pixels { buf: &mut slow, stride: 40, height: 25, theme };
             draw_cells(&mut canvas, &cells, 16, &layout, &opts);
             if let Some(i) = opts.cursor {
-                let (x, y, w, h) = layout.rect(i);
-                canvas.outline(x, y, w, h, theme.cursor);
+                canvas.cursor(layout.rect(i));
             }
             assert!(fast == slow, "one-pixel cells differ from cell rectangles under {opts:?}");
         }
@@ -361,11 +373,14 @@ mod tests {
         let opts = RenderOptions { highlight_owner: Some(2), cursor: Some(1), dark: false };
         render_map(&cells, 16, &l, &opts, &mut buf);
         assert_eq!(pixel(&buf, &l, 4, 4), mix_w(owner_colour(0), palette::BACKGROUND, FADE_W));
-        assert_eq!(pixel(&buf, &l, 18, 4), palette::INK, "the highlighted cell is framed");
+        assert_eq!(pixel(&buf, &l, 18, 4), palette::FOCUS, "the cursor rings the highlighted cell");
         assert_eq!(mix(palette::EMPTY, palette::FREE, 0.0), palette::EMPTY);
         assert_eq!(mix(palette::EMPTY, palette::FREE, 1.0), palette::FREE);
         assert_eq!(pixel(&buf, &l, 14, 4), owner_colour(1));
-        assert_eq!(pixel(&buf, &l, 10, 0), palette::INK);
+        assert_eq!(pixel(&buf, &l, 10, 0), palette::FOCUS);
+        let no_cursor = RenderOptions { cursor: None, ..opts };
+        render_map(&cells, 16, &l, &no_cursor, &mut buf);
+        assert_eq!(pixel(&buf, &l, 18, 4), palette::INK, "the highlighted cell is framed");
         assert_eq!(pixel(&buf, &l, 0, 0), mix_w(owner_colour(0), palette::BACKGROUND, FADE_W), "no frame when faded");
     }
 
@@ -378,6 +393,48 @@ mod tests {
         assert_eq!(pixel(&buf, &l, 0, 0), palette::FREE);
         assert_eq!(pixel(&buf, &l, 2, 1), palette::EMPTY);
         assert_eq!(pixel(&buf, &l, 5, 1), owner_colour(2));
+    }
+
+    /// The hue of a colour in degrees (0 to 360; 0 for greys).
+    fn hue(c: Rgba) -> f64 {
+        let (r, g, b) = (f64::from(c[0]), f64::from(c[1]), f64::from(c[2]));
+        let (max, min) = (r.max(g).max(b), r.min(g).min(b));
+        if max == min {
+            return 0.0;
+        }
+        let d = max - min;
+        let h = if max == r {
+            ((g - b) / d).rem_euclid(6.0)
+        } else if max == g {
+            (b - r) / d + 2.0
+        } else {
+            (r - g) / d + 4.0
+        };
+        h * 60.0
+    }
+
+    #[test]
+    fn no_request_colour_reads_as_a_waste_red_and_the_cursor_is_its_own() {
+        for i in 0..16 {
+            let c = owner_colour(i);
+            // Reds and pinks sit within 30 degrees of red; every waste colour does.
+            let h = hue(c);
+            assert!((30.0..=330.0).contains(&h), "request {i}'s colour {c:?} has a red hue ({h:.0}°)");
+        }
+        for waste in [palette::EMPTY, palette::EMPTY_HATCH, MapTheme::DARK.empty] {
+            let h = hue(waste);
+            assert!(!(30.0..=330.0).contains(&h), "{waste:?} is a red");
+        }
+        // The cursor: two focus-coloured rings and a white one inside, on a 10-px cell.
+        let cells = [cell(1, 16, 0), cell(2, 16, 0)];
+        let l = MapLayout::with_pitch(2, 22, 11);
+        let mut buf = Vec::new();
+        render_map(&cells, 16, &l, &RenderOptions { highlight_owner: Some(2), cursor: Some(1), dark: false }, &mut buf);
+        let (x, y, _, _) = l.rect(1);
+        assert_eq!(pixel(&buf, &l, x, y + 4), palette::FOCUS);
+        assert_eq!(pixel(&buf, &l, x + 1, y + 4), palette::FOCUS);
+        assert_eq!(pixel(&buf, &l, x + 2, y + 4), palette::PAPER);
+        assert_ne!(palette::FOCUS, palette::INK, "the cursor is not the highlight's frame");
     }
 
     /// WCAG contrast ratio of two colours.

@@ -214,3 +214,33 @@ fn setups_too_big_for_a_tab_are_refused_with_a_reason() {
     assert!(e.starts_with("workload.arrival.rate_per_s:"), "{e}");
     assert_eq!(lab.state.preset, preset("paged-default"));
 }
+
+/// The header names the setup on screen: the preset's title while it is that preset, and once
+/// edited a line derived from the setup itself, never the old title with "(edited)" on it.
+#[test]
+fn the_title_is_derived_from_the_setup_once_edited() {
+    use kvlab::session::title::title;
+    let loaded = preset("contiguous-default");
+    let s = LabState::new(loaded.clone());
+    let t = title(&s, &loaded);
+    assert_eq!(t.shipped, Some("contiguous-default"));
+    assert_eq!(t.header.as_deref(), Some(loaded.title.as_str()));
+    // Switched to paged blocks: the line says paged, not "Contiguous first-fit … (edited)".
+    let paged = edit(&s, "allocator.kind", json!("paged")).unwrap();
+    let t = title(&paged, &loaded);
+    let header = t.header.unwrap();
+    assert!(header.starts_with("Edited: Paged · 16-token blocks · 10 GiB KV · llama-3-8b on "), "{header}");
+    assert!(!header.contains("Contiguous") && !header.contains("(edited)"), "{header}");
+    assert!(t.tooltip.contains(&format!("loaded as “{}”", loaded.title)), "{}", t.tooltip);
+    assert_eq!((t.shipped, t.picker.as_str()), (None, "custom (edited)"));
+    // From the GPU, with tensor parallelism; compare mode.
+    let mut gpu = edit(&paged, "kv_memory.kind", json!("gpu")).unwrap();
+    gpu.preset.tensor_parallel_size = 2;
+    gpu.compare = true;
+    let header = title(&gpu, &loaded).header.unwrap();
+    assert!(header.starts_with("Edited: Contiguous vs paged · KV from 90% of the GPU · llama-3-8b on "), "{header}");
+    assert!(header.ends_with(" × 2"), "{header}");
+    // Edited back to a shipped preset: its title again.
+    let back = edit(&paged, "allocator.kind", json!("contiguous")).unwrap();
+    assert_eq!(title(&back, &loaded).header.as_deref(), Some(loaded.title.as_str()));
+}

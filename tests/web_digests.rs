@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use kvlab::engine::Simulation;
 use kvlab::formats::preset::parse_preset;
 use kvlab::formats::report::digest;
-use kvlab::web::presets;
+use kvlab::session::presets;
 use wasm_bindgen_test::*;
 
 wasm_bindgen_test_configure!(run_in_browser);

@@ -6,9 +6,9 @@
 use kvlab::engine::{MapCell, MemoryMap, Simulation};
 use kvlab::formats::preset::parse_preset;
 use kvlab::render::{owner_colour, palette, MapLayout, RenderOptions, Rgba};
+use kvlab::session::presets;
 use kvlab::web::chart::{draw_kv, draw_queues, ChartRun, LIGHT};
 use kvlab::web::map::{describe_cell, paint_map};
-use kvlab::web::presets;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_test::*;
 use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement};

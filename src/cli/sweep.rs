@@ -15,6 +15,7 @@ use crate::formats::preset::parse_preset_dto;
 use crate::formats::sweep::{
     default_kv_range, kv_grid, parse_kv_range, plan, with_kv_memory, Knob, ALLOCATORS, CLI_KV_NAMES, KV_STEP_GIB,
 };
+use crate::formats::sweep_results::{sweep_csv, sweep_json, value_text, SweepPoint};
 
 #[derive(Args, Debug)]
 pub struct SweepArgs {
@@ -89,61 +90,17 @@ pub fn sweep(args: &SweepArgs) -> Result<(), String> {
         });
         rows.push(row);
     }
-    let values: Vec<String> = points.iter().map(|p| text_of(&p.value)).collect();
+    let values: Vec<String> = points.iter().map(|p| value_text(&p.value)).collect();
+    let results: Vec<SweepPoint> = points.iter().zip(&rows).map(|(p, r)| (&p.value, [&r[0], &r[1]])).collect();
     if args.json {
-        println!("{}", sweep_json(&knob, &points.iter().map(|p| p.value.clone()).collect::<Vec<_>>(), &rows));
+        let doc = sweep_json(&knob.path(), &results);
+        println!("{}", serde_json::to_string_pretty(&doc).expect("JSON of plain values"));
     } else if args.csv {
-        print!("{}", sweep_csv(&values, &rows));
+        print!("{}", sweep_csv(&results));
     } else {
         print!("{}", sweep_table(&knob, &values, &rows));
     }
     Ok(())
-}
-
-fn text_of(v: &Value) -> String {
-    v.as_str().map_or_else(|| v.to_string(), str::to_string)
-}
-
-fn metrics_json(m: &Result<SweepMetrics, String>) -> Value {
-    match m {
-        Ok(m) => serde_json::to_value(m).expect("JSON of plain numbers"),
-        Err(e) => json!({ "error": e }),
-    }
-}
-
-fn sweep_json(knob: &Knob, values: &[Value], rows: &[[Result<SweepMetrics, String>; 2]]) -> String {
-    let points: Vec<Value> = values
-        .iter()
-        .zip(rows)
-        .map(|(v, r)| json!({ "value": v, ALLOCATORS[0]: metrics_json(&r[0]), ALLOCATORS[1]: metrics_json(&r[1]) }))
-        .collect();
-    serde_json::to_string_pretty(&json!({ "knob": knob.path(), "points": points })).expect("JSON of plain values")
-}
-
-/// One row per point and allocator; a refused point has its reason in `error`.
-pub fn sweep_csv(values: &[String], rows: &[[Result<SweepMetrics, String>; 2]]) -> String {
-    let mut out = String::from(
-        "value,allocator,kv_utilization,ttft_p95_ms,tpot_p95_ms,preemptions,output_tokens_per_s,unfinished,rejected,error\n",
-    );
-    for (v, r) in values.iter().zip(rows) {
-        for (a, m) in ALLOCATORS.iter().zip(r) {
-            let line = match m {
-                Ok(m) => format!(
-                    "{v},{a},{},{},{},{},{},{},{},\n",
-                    m.kv_utilization,
-                    m.ttft_p95_ms,
-                    m.tpot_p95_ms,
-                    m.preemptions,
-                    m.output_tokens_per_s,
-                    m.unfinished,
-                    m.rejected
-                ),
-                Err(e) => format!("{v},{a},,,,,,,,\"{}\"\n", e.replace('"', "\"\"")),
-            };
-            out.push_str(&line);
-        }
-    }
-    out
 }
 
 fn sweep_table(knob: &Knob, values: &[String], rows: &[[Result<SweepMetrics, String>; 2]]) -> String {

@@ -30,5 +30,6 @@ pub mod report;
 pub mod sniff;
 pub mod step_trace;
 pub mod sweep;
+pub mod sweep_results;
 pub mod trace;
 pub mod trace_fit;

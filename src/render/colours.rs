@@ -26,17 +26,23 @@ pub mod palette {
     pub const PAPER: Rgba = [0xFF, 0xFF, 0xFF, 0xFF];
     /// Free blocks that still hold a cached prefix.
     pub const CACHED: Rgba = [0x2B, 0x7F, 0x77, 0xFF];
-    /// Owner colours, ordered so that consecutive request ids differ strongly.
+    /// Owner colours, ordered so that consecutive request ids differ strongly: Paul Tol's
+    /// "light" scheme without its pink and orange, which read as the reds of "allocated but
+    /// empty" and "partly filled", replaced by a lavender and a steel teal (no owner colour has
+    /// a red hue: `tests` check every one against the waste colours).
     pub const OWNERS: [Rgba; 8] = [
         [0x77, 0xAA, 0xDD, 0xFF], // light blue
         [0xEE, 0xDD, 0x88, 0xFF], // light yellow
         [0x44, 0xBB, 0x99, 0xFF], // mint
-        [0xFF, 0xAA, 0xBB, 0xFF], // pink
+        [0xBB, 0xAA, 0xEE, 0xFF], // lavender
         [0x99, 0xDD, 0xFF, 0xFF], // light cyan
-        [0xEE, 0x88, 0x66, 0xFF], // orange
+        [0x66, 0xAA, 0xBB, 0xFF], // steel teal
         [0xBB, 0xCC, 0x33, 0xFF], // pear
         [0xAA, 0xAA, 0x00, 0xFF], // olive
     ];
+    /// The keyboard cursor: a two-pixel focus-blue ring with a white inner line, unlike the
+    /// one-pixel ink frame of a highlighted request's cells.
+    pub const FOCUS: Rgba = [0x1F, 0x6F, 0xEB, 0xFF];
 
     /// CSS `#rrggbb` of a colour, for the legend and the chart.
     pub fn css(c: Rgba) -> String {
@@ -62,17 +68,17 @@ impl MapTheme {
         free: palette::FREE,
         empty: palette::EMPTY,
         empty_hatch: palette::EMPTY_HATCH,
-        cursor: palette::INK,
+        cursor: palette::FOCUS,
     };
     /// On a dark page: a dark background and free cells a step lighter, so free memory still
     /// reads as cells; "allocated but empty" stays a dark red, lifted just enough to stand off
-    /// the background (and still darker than every request colour); a white cursor.
+    /// the background (and still darker than every request colour); a lighter focus-blue cursor.
     pub const DARK: MapTheme = MapTheme {
         background: [0x17, 0x1C, 0x23, 0xFF],
         free: [0x2E, 0x35, 0x40, 0xFF],
         empty: [0x92, 0x1F, 0x33, 0xFF],
         empty_hatch: [0xC8, 0x58, 0x6A, 0xFF],
-        cursor: [0xFF, 0xFF, 0xFF, 0xFF],
+        cursor: [0x58, 0xA6, 0xFF, 0xFF],
     };
 
     pub fn of(dark: bool) -> MapTheme {

@@ -12,7 +12,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use super::control_edit::Row;
 use super::kv_search::SearchField;
+pub use super::loader::Verdict;
 
 /// One change of the lab.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -108,14 +110,6 @@ pub enum Command {
         step: String,
     },
     CancelKvSearch,
-}
-
-/// A workload row kind.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Row {
-    Class,
-    Burst,
 }
 
 /// What a document must be.
@@ -259,12 +253,4 @@ pub struct Applied {
     pub earned: Option<(String, u8)>,
     /// A mission document was loaded: the mission check's verdict.
     pub verdict: Option<Verdict>,
-}
-
-/// The mission check's verdict on a loaded mission.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Verdict {
-    /// The broken setup earns 0 stars and the fix 3.
-    pub valid: bool,
-    pub text: String,
 }

@@ -7,6 +7,7 @@
 //! learner typed, the edit itself, adding and removing workload rows, and which controls a
 //! mission's knobs leave free.
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::engine::version::EngineVersion;
@@ -14,8 +15,15 @@ use crate::formats::json::from_json_with_path;
 use crate::formats::paths::{self, PathKind, Seg};
 use crate::formats::preset::{AllocatorDto, ArrivalDto, BurstDto, ClassDto};
 
-use super::command::Row;
 use super::url_state::LabState;
+
+/// A workload row kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Row {
+    Class,
+    Burst,
+}
 
 /// The model picker's value for a model given by its shape rather than by id.
 pub const CUSTOM_MODEL: &str = "__custom";

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::missions::mission::Mission;
 
-use super::command::{Applied, ChangeFrom, Command, DocKind, MissionAction, Place, Refused, Row};
+use super::command::{Applied, ChangeFrom, Command, DocKind, MissionAction, Place, Refused};
 use super::history::{same_setup, History};
 use super::kv_search::{KvSearchJob, Refusal};
 use super::lab::{secs_to_us, Lab};
@@ -391,16 +391,6 @@ impl Session {
                 }
                 Err(Refused::page(ChangeFrom::Control, format!("{word}: {e}")))
             }
-        }
-    }
-}
-
-impl Row {
-    /// The row's name in `control_edit`'s words.
-    pub fn name(self) -> &'static str {
-        match self {
-            Row::Class => "class",
-            Row::Burst => "burst",
         }
     }
 }

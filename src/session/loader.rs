@@ -8,7 +8,13 @@ use crate::formats::sniff::{sniff_text, Document as Schema};
 use crate::missions::check::check_mission;
 use crate::missions::mission::{parse_mission, Mission};
 
-use super::command::Verdict;
+/// The mission check's verdict on a loaded mission.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Verdict {
+    /// The broken setup earns 0 stars and the fix 3.
+    pub valid: bool,
+    pub text: String,
+}
 
 /// A document an instructor loads.
 pub enum Document {

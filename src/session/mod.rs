@@ -24,5 +24,6 @@ pub mod loader;
 pub mod missions;
 pub mod presets;
 pub mod sweep;
+pub mod title;
 pub mod trace_file;
 pub mod url_state;

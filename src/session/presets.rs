@@ -1,6 +1,8 @@
 //! The shipped presets (`crate::shipped::PRESETS`) as the page uses them: by id, as DTOs, and
 //! which one a setup is exactly.
 
+use std::sync::OnceLock;
+
 use crate::formats::preset::{parse_preset_dto, PresetDto};
 use crate::shipped;
 
@@ -20,7 +22,13 @@ pub fn ids() -> Vec<&'static str> {
     shipped::names(SHIPPED)
 }
 
+/// Every shipped preset, parsed once (the header asks on every edit).
+fn parsed() -> &'static [(&'static str, PresetDto)] {
+    static PARSED: OnceLock<Vec<(&'static str, PresetDto)>> = OnceLock::new();
+    PARSED.get_or_init(|| SHIPPED.iter().filter_map(|(id, _)| dto(id).ok().map(|d| (*id, d))).collect())
+}
+
 /// The shipped preset this DTO is exactly (ignoring nothing), if any.
 pub fn matching_id(preset: &PresetDto) -> Option<&'static str> {
-    SHIPPED.iter().find(|(id, _)| dto(id).is_ok_and(|d| &d == preset)).map(|(id, _)| *id)
+    parsed().iter().find(|(_, d)| d == preset).map(|(id, _)| *id)
 }

@@ -4,11 +4,11 @@
 //! engine/sweep.rs's `run_one`. This file only keeps the job's place so the runs can be spread
 //! over animation frames (sweep_view.rs draws it; app.rs steps it a time budget per frame).
 
-use serde::Serialize;
 use serde_json::Value;
 
 use crate::engine::sweep::{run_one, SweepMetrics};
 use crate::formats::sweep::{plan, Knob, PlannedPoint, ALLOCATORS};
+use crate::formats::sweep_results::{sweep_csv, sweep_json, SweepPoint};
 
 use crate::missions::mission::Mission;
 
@@ -33,6 +33,8 @@ pub const METRICS: &[(&str, &str)] = &[
     ("tpot_p95_ms", "TPOT p95 (ms)"),
     ("preemptions", "Preemptions"),
     ("output_tokens_per_s", "Output tokens/s"),
+    ("unfinished", "Unfinished at the end (requests)"),
+    ("rejected", "Rejected (requests)"),
 ];
 
 /// `metric` (a key of [`METRICS`]) of one run, as the chart plots it.
@@ -42,32 +44,19 @@ pub fn metric_value(m: &SweepMetrics, metric: &str) -> f64 {
         "ttft_p95_ms" => m.ttft_p95_ms,
         "tpot_p95_ms" => m.tpot_p95_ms,
         "preemptions" => m.preemptions as f64,
+        "unfinished" => f64::from(m.unfinished),
+        "rejected" => f64::from(m.rejected),
         _ => m.output_tokens_per_s,
     }
-}
-
-/// One run's outcome: its metrics, or why the engine refused the point.
-#[derive(Clone, Debug, Serialize)]
-#[serde(untagged)]
-pub enum Outcome {
-    Ok(SweepMetrics),
-    Err { error: String },
-}
-
-/// One point as `kvlab.sweepResults()` gives it (the shape of `kvlab sweep --json`'s points).
-#[derive(Clone, Debug, Serialize)]
-pub struct SweepRow {
-    pub value: Value,
-    pub contiguous: Outcome,
-    pub paged: Outcome,
 }
 
 /// A sweep in progress or finished.
 pub struct SweepJob {
     pub knob: Knob,
     points: Vec<PlannedPoint>,
-    /// The outcomes so far, in point order then [`ALLOCATORS`] order.
-    outcomes: Vec<Outcome>,
+    /// The runs so far, in point order then [`ALLOCATORS`] order: metrics, or why the engine
+    /// refused the run.
+    outcomes: Vec<Result<SweepMetrics, String>>,
     pub cancelled: bool,
 }
 
@@ -131,23 +120,31 @@ impl SweepJob {
     }
 
     /// Runs the `i`-th run (point `i / 2`, allocator `i % 2`).
-    fn run(&self, i: usize) -> Outcome {
+    fn run(&self, i: usize) -> Result<SweepMetrics, String> {
         match &self.points[i / 2].configs[i % 2] {
-            Ok(config) => match run_one(config) {
-                Ok(r) => Outcome::Ok(SweepMetrics::of(&r)),
-                Err(e) => Outcome::Err { error: e.to_string() },
-            },
-            Err(e) => Outcome::Err { error: e.to_string() },
+            Ok(config) => run_one(config).map(|r| SweepMetrics::of(&r)).map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
         }
     }
 
     /// The finished points, in order.
-    pub fn rows(&self) -> Vec<SweepRow> {
-        self.points
-            .iter()
-            .zip(self.outcomes.chunks_exact(2))
-            .map(|(p, o)| SweepRow { value: p.value.clone(), contiguous: o[0].clone(), paged: o[1].clone() })
-            .collect()
+    pub fn points(&self) -> Vec<SweepPoint<'_>> {
+        self.points.iter().zip(self.outcomes.chunks_exact(2)).map(|(p, o)| (&p.value, [&o[0], &o[1]])).collect()
+    }
+
+    /// The points so far as `kvlab sweep --json` writes them, with the job's progress: `{knob,
+    /// points, total, finished, cancelled}` (`kvlab.sweepResults()`, the panel's JSON download).
+    pub fn results_json(&self) -> Value {
+        let mut doc = sweep_json(&self.knob.path(), &self.points());
+        doc["total"] = self.total_points().into();
+        doc["finished"] = self.finished().into();
+        doc["cancelled"] = self.cancelled.into();
+        doc
+    }
+
+    /// The points so far as `kvlab sweep --csv` writes them (the panel's CSV download).
+    pub fn csv(&self) -> String {
+        sweep_csv(&self.points())
     }
 
     /// The allocator the knob leaves as the preset has it, if any (block size: contiguous).

@@ -478,5 +478,17 @@ fn wire_sweep(app: &Rc<App>) {
     });
     let a = app.clone();
     on("sweep-search-cancel", "click", move |_: Event| send(&a, Command::CancelKvSearch));
+    for (id, what) in [
+        ("sweep-download-csv", "sweep-csv"),
+        ("sweep-download-json", "sweep-json"),
+        ("sweep-search-download", "search-json"),
+    ] {
+        let a = app.clone();
+        on(id, "click", move |_: Event| {
+            if let Err(err) = export::export(&a, what) {
+                a.messages.error("export", &format!("Export failed: {err}"));
+            }
+        });
+    }
     sweep_view::lock(app.lab().mission.as_ref());
 }

@@ -28,7 +28,38 @@ pub fn export(app: &App, what: &str) -> Result<(), String> {
         "map" => download_url(&format!("{stem}-map.png"), &map_png(app)?),
         "chart" => download_url(&format!("{stem}-chart.png"), &chart_png(app)?),
         "csv" => download_text(&format!("{stem}-series.csv"), "text/csv", &csv(app)),
+        "report" => download_text(&format!("{stem}-report.json"), "application/json", &report_json(app)),
+        "sweep-csv" => match app.panel().job.as_ref() {
+            Some(job) => download_text("kvlab-sweep.csv", "text/csv", &job.csv()),
+            None => Err("no sweep has run yet".into()),
+        },
+        "sweep-json" => match app.panel().job.as_ref() {
+            Some(job) => download_text("kvlab-sweep.json", "application/json", &pretty(&job.results_json())),
+            None => Err("no sweep has run yet".into()),
+        },
+        "search-json" => match app.panel().search.as_ref() {
+            Some(s) => {
+                let doc = crate::session::kv_search::results_json(s);
+                download_text("kvlab-kv-search.json", "application/json", &pretty(&doc))
+            }
+            None => Err("no search has run yet".into()),
+        },
         _ => Err(format!("unknown export {what}")),
+    }
+}
+
+fn pretty(v: &serde_json::Value) -> String {
+    serde_json::to_string_pretty(v).unwrap_or_default()
+}
+
+/// Every run's report at the time shown (docs/REPORT.md): one object, or an array of two in
+/// compare mode (contiguous, paged).
+pub fn report_json(app: &App) -> String {
+    let lab = app.lab();
+    let reports: Vec<_> = lab.runs.iter().map(|r| r.report()).collect();
+    match reports.as_slice() {
+        [one] => serde_json::to_string_pretty(one).unwrap_or_default(),
+        many => serde_json::to_string_pretty(many).unwrap_or_default(),
     }
 }
 

@@ -18,6 +18,7 @@ use crate::session::dispatch::Session;
 use crate::session::lab::Lab;
 use crate::session::missions;
 use crate::session::presets;
+use crate::session::sweep::SweepJob;
 use crate::session::url_state::{LabState, PageOptions, QUERY_KEYS};
 
 use super::app::{App, Input};
@@ -108,16 +109,7 @@ impl LabHandle {
     #[wasm_bindgen(js_name = sweepResults)]
     pub fn sweep_results(&self) -> Result<JsValue, JsError> {
         let panel = self.app.panel();
-        let out = panel.job.as_ref().map(|j| {
-            serde_json::json!({
-                "knob": j.knob.path(),
-                "points": j.rows(),
-                "total": j.total_points(),
-                "finished": j.finished(),
-                "cancelled": j.cancelled,
-            })
-        });
-        object(&out)
+        object(&panel.job.as_ref().map(SweepJob::results_json))
     }
 
     /// The Sweep panel's smallest-KV search: `{target_ttft_p95_ms, grid: {lo_gib, hi_gib,

@@ -14,9 +14,12 @@ use web_sys::{Element, HtmlCanvasElement};
 use crate::formats::sweep::ALLOCATORS;
 use crate::missions::mission::Mission;
 
+use crate::engine::numbers::show_number;
+use crate::engine::sweep::SweepMetrics;
+use crate::formats::sweep_results::{value_text, SweepPoint};
 use crate::session::control_edit::control_unlocked;
 use crate::session::kv_search::{answer_text, plural, Answer, KvSearchJob, SearchField, SEARCH_KNOB};
-use crate::session::sweep::{metric_value, Outcome, SweepJob, SweepPanel, KNOBS, METRICS};
+use crate::session::sweep::{metric_value, SweepJob, SweepPanel, KNOBS, METRICS};
 
 use super::chart::{self, px, ChartTheme};
 use super::dom;
@@ -79,8 +82,15 @@ fn render_sweep(panel: &SweepPanel, dark: bool) {
     if let Some(run) = dom::by_id::<web_sys::HtmlElement>("sweep-run") {
         dom::set_hidden(&run, running);
     }
+    let shown = panel.job.as_ref().filter(|j| j.done_points() > 0);
+    render_table(shown, &panel.metric);
+    for id in ["sweep-download-csv", "sweep-download-json"] {
+        if let Some(b) = dom::by_id::<web_sys::HtmlButtonElement>(id) {
+            b.set_disabled(shown.is_none());
+        }
+    }
     let Some(canvas) = dom::by_id::<HtmlCanvasElement>("sweep-chart") else { return };
-    let job = panel.job.as_ref().filter(|j| j.done_points() > 0);
+    let job = shown;
     dom::set_hidden(&canvas, job.is_none());
     if let Some(job) = job {
         if let Err(e) = draw(&canvas, job, &panel.metric, ChartTheme::of(dark)) {
@@ -150,6 +160,9 @@ fn render_search(panel: &SweepPanel) {
     if let Some(run) = dom::by_id::<web_sys::HtmlElement>("sweep-search-run") {
         dom::set_hidden(&run, running);
     }
+    if let Some(b) = dom::by_id::<web_sys::HtmlButtonElement>("sweep-search-download") {
+        b.set_disabled(job.is_none());
+    }
 }
 
 fn search_progress_text(panel: &SweepPanel) -> String {
@@ -171,30 +184,46 @@ fn search_progress_text(panel: &SweepPanel) -> String {
 }
 
 /// The knob's values as x positions: the numbers themselves, or 0, 1, 2… for texts.
-fn xs(rows: &[crate::session::sweep::SweepRow]) -> (Vec<f64>, bool) {
-    let nums: Option<Vec<f64>> = rows.iter().map(|r| r.value.as_f64()).collect();
+fn xs(points: &[SweepPoint]) -> (Vec<f64>, bool) {
+    let nums: Option<Vec<f64>> = points.iter().map(|p| p.0.as_f64()).collect();
     match nums {
         Some(v) => (v, true),
-        None => ((0..rows.len()).map(|i| i as f64).collect(), false),
+        None => ((0..points.len()).map(|i| i as f64).collect(), false),
     }
+}
+
+/// A tick label: whole numbers with thousands separators, others with up to 3 digits.
+pub fn tick(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        let n = v.abs() as u64;
+        let s = crate::engine::plan::group_thousands(n);
+        if v < 0.0 {
+            format!("-{s}")
+        } else {
+            s
+        }
+    } else {
+        show_number((v * 1000.0).round() / 1000.0)
+    }
+}
+
+fn label_of(table: &[(&str, &'static str)], key: &str) -> &'static str {
+    table.iter().find(|(k, _)| *k == key).map_or("", |(_, l)| *l)
 }
 
 fn draw(canvas: &HtmlCanvasElement, job: &SweepJob, metric: &str, t: &'static ChartTheme) -> Result<(), String> {
     let err = |e: DrawingAreaErrorKind<_>| format!("{e:?}");
     let dpr = chart::size_canvas(canvas);
     let root = chart::area(canvas, t)?;
-    let rows = job.rows();
-    let (x, numeric) = xs(&rows);
+    let points = job.points();
+    let (x, numeric) = xs(&points);
     let series: Vec<(RGBColor, Vec<(f64, f64)>)> = [(t.allocated, 0), (t.live, 1)]
         .into_iter()
         .map(|(colour, a)| {
-            let pts = rows.iter().zip(&x).filter_map(|(r, &xv)| {
-                let o = if a == 0 { &r.contiguous } else { &r.paged };
-                match o {
-                    Outcome::Ok(m) => Some((xv, metric_value(m, metric))),
-                    Outcome::Err { .. } => None,
-                }
-            });
+            let pts = points
+                .iter()
+                .zip(&x)
+                .filter_map(|(p, &xv)| p.1[a].as_ref().ok().map(|m| (xv, metric_value(m, metric))));
             (colour, pts.collect())
         })
         .collect();
@@ -203,27 +232,31 @@ fn draw(canvas: &HtmlCanvasElement, job: &SweepJob, metric: &str, t: &'static Ch
     let y_max = series.iter().flat_map(|s| s.1.iter().map(|p| p.1)).fold(0.0, f64::max).max(1e-9) * 1.1;
     let mut c = ChartBuilder::on(&root)
         .margin(px(10.0, dpr))
-        .x_label_area_size(px(26.0, dpr))
-        .y_label_area_size(px(52.0, dpr))
+        .x_label_area_size(px(40.0, dpr))
+        .y_label_area_size(px(64.0, dpr))
         .build_cartesian_2d((lo - pad)..(hi + pad), 0f64..y_max)
         .map_err(err)?;
     let font = ("system-ui, sans-serif", 11.5 * dpr).into_font().color(&t.muted);
-    let labels: Vec<String> =
-        rows.iter().map(|r| r.value.as_str().map_or_else(|| r.value.to_string(), String::from)).collect();
+    let labels: Vec<String> = points.iter().map(|p| value_text(p.0)).collect();
     let x_fmt = move |v: &f64| {
         if numeric {
-            format!("{v}")
+            tick(*v)
         } else {
             labels.get(v.round() as usize).filter(|_| (v - v.round()).abs() < 1e-6).cloned().unwrap_or_default()
         }
     };
+    let y_fmt = |v: &f64| tick(*v);
     c.configure_mesh()
         .light_line_style(TRANSPARENT)
         .bold_line_style(t.grid)
         .axis_style(t.axis)
-        .x_labels(if numeric { 8 } else { rows.len().max(2) })
-        .y_labels(6)
+        .x_labels(if numeric { 6 } else { points.len().max(2) })
+        .y_labels(5)
         .x_label_formatter(&x_fmt)
+        .y_label_formatter(&y_fmt)
+        .x_desc(label_of(KNOBS, &job.knob.path()))
+        .y_desc(label_of(METRICS, metric))
+        .axis_desc_style(font.clone())
         .label_style(font)
         .draw()
         .map_err(err)?;
@@ -233,4 +266,62 @@ fn draw(canvas: &HtmlCanvasElement, job: &SweepJob, metric: &str, t: &'static Ch
         c.draw_series(pts.into_iter().map(|p| Circle::new(p, px(3.5, dpr), colour.filled()))).map_err(err)?;
     }
     root.present().map_err(err)
+}
+
+/// One cell of the table: the metric, with unfinished and rejected requests when there are any
+/// (a run that left requests waiting is not as good as its latency looks), or why it was refused.
+fn cell(m: &Result<SweepMetrics, String>, metric: &str) -> (String, String) {
+    match m {
+        Ok(m) => {
+            let mut text = tick(metric_value(m, metric));
+            let mut notes = Vec::new();
+            if m.unfinished > 0 && metric != "unfinished" {
+                notes.push(format!("{} unfinished", m.unfinished));
+            }
+            if m.rejected > 0 && metric != "rejected" {
+                notes.push(format!("{} rejected", m.rejected));
+            }
+            if !notes.is_empty() {
+                text = format!("{text} ({})", notes.join(", "));
+            }
+            let title = format!(
+                "KV utilisation {:.1}% · TTFT p95 {} ms · TPOT p95 {} ms · {} preemptions · {} output tokens/s · {} unfinished · {} rejected",
+                m.kv_utilization * 100.0,
+                tick(m.ttft_p95_ms),
+                tick(m.tpot_p95_ms),
+                m.preemptions,
+                tick(m.output_tokens_per_s),
+                m.unfinished,
+                m.rejected
+            );
+            (text, title)
+        }
+        Err(e) => ("refused".into(), e.clone()),
+    }
+}
+
+/// The points as a table: the knob's value, then each allocator's metric (every figure of the
+/// run in the cell's tooltip).
+fn render_table(job: Option<&SweepJob>, metric: &str) {
+    let Some(table) = dom::by_id::<Element>("sweep-table") else { return };
+    let Some(job) = job else {
+        dom::replace_children(&table, std::iter::empty::<dom::Node>());
+        let _ = table.set_attribute("hidden", "");
+        return;
+    };
+    let _ = table.remove_attribute("hidden");
+    let head = dom::node("tr").children(
+        [label_of(KNOBS, &job.knob.path()), "contiguous", "paged"]
+            .into_iter()
+            .map(|h| dom::node("th").attr("scope", "col").text(h)),
+    );
+    let caption = dom::node("caption").text(label_of(METRICS, metric));
+    let rows = job.points().into_iter().map(|(v, runs)| {
+        let cells = runs.into_iter().map(|m| {
+            let (text, title) = cell(m, metric);
+            dom::node("td").attr("title", &title).text(&text)
+        });
+        dom::node("tr").child(dom::node("th").attr("scope", "row").text(&value_text(v))).children(cells)
+    });
+    dom::replace_children(&table, [caption, dom::node("thead").child(head), dom::node("tbody").children(rows)]);
 }

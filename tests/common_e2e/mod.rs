@@ -23,13 +23,25 @@ pub fn dist_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("dist")
 }
 
-/// Fails (never skips) when the bundle is missing, saying how to build it.
+/// Fails (never skips) when the bundle is missing or was built from other sources than those on
+/// disk (`scripts/sources-digest.sh`, written into `dist/.sources-digest` by
+/// `scripts/test-web.sh`), saying how to build it.
 pub fn require_dist() -> PathBuf {
     let dist = dist_dir();
     assert!(
         dist.join("index.html").is_file(),
-        "dist/index.html is missing: build the lab first with `scripts/test-web.sh` \
-         (or `PATH=$PWD/.tools/bin:$PATH trunk build --release --offline` after scripts/setup.sh)"
+        "dist/index.html is missing: build the lab and run the browser tests with `scripts/test-web.sh`"
+    );
+    let built = std::fs::read_to_string(dist.join(".sources-digest")).unwrap_or_default();
+    let out =
+        std::process::Command::new(repo_path("scripts/sources-digest.sh")).output().expect("run sources-digest.sh");
+    let now = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && built.trim() == now.trim(),
+        "dist/ is not the bundle of the current sources (built from {:?}, sources are {:?}): run the browser \
+         tests with `scripts/test-web.sh`, which builds it first",
+        built.trim(),
+        now.trim()
     );
     dist
 }
