@@ -159,6 +159,9 @@ async fn the_lab_opens_paused_with_a_first_step_that_can_be_dismissed_for_good()
     let c = &b.client;
     open(c, &base).await;
     assert_eq!(js(c, "return kvlab.isPlaying()").await, false, "the lab opens paused");
+    // Before any request has a first token, the latencies say so instead of "0.0 ms".
+    let ttft = js(c, "return document.querySelector('tr[data-key=ttft] td').textContent").await;
+    assert!(ttft.as_str().unwrap().starts_with('—') && ttft.as_str().unwrap().contains("no first token yet"), "{ttft}");
     let shown = || async { js(c, "return !document.getElementById('first-step').hidden").await == json!(true) };
     assert!(shown().await, "a newcomer sees the first step");
     let text = js(c, "return document.getElementById('first-step').textContent").await;

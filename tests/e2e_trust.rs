@@ -71,6 +71,7 @@ async fn the_load_dialog_runs_the_mission_check_and_says_why_a_mission_is_not_va
     let strict = example().replace("\"value\": 10, \"stars\": 3", "\"value\": 5, \"stars\": 3");
     let expected = check_mission(&parse_mission(&strict).unwrap()).unwrap().problem().expect("the check fails");
     assert!(expected.starts_with("the fix earns 2 star(s), not 3"), "{expected}");
+    assert!(expected.contains("(star 3: “") && expected.contains("goal <= 5)"), "the missed goal is named: {expected}");
     load_in_dialog(c, &strict).await;
     wait_for(c, "!document.getElementById('load-verdict').hidden", "the verdict").await;
     assert!(text(c, "#load-verdict").await.contains(&expected));

@@ -385,3 +385,36 @@ fn startup_missions_reward_only_the_lesson() {
     );
     assert_eq!([attempt("flash-attn", 256).stars, attempt("flashinfer", 16).stars], [0, 3]);
 }
+
+/// Mission 2 is about the block size: a size vLLM's default backend does not run (17 tokens,
+/// labelled "not a FlashAttention size") never earns the top star, while 16 and 32 still do.
+#[test]
+fn a_block_size_vllm_would_not_run_does_not_earn_the_top_star() {
+    let m = load("m2-block-size.json");
+    let run = |b: u32| m.run_patch(&json!({ "allocator": { "block_size": b } })).unwrap().2;
+    let s = run(17);
+    assert_eq!(s.stars, 2, "{s:?}");
+    let g = s.goals.iter().find(|g| g.metric == "block_size_note").expect("the backend's goal");
+    assert!(!g.met && g.stars == 3 && g.explain.contains("multiples of 16"), "{g:?}");
+    for b in [16, 32] {
+        let s = run(b);
+        assert_eq!(s.stars, 3, "block size {b}: {s:?}");
+        assert!(s.goals.iter().all(|g| g.metric != "block_size_note"), "{s:?}");
+    }
+}
+
+/// The mission check names the goal a setup meets or misses, with the run's figure and the
+/// goal's, so an instructor sees by how much.
+#[test]
+fn the_mission_check_names_the_goal_and_the_figures() {
+    let text = include_str!("../assets/missions/examples/first-mission.json");
+    let strict = text.replace("\"value\": 10, \"stars\": 3", "\"value\": 5, \"stars\": 3");
+    let m = kvlab::missions::mission::parse_mission(&strict).unwrap();
+    let p = kvlab::missions::check::check_mission(&m).unwrap().problem().expect("the fix misses star 3");
+    assert!(p.starts_with("the fix earns 2 star(s), not 3; fix the \"fix\" or the goals it misses (star 3: “"), "{p}");
+    assert!(p.contains("(config.kv_memory_gib = 10, goal <= 5)"), "{p}");
+    let lenient = text.replace("\"value\": 0.3", "\"value\": 0.01");
+    let m = kvlab::missions::mission::parse_mission(&lenient).unwrap();
+    let p = kvlab::missions::check::check_mission(&m).unwrap().problem().expect("the broken setup earns a star");
+    assert!(p.contains("so that it earns none (it meets “") && p.contains("goal >= 0.01)"), "{p}");
+}

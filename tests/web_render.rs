@@ -81,7 +81,9 @@ fn highlight_and_cursor_show_on_the_canvas() {
     let faded = pixel(&c, 4, 4);
     assert_ne!(faded, owner_colour(0), "other owners fade");
     assert!(faded.iter().take(3).all(|&v| v > 0xE0), "faded cells are pale: {faded:?}");
-    assert_eq!(pixel(&c, 0, 0), palette::INK, "cursor outline");
+    assert_eq!(pixel(&c, 0, 0), palette::FOCUS, "the cursor's outer ring");
+    assert_eq!(pixel(&c, 1, 4), palette::FOCUS, "the cursor's ring is two pixels wide");
+    assert_eq!(pixel(&c, 2, 4), palette::PAPER, "a white line inside the cursor's ring");
 }
 
 fn non_background_pixels(c: &HtmlCanvasElement, background: Rgba) -> usize {

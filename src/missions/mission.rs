@@ -122,6 +122,10 @@ fn score_values(mission: &Mission, preset: &PresetDto, report_v: &Value, refusal
             }
         })
         .collect();
+    let mut goals = goals;
+    if let Some(goal) = unsupported_block_size(mission, report_v) {
+        goals.push(goal);
+    }
     let locked_changes = mission.locked_changes(preset);
     let mut stars = 0;
     if locked_changes.is_empty() && refusal.is_none() {
@@ -134,6 +138,25 @@ fn score_values(mission: &Mission, preset: &PresetDto, report_v: &Value, refusal
         }
     }
     Score { stars, max_stars: MAX_STARS, goals, locked_changes, startup_refusal: refusal }
+}
+
+/// In a mission that lets the learner pick the block size, a size vLLM's default attention
+/// backend does not run (the report's `block_size_note`: FlashAttention runs multiples of 16)
+/// cannot earn the top star, whatever the lab's figures say: vLLM would not serve it so.
+fn unsupported_block_size(mission: &Mission, report_v: &Value) -> Option<GoalResult> {
+    let note = report_v.get("block_size_note")?.as_str()?;
+    let block_size = [Seg::Key("allocator".into()), Seg::Key("block_size".into())];
+    let chosen = mission.dto.knobs.iter().filter_map(|k| parse_path(k)).any(|k| covers(&k, &block_size));
+    chosen.then(|| GoalResult {
+        label: "A block size vLLM's attention backend runs".into(),
+        metric: "block_size_note".into(),
+        actual: Some(1.0),
+        comparison: Comparison::AtMost,
+        value: 0.0,
+        stars: MAX_STARS,
+        met: false,
+        explain: format!("{note}. vLLM would pick another backend or refuse to start; use a multiple of 16."),
+    })
 }
 
 fn number(v: &Value) -> Option<f64> {

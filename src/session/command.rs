@@ -235,10 +235,12 @@ impl Refused {
     /// The message as the page shows it: the source's prefix, the reason, and that nothing
     /// changed.
     pub fn text(&self) -> String {
+        // vLLM's own words end in a full stop ("… for more details."): one stop, not two.
+        let why = self.message.trim_end().trim_end_matches('.');
         match self.place {
-            Place::Search(_) => format!("Search not run: {}.", self.message),
-            Place::Sweep => format!("Sweep not run: {}.", self.message),
-            _ => format!("{}{}. The lab keeps its previous setup.", self.from.refusal_prefix(), self.message),
+            Place::Search(_) => format!("Search not run: {why}."),
+            Place::Sweep => format!("Sweep not run: {why}."),
+            _ => format!("{}{why}. The lab keeps its previous setup.", self.from.refusal_prefix()),
         }
     }
 }

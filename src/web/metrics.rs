@@ -91,6 +91,9 @@ pub fn value(key: &str, m: &MetricsInput<'_>) -> (String, Option<String>) {
         ),
         "cow" => one(group_thousands(r.cow_copies)),
         "prefix" => one(pct(r.prefix_cache_hit_rate)),
+        // A latency is never exactly 0 (every step takes time): 0 means no request has one yet.
+        "ttft" if r.latency_ms.ttft_p95 == 0.0 => ("—".into(), Some("no first token yet".into())),
+        "tpot" if r.latency_ms.tpot_p95 == 0.0 => ("—".into(), Some("no second token yet".into())),
         "ttft" => (format!("{} ms", ms(r.latency_ms.ttft_p50)), Some(format!("p95 {} ms", ms(r.latency_ms.ttft_p95)))),
         "tpot" => (format!("{} ms", ms(r.latency_ms.tpot_p50)), Some(format!("p95 {} ms", ms(r.latency_ms.tpot_p95)))),
         "tokens" => {
