@@ -57,10 +57,13 @@ async fn the_export_menu_works_from_the_keyboard_and_closes_on_escape_or_a_click
     send("\u{E015}").await;
     assert_eq!(active_id(c).await, "chart");
     send("\u{E015}").await;
+    assert_eq!(active_id(c).await, "csv");
+    send("\u{E015}").await;
+    assert_eq!(active_id(c).await, "report");
     send("\u{E015}").await;
     assert_eq!(active_id(c).await, "map", "ArrowDown wraps to the first item");
     send("\u{E013}").await; // ArrowUp
-    assert_eq!(active_id(c).await, "csv");
+    assert_eq!(active_id(c).await, "report");
     send("\u{E00C}").await;
     assert!(!menu_open(c).await);
     assert_eq!(active_id(c).await, "export-btn", "Escape gives the focus back to the button");

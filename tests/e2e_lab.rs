@@ -86,16 +86,19 @@ async fn contiguous_to_paged_lifts_utilisation_and_errors_keep_the_lab() {
     ta.clear().await.unwrap();
     ta.send_keys("{ \"schema\": \"kvlab/preset@1\", ").await.unwrap();
     c.find(Locator::Css("[data-action=apply-json]")).await.unwrap().click().await.unwrap();
-    let errors = js(c, "return kvlab.errors()").await;
-    assert!(errors.to_string().contains("not valid JSON"), "{errors}");
+    // The reason is under the editor, and the typed text stays in it.
+    let under = c.find(Locator::Id("preset-json-error")).await.expect("the reason under the editor");
+    assert!(under.text().await.unwrap().contains("not valid JSON"), "{}", under.text().await.unwrap());
+    assert_eq!(ta.prop("value").await.unwrap().as_deref(), Some("{ \"schema\": \"kvlab/preset@1\", "));
     assert_eq!(report(c).await, paged, "broken JSON changed the lab");
 
-    // A bad value typed into a control: message, and the control shows the kept value again.
+    // A bad value typed into a control: the control keeps it, marked, with the reason beside it.
     let seqs = c.find(Locator::Css("[data-path='scheduler.max_num_seqs']")).await.unwrap();
     seqs.send_keys("\u{E009}a\u{E000}0\n").await.unwrap(); // Ctrl+A, then type 0 and Enter
-    let errors = js(c, "return kvlab.errors()").await;
-    assert!(errors.to_string().contains("scheduler.max_num_seqs"), "{errors}");
-    assert_eq!(seqs.prop("value").await.unwrap().as_deref(), Some("256"));
+    assert_eq!(seqs.prop("value").await.unwrap().as_deref(), Some("0"), "the control snapped back");
+    assert_eq!(seqs.attr("aria-invalid").await.unwrap().as_deref(), Some("true"));
+    let reason = js(c, "return document.getElementById(document.querySelector(\"[data-path='scheduler.max_num_seqs']\").getAttribute('aria-describedby')).textContent").await;
+    assert!(reason.as_str().unwrap().contains("scheduler.max_num_seqs"), "{reason}");
     assert_eq!(report(c).await, paged);
 
     // The map answers the keyboard: focus it, move the cursor, the inspector describes a cell.

@@ -152,7 +152,7 @@ impl App {
             }
             Err(refused) => {
                 if matches!(input, Input::Page | Input::Handle) {
-                    self.show_refusal(&refused);
+                    self.show_refusal(&refused, input == Input::Page);
                 }
                 self.request_frame();
                 Err(refused.message)
@@ -184,14 +184,18 @@ impl App {
         }
     }
 
-    /// A refusal where the eye is: beside its control (which keeps the user's value), under the
-    /// Sweep panel's fields, or as a page message of its source.
-    fn show_refusal(&self, r: &Refused) {
+    /// A refusal where the eye is: beside its control (which keeps the user's value; brought
+    /// into view when the reader changed it, `reveal`), under the Sweep panel's fields, or as a
+    /// page message of its source.
+    fn show_refusal(&self, r: &Refused, reveal: bool) {
         match &r.place {
             Place::Control(path) if controls::has_control(path) => {
-                self.invalid.borrow_mut().insert(path.clone(), format!("{}.", r.message));
+                let why = r.message.trim_end().trim_end_matches('.');
+                self.invalid.borrow_mut().insert(path.clone(), format!("{why}."));
                 self.sync_controls();
-                controls::reveal(path);
+                if reveal {
+                    controls::reveal(path);
+                }
             }
             Place::Search(_) => self.draw(),
             Place::Sweep => self.draw(),

@@ -369,15 +369,31 @@ fn control(path: &str) -> Option<Element> {
         .find(|el| el.get_attribute("data-path").as_deref() == Some(path))
 }
 
-/// Scrolls the control of `path` and its refusal into view when they are not (nearest edge).
+/// Brings the control of `path` and its refusal into view when either is not wholly in it.
 pub fn reveal(path: &str) {
     if let Some(el) = control(path) {
         let field = field_of(&el);
-        let target = field.next_element_sibling().unwrap_or(field);
-        let options = web_sys::ScrollIntoViewOptions::new();
-        options.set_block(web_sys::ScrollLogicalPosition::Nearest);
-        target.scroll_into_view_with_scroll_into_view_options(&options);
+        let note = field.next_element_sibling().unwrap_or_else(|| field.clone());
+        reveal_both(&field, &note);
     }
+}
+
+/// Scrolls `top` and `bottom` (an element and what follows it) to the middle of the view when
+/// either lies outside it or under the sticky transport bar; otherwise nothing moves.
+pub fn reveal_both(top: &Element, bottom: &Element) {
+    let bar = dom::document()
+        .query_selector(".transport")
+        .ok()
+        .flatten()
+        .map_or(0.0, |t| t.get_bounding_client_rect().bottom().max(0.0));
+    let view_h = dom::window().inner_height().ok().and_then(|h| h.as_f64()).unwrap_or(0.0);
+    let (a, b) = (top.get_bounding_client_rect(), bottom.get_bounding_client_rect());
+    if a.top() >= bar && b.bottom() <= view_h {
+        return;
+    }
+    let options = web_sys::ScrollIntoViewOptions::new();
+    options.set_block(web_sys::ScrollLogicalPosition::Center);
+    bottom.scroll_into_view_with_scroll_into_view_options(&options);
 }
 
 fn set_control(el: &Element, state: &LabState) {

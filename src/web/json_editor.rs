@@ -3,7 +3,6 @@
 //! under it, and selects the line the error is about (the line serde names, or the line of the
 //! field it names), so nothing typed is lost and the eye lands on the fault.
 
-use wasm_bindgen::JsCast;
 use web_sys::{Element, HtmlTextAreaElement};
 
 use crate::session::command::Command;
@@ -60,11 +59,7 @@ pub fn show(why: Option<&str>, text: &str) {
         let _ = ta.focus();
         let _ = ta.set_selection_range(start as u32, end as u32);
     }
-    if let Some(el) = note.dyn_ref::<web_sys::HtmlElement>() {
-        let options = web_sys::ScrollIntoViewOptions::new();
-        options.set_block(web_sys::ScrollLogicalPosition::Nearest);
-        el.scroll_into_view_with_scroll_into_view_options(&options);
-    }
+    super::controls::reveal_both(&ta, &note);
 }
 
 /// The 1-based line an error is about: serde's "line N", else the first line holding the key of
