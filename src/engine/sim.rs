@@ -2,7 +2,7 @@
 //! scheduler for a batch, advances simulated time by the step-time model, and applies the results
 //! (prompts fork into samples, tokens are sampled, finished sequences free their KV).
 
-use super::alloc::{ContiguousAllocator, KvCacheManager, PagedAllocator, SeqId};
+use super::alloc::{ContiguousAllocator, KvCacheManager, PagedAllocator, RequestId, SeqId};
 use super::config::{AllocatorConfig, ConfigError, SimConfig};
 use super::memory_map::MemoryMap;
 use super::metrics::{Integrals, Rejection, Report, Series, StepPoint};
@@ -188,7 +188,12 @@ impl Simulation {
 
     /// The physical KV memory map right now.
     pub fn memory_map(&self) -> MemoryMap {
-        self.kv.memory_map(CONTIGUOUS_CELL_TOKENS)
+        let unfinished = |r: RequestId| {
+            self.groups
+                .get(r as usize)
+                .is_some_and(|g| !matches!(g.status, GroupStatus::Finished | GroupStatus::Rejected))
+        };
+        self.kv.memory_map(CONTIGUOUS_CELL_TOKENS, unfinished)
     }
 
     /// Runs steps until simulated time reaches `t_us` (or the end).

@@ -148,7 +148,7 @@ pub fn describe_cell(
     );
     let Some(request) = cell.request() else {
         let what = if cell.flags & MapCell::CACHED != 0 {
-            "free, still holding a cached prefix block a later request can reuse"
+            "free, holding a cached prefix a later request can hit (a shared prompt, or a preempted request's own blocks)"
         } else {
             "free"
         };

@@ -14,4 +14,7 @@ pub struct KvCacheBlock {
     pub filled: u16,
     /// The block was made by copy-on-write.
     pub copied: bool,
+    /// Its cached content is a prefix other requests may share (a class's system prompt, or
+    /// tokens a trace names), not tokens only its own request holds.
+    pub shared_content: bool,
 }

@@ -134,7 +134,7 @@ impl BlockPool {
         }
         let b = &mut self.blocks[id as usize];
         debug_assert_eq!(b.ref_cnt, 0);
-        *b = KvCacheBlock { ref_cnt: 1, owner, filled: 0, copied: false };
+        *b = KvCacheBlock { ref_cnt: 1, owner, ..KvCacheBlock::default() };
         Some(id)
     }
 
@@ -171,7 +171,7 @@ impl BlockPool {
             for &id in &out[start..] {
                 let b = &mut self.blocks[id as usize];
                 debug_assert_eq!(b.ref_cnt, 0, "block {id} in the free queue is referenced");
-                *b = KvCacheBlock { ref_cnt: 1, owner, filled: fill, copied: false };
+                *b = KvCacheBlock { ref_cnt: 1, owner, filled: fill, ..KvCacheBlock::default() };
             }
             if n > 0 {
                 self.blocks[out[out.len() - 1] as usize].filled = last_fill as u16;
@@ -260,9 +260,10 @@ impl BlockPool {
         self.cached.get(&hash).and_then(|ids| ids.first().copied())
     }
 
-    /// Registers a full block under its hash. v1 caches duplicates too (vLLM never de-duplicates,
-    /// so block tables stay append-only); v0 keeps the first block with a hash.
-    pub fn cache_full_block(&mut self, id: u32, hash: u64) {
+    /// Registers a full block under its hash; `shared_content` says whether requests other than
+    /// its own may hold the same tokens. v1 caches duplicates too (vLLM never de-duplicates, so
+    /// block tables stay append-only); v0 keeps the first block with a hash.
+    pub fn cache_full_block(&mut self, id: u32, hash: u64, shared_content: bool) {
         if !self.enable_caching || self.block_hash(id).is_some() {
             return;
         }
@@ -272,6 +273,7 @@ impl BlockPool {
         }
         ids.push(id);
         self.hashes[id as usize] = Some(hash);
+        self.blocks[id as usize].shared_content = shared_content;
         // A new hash can turn a refused admission into a hit: admission memos are stale.
         self.epoch += 1;
     }

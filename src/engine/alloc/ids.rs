@@ -49,22 +49,38 @@ pub struct TokenIdentity {
 impl TokenIdentity {
     /// Hash of full block `b` chained on its parent's hash, as vLLM hashes (parent, tokens).
     pub fn block_hash(&self, parent: u64, b: u32, block_size: u32) -> u64 {
+        chain_hash(parent, self.block_content(b, block_size), block_size)
+    }
+
+    /// What full block `b`'s tokens are, tagged in the top two bits: 0 a block the trace names,
+    /// 1 the class's system prompt, 2 the request's own prompt, 3 the sample's generated tokens.
+    pub fn block_content(&self, b: u32, block_size: u32) -> u64 {
         let end = (b + 1) * block_size;
         let traced = match &self.prompt_blocks {
             Some(p) if end <= self.prompt_tokens => p.content(b * block_size, end),
             _ => None,
         };
-        let content = if let Some(c) = traced {
-            c >> 2 // tag 0 in the top two bits: a block the trace names
+        if let Some(c) = traced {
+            c >> 2
         } else if self.prefix_key != 0 && end <= self.shared_prefix_tokens {
             (1u64 << 62) | (u64::from(self.prefix_key) << 32) | u64::from(b)
         } else if end <= self.prompt_tokens {
             (2u64 << 62) | (u64::from(self.request) << 32) | u64::from(b)
         } else {
             (3u64 << 62) | (u64::from(self.seq) << 32) | u64::from(b)
-        };
-        splitmix64(parent ^ splitmix64(content ^ u64::from(block_size).rotate_left(20)))
+        }
     }
+}
+
+/// Whether a [`TokenIdentity::block_content`] is one other requests may hold too (a trace's block
+/// or a system prompt), rather than tokens of one request only.
+pub fn is_shared_content(content: u64) -> bool {
+    content >> 62 < 2
+}
+
+/// The hash of a block with `content` chained on its parent's hash.
+pub fn chain_hash(parent: u64, content: u64, block_size: u32) -> u64 {
+    splitmix64(parent ^ splitmix64(content ^ u64::from(block_size).rotate_left(20)))
 }
 
 /// SplitMix64's finaliser: a fast, well-mixed 64-bit hash (block hashes, K/V test patterns).

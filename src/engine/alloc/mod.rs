@@ -231,8 +231,11 @@ impl KvCacheManager {
         r
     }
 
-    /// The physical memory map: one cell per block (paged) or per `cell_tokens` slots (contiguous).
-    pub fn memory_map(&self, contiguous_cell_tokens: u32) -> MemoryMap {
+    /// The physical memory map: one cell per block (paged) or per `cell_tokens` slots
+    /// (contiguous). A free block is marked as a cached prefix only where a later request could
+    /// hit it: its tokens are shared content, or its request (`unfinished`) may still come back
+    /// for them after a preemption.
+    pub fn memory_map(&self, contiguous_cell_tokens: u32, unfinished: impl Fn(RequestId) -> bool) -> MemoryMap {
         match self {
             KvCacheManager::Paged(p) => {
                 // v1's null block holds nothing and is never handed out: the map leaves it out.
@@ -248,7 +251,12 @@ impl KvCacheManager {
                             MapCell {
                                 owner: 0,
                                 live_tokens: 0,
-                                flags: if p.pool().block_hash(id).is_some() { MapCell::CACHED } else { 0 },
+                                flags: if p.pool().block_hash(id).is_some() && (b.shared_content || unfinished(b.owner))
+                                {
+                                    MapCell::CACHED
+                                } else {
+                                    0
+                                },
                             }
                         } else {
                             let mut flags = 0;

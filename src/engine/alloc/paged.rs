@@ -9,7 +9,7 @@ use super::block_pool::BlockPool;
 
 mod block_table;
 mod records;
-use super::ids::{RequestId, SeqId, TokenIdentity};
+use super::ids::{chain_hash, is_shared_content, RequestId, SeqId, TokenIdentity};
 use crate::engine::version::EngineVersion;
 pub use block_table::BlockTable;
 use block_table::SeqTables;
@@ -285,8 +285,9 @@ impl PagedAllocator {
         let (full_before, full_now) = (cur / bs, total / bs);
         if *prefix_caching {
             for b in full_before..full_now {
-                let h = table.identity.block_hash(table.chain_hash, b, bs);
-                pool.cache_full_block(table.blocks[b as usize], h);
+                let content = table.identity.block_content(b, bs);
+                let h = chain_hash(table.chain_hash, content, bs);
+                pool.cache_full_block(table.blocks[b as usize], h, is_shared_content(content));
                 table.chain_hash = h;
             }
         }
