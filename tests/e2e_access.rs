@@ -225,3 +225,48 @@ async fn no_explanation_hint_or_solution_shows_before_it_is_earned_or_asked_for(
     }
     b.client.close().await.unwrap();
 }
+
+/// Every visible piece of text on the page, with its colour's contrast against the background it
+/// is drawn on (the first opaque background up the tree), as WCAG 2.1 computes it. Text of 24 px
+/// or more (18.66 px bold) counts as large and needs 3:1; the rest 4.5:1.
+const LOW_CONTRAST: &str = r#"
+const rgb = s => (s.match(/[\d.]+/g) || []).map(Number);
+const lum = ([r, g, b]) => [r, g, b].map(v => v / 255).map(v => v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4)
+  .reduce((a, v, i) => a + v * [0.2126, 0.7152, 0.0722][i], 0);
+const bg = el => { for (; el; el = el.parentElement) { const c = rgb(getComputedStyle(el).backgroundColor);
+  if (c.length === 3 || c[3] === 1) return c.slice(0, 3); } return [255, 255, 255]; };
+const out = [];
+for (const el of document.querySelectorAll('body *')) {
+  const own = [...el.childNodes].some(n => n.nodeType === 3 && n.textContent.trim());
+  const r = el.getBoundingClientRect();
+  if (!own || r.width === 0 || r.height === 0) continue;
+  const s = getComputedStyle(el);
+  if (s.visibility !== 'visible' || el.closest('[hidden], [aria-hidden=true], :disabled, .disabled')) continue;
+  if (Number(s.opacity) < 1) continue;
+  const fg = rgb(s.color), back = bg(el);
+  const [a, b] = [lum(fg.slice(0, 3)), lum(back)].sort((x, y) => y - x);
+  const ratio = (a + 0.05) / (b + 0.05);
+  const size = parseFloat(s.fontSize), bold = Number(s.fontWeight) >= 700;
+  const need = size >= 24 || (bold && size >= 18.66) ? 3 : 4.5;
+  if (ratio < need) out.push(`${el.tagName.toLowerCase()}${el.id ? '#' + el.id : ''}.${el.className} "${el.textContent.trim().slice(0, 30)}" ${ratio.toFixed(2)}:1`);
+}
+return out;"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_visible_text_meets_wcag_contrast_in_both_themes() {
+    let base = serve(require_dist()).await;
+    let b = browser(1400, 900).await;
+    let c = &b.client;
+    for theme in ["light", "dark"] {
+        for page in ["preset=paged-default&compare=1", "mission=m3-preemption-storm"] {
+            open(c, &format!("{base}?autoplay=0&theme={theme}&{page}")).await;
+            js(c, "kvlab.runTo(20); return null").await;
+            let low = js(c, LOW_CONTRAST).await;
+            assert_eq!(low, json!([]), "{theme} theme, ?{page}: text below WCAG AA contrast");
+        }
+        c.goto(&format!("{base}?hub=1&theme={theme}")).await.unwrap();
+        wait_for(c, "document.getElementById('hub').dataset.ready === 'true'", "the hub").await;
+        assert_eq!(js(c, LOW_CONTRAST).await, json!([]), "{theme} theme, the hub: text below WCAG AA contrast");
+    }
+    b.client.close().await.unwrap();
+}

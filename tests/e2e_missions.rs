@@ -400,6 +400,18 @@ async fn instructors_documents_are_checked_and_the_calibration_selector_works() 
     assert_eq!(text(c, "#mission-title").await, "Reserve for the request, not for the model");
     js(c, "kvlab.setField('allocator.reserve', '\"prompt_plus_max_tokens\"'); kvlab.runToEnd(); return null").await;
     assert_eq!(score(c).await["stars"], 3);
+    // The hub lists it with its stars and a link that plays it again from its broken start.
+    let played = js(c, "return kvlab.state()").await;
+    c.goto(&format!("{base}?hub=1")).await.unwrap();
+    wait_for(c, "document.getElementById('hub').dataset.ready === 'true'", "the hub").await;
+    let card = "#hub-custom-list li[data-id='example-reserve-less']";
+    assert_eq!(js(c, &format!("return document.querySelector(\"{card}\").dataset.stars")).await, "3");
+    c.find(Locator::Css(&format!("{card} a.card-link"))).await.expect("a replay link").click().await.unwrap();
+    wait_for(c, "window.kvlab && document.getElementById('kvlab').dataset.ready", "the replayed mission").await;
+    assert_eq!(text(c, "#mission-title").await, "Reserve for the request, not for the model");
+    let again = js(c, "return kvlab.state()").await;
+    assert_eq!(again["mission"], played["mission"]);
+    assert_ne!(again["preset"], played["preset"], "the broken setup, not the fix");
 
     // From the link: a data: URL mission, and a cross-site URL refused with a reason.
     let data_url = format!("data:application/json,{}", urlencode(&example));

@@ -152,3 +152,24 @@ fn documents_and_links_are_checked() {
     assert!(e.starts_with("number:"), "{e}");
     assert!(parse_document("{").err().unwrap().contains("not valid JSON"));
 }
+
+#[test]
+fn a_custom_mission_gets_a_link_that_plays_it_again_from_its_start() {
+    use kvlab::session::url_state::LinkedFile;
+    let Document::Mission(custom) = parse_document(EXAMPLE).unwrap() else { panic!("a mission") };
+    // Played a while, a hint shown, the setup changed: the link starts it over.
+    let mut s = LabState::new(custom.fix_preset().clone());
+    s.mission = Some(MissionRef { hints: 1, ..reference(&custom) });
+    s.t_s = Some(42.0);
+    let link = missions::replay_link(&s).expect("a link");
+    let start = LabState::from_fragment(link.strip_prefix('#').expect("#lab=")).unwrap().unwrap();
+    assert_eq!(&start.preset, custom.preset(), "the broken setup, not the learner's");
+    assert_eq!(start.mission, Some(reference(&custom)), "no hint, no solution");
+    assert_eq!(start.t_s, None);
+
+    // A mission from a linked file is linked again, so the link follows the file.
+    s.source = Some(LinkedFile { url: "missions/my mission.json".into(), digest: "d".into() });
+    assert_eq!(missions::replay_link(&s).as_deref(), Some("?mission_url=missions%2Fmy%20mission%2Ejson"));
+    // A shipped mission has no replay link of its own: the hub lists it.
+    assert_eq!(missions::replay_link(&mission_state("m1-paging")), None);
+}

@@ -151,10 +151,11 @@ fn compare_mode_runs_both_allocators_on_the_same_traffic() {
     let full = lab.runs[0].chart_series().to_vec();
     lab.seek(5_000_000);
     for run in &lab.runs {
-        // The series stops at the first step that reached 5 s.
+        // The series stops at the last step that ended by 5 s (the engine has run one further).
         let s = run.chart_series();
-        let before_last = s[s.len() - 2].t_us;
-        assert!(before_last < 5_000_000 && s[s.len() - 1].t_us < 5_500_000, "{}: the chart runs past 5 s", run.label);
+        assert!(s.iter().all(|p| p.t_us <= 5_000_000), "{}: the chart runs past 5 s", run.label);
+        assert!(s[s.len() - 1].t_us > 4_500_000, "{}: the chart stops short of 5 s", run.label);
+        assert!(run.sim.now_us() >= 5_000_000);
     }
     let shown = lab.runs[0].chart_series();
     assert!(!shown.is_empty() && shown.len() < full.len());
@@ -243,4 +244,23 @@ fn the_title_is_derived_from_the_setup_once_edited() {
     // Edited back to a shipped preset: its title again.
     let back = edit(&paged, "allocator.kind", json!("contiguous")).unwrap();
     assert_eq!(title(&back, &loaded).header.as_deref(), Some(loaded.title.as_str()));
+}
+
+/// The charts never draw a step that ends after the time shown: paused inside a long step, the
+/// series stops at the last step that ended (the engine has already run the next one).
+#[test]
+fn the_chart_series_never_runs_past_the_time_shown() {
+    let mut inside_a_step = 0;
+    for id in kvlab::session::presets::ids() {
+        let mut lab = Lab::new(LabState::new(preset(id)), PageOptions::default()).unwrap();
+        for t in [1_234_567, 7_300_001, 31_000_003] {
+            lab.seek(t.min(lab.duration_us()));
+            for run in &lab.runs {
+                let s = run.chart_series();
+                assert!(s.last().is_none_or(|p| p.t_us <= t), "{id} {}: the chart runs past {t} µs", run.label);
+                inside_a_step += usize::from(run.sim.now_us() > t);
+            }
+        }
+    }
+    assert!(inside_a_step > 0, "some seek stops inside a step");
 }

@@ -3,7 +3,8 @@
 //! record (`stars.rs`); this list only names the missions.
 //!
 //! The record is versioned JSON, `{ "schema": "kvlab/played@1", "missions": [{ "id", "number",
-//! "title" }] }`, newest first. It is bounded ([`MAX_PLAYED`] entries, titles of at most
+//! "title", "replay"? }] }`, newest first; `replay` is the link that plays the mission again
+//! (`?mission_url=…` or `#lab=…`, relative to the lab's page). It is bounded ([`MAX_PLAYED`] entries, titles of at most
 //! [`MAX_TITLE_CHARS`] characters, [`MAX_PLAYED_BYTES`] of text) and read defensively:
 //! [`PlayedList::parse`] never fails, keeps every valid entry and drops the rest.
 
@@ -18,8 +19,10 @@ pub const PLAYED_SCHEMA: &str = "kvlab/played@1";
 pub const MAX_PLAYED: usize = 32;
 /// Longest title kept, in characters (longer ones are cut, with "…").
 pub const MAX_TITLE_CHARS: usize = 120;
+/// Longest replay link kept (a longer one is dropped: the hub then says to open the file).
+pub const MAX_REPLAY_CHARS: usize = 8 * 1024;
 /// Largest stored text read; anything longer is ignored whole.
-pub const MAX_PLAYED_BYTES: usize = 16 * 1024;
+pub const MAX_PLAYED_BYTES: usize = MAX_PLAYED * (MAX_REPLAY_CHARS + 1024);
 
 /// One custom mission a learner played.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -27,6 +30,15 @@ pub struct PlayedMission {
     pub id: String,
     pub number: u32,
     pub title: String,
+    /// The link that plays it again, relative to the lab's page: `?mission_url=…` for a linked
+    /// file, `#lab=…` (the mission carried whole) for one loaded from a file or pasted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<String>,
+}
+
+/// A replay link the hub may put in an `href`: one of the lab's own two forms, short enough.
+pub fn valid_replay(link: &str) -> bool {
+    (link.starts_with("?mission_url=") || link.starts_with("#lab=")) && link.len() <= MAX_REPLAY_CHARS
 }
 
 /// The custom missions played, newest first, without repeats.
@@ -49,7 +61,8 @@ fn entry(v: &Value) -> Option<PlayedMission> {
     let id = v.get("id")?.as_str()?;
     let number = u32::try_from(v.get("number")?.as_u64()?).ok()?;
     let title = v.get("title")?.as_str()?;
-    valid_mission_id(id).then(|| PlayedMission { id: id.to_string(), number, title: clip_title(title) })
+    let replay = v.get("replay").and_then(Value::as_str).filter(|l| valid_replay(l)).map(str::to_string);
+    valid_mission_id(id).then(|| PlayedMission { id: id.to_string(), number, title: clip_title(title), replay })
 }
 
 impl PlayedList {
@@ -72,13 +85,15 @@ impl PlayedList {
         list
     }
 
-    /// Puts a mission first (replacing its earlier entry); false when its id is not valid.
-    pub fn add(&mut self, id: &str, number: u32, title: &str) -> bool {
+    /// Puts a mission first (replacing its earlier entry), with the link that replays it when
+    /// one is valid; false when its id is not valid.
+    pub fn add(&mut self, id: &str, number: u32, title: &str, replay: Option<&str>) -> bool {
         if !valid_mission_id(id) {
             return false;
         }
         self.missions.retain(|m| m.id != id);
-        self.missions.insert(0, PlayedMission { id: id.to_string(), number, title: clip_title(title) });
+        let replay = replay.filter(|l| valid_replay(l)).map(str::to_string);
+        self.missions.insert(0, PlayedMission { id: id.to_string(), number, title: clip_title(title), replay });
         self.missions.truncate(MAX_PLAYED);
         true
     }
@@ -101,16 +116,35 @@ mod tests {
     fn the_list_is_bounded_and_newest_first() {
         let mut l = PlayedList::default();
         for i in 0..40 {
-            assert!(l.add(&format!("m{i}"), i, &"t".repeat(300)));
+            let replay = format!("#lab={}", "x".repeat(MAX_REPLAY_CHARS - 5));
+            assert!(l.add(&format!("m{i}"), i, &"t".repeat(300), Some(&replay)));
         }
-        assert!(l.add("m39", 39, "again"));
+        assert!(l.add("m39", 39, "again", None));
         assert_eq!(l.missions().len(), MAX_PLAYED);
         assert_eq!(l.missions()[0].title, "again");
         assert_eq!(l.missions()[1].id, "m38");
         assert!(l.missions()[1].title.chars().count() <= MAX_TITLE_CHARS);
         assert!(l.to_json().len() < MAX_PLAYED_BYTES);
         assert_eq!(PlayedList::parse(&l.to_json()), l);
-        assert!(!l.add("", 1, "no id"));
+        assert!(!l.add("", 1, "no id", None));
+        assert_eq!(l.missions()[1].replay.as_ref().map(String::len), Some(MAX_REPLAY_CHARS));
+    }
+
+    #[test]
+    fn only_the_labs_own_links_are_kept_as_replay_links() {
+        let mut l = PlayedList::default();
+        for (link, kept) in [
+            ("?mission_url=missions%2Fmine.json", true),
+            ("#lab=eyJ2Ijox", true),
+            ("javascript:alert(1)", false),
+            ("https://elsewhere.example/?mission_url=x", false),
+            (&*format!("#lab={}", "x".repeat(MAX_REPLAY_CHARS)), false),
+        ] {
+            l.add("mine", 1, "Mine", Some(link));
+            assert_eq!(l.missions()[0].replay.is_some(), kept, "{link}");
+            let stored = l.to_json().replace("\"replay\":\"?mission_url=", "\"replay\":\"javascript:");
+            assert!(PlayedList::parse(&stored).missions()[0].replay.as_deref().is_none_or(valid_replay));
+        }
     }
 
     #[test]

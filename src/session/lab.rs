@@ -80,8 +80,10 @@ impl Run {
 
     /// What the chart draws: the series up to the time shown, never beyond it (after going
     /// back in time the run is simulated again from 0, and the chart shows no future).
+    /// A step that ends past the time shown (a long prefill) is left out until the time reaches it.
     pub fn chart_series(&self) -> &[StepPoint] {
-        self.sim.series()
+        let series = self.sim.series();
+        &series[..series.partition_point(|p| p.t_us <= self.target_us)]
     }
 
     pub fn report(&self) -> Report {

@@ -2,8 +2,11 @@
 //! state's [`MissionRef`], and the knob list a learner reads. Which controls a mission's knobs leave
 //! free is `controls::control_unlocked`'s; scoring is `missions::mission`'s.
 
-use super::url_state::MissionRef;
+use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
+
+use super::url_state::{LabState, MissionRef};
 use crate::missions::mission::Mission;
+use crate::missions::played::valid_replay;
 
 pub use crate::missions::shipped::{ids, index, json};
 
@@ -40,4 +43,22 @@ pub fn reference(m: &Mission) -> MissionRef {
 /// The knob names as a learner reads them (`scheduler.max_num_seqs`, `allocator`).
 pub fn knob_list(m: &Mission) -> String {
     m.knobs().join(", ")
+}
+
+/// The link (relative to the lab's page) that plays the custom mission `state` plays again from
+/// its start: `?mission_url=…` when it came from a linked file, else `#lab=…` carrying the mission
+/// whole. None for a shipped mission (the hub links those itself) or a link too long to keep.
+pub fn replay_link(state: &LabState) -> Option<String> {
+    let r = state.mission.as_ref()?;
+    let custom = r.custom.as_ref()?;
+    let link = match &state.source {
+        Some(file) => format!("?mission_url={}", utf8_percent_encode(&file.url, NON_ALPHANUMERIC)),
+        None => {
+            let m = Mission::from_dto((**custom).clone()).ok()?;
+            let mut start = LabState::new(m.preset().clone());
+            start.mission = Some(MissionRef { hints: 0, solution: false, ..r.clone() });
+            format!("#{}", start.to_fragment())
+        }
+    };
+    valid_replay(&link).then_some(link)
 }

@@ -176,7 +176,8 @@ impl App {
             }
             let lab = self.lab();
             if let (Some(m), Some(true)) = (&lab.mission, lab.state.mission.as_ref().map(|r| r.custom.is_some())) {
-                storage::remember_played(m.id(), m.number(), m.title());
+                let replay = crate::session::missions::replay_link(&lab.state);
+                storage::remember_played(m.id(), m.number(), m.title(), replay.as_deref());
             }
         }
         if let Some((id, stars)) = &applied.earned {

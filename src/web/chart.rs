@@ -140,10 +140,17 @@ pub fn px(v: f64, dpr: f64) -> u32 {
     (v * dpr).round() as u32
 }
 
-fn points(series: &[StepPoint], f: impl Fn(&StepPoint) -> f64) -> Vec<(f64, f64)> {
-    let mut out = Vec::with_capacity(series.len() + 1);
+/// A series as chart points from 0 s, held level from its last step to the time cursor (the
+/// step under way has not ended, so it is not drawn).
+fn points(series: &[StepPoint], cursor_s: f64, f: impl Fn(&StepPoint) -> f64) -> Vec<(f64, f64)> {
+    let mut out = Vec::with_capacity(series.len() + 2);
     out.push((0.0, series.first().map_or(0.0, &f)));
     out.extend(series.iter().map(|s| (s.t_us as f64 / 1e6, f(s))));
+    if let Some(&(t, v)) = out.last() {
+        if t < cursor_s {
+            out.push((cursor_s, v));
+        }
+    }
     out
 }
 
@@ -210,8 +217,8 @@ pub fn draw_kv(
     let solo = runs.len() == 1;
     for run in runs {
         let s = downsample(run.series, (duration_s * 1e6) as u64, width.max(2));
-        let alloc = points(&s, |x| x.allocated_tokens as f64);
-        let live = points(&s, |x| x.live_tokens as f64);
+        let alloc = points(&s, cursor_s, |x| x.allocated_tokens as f64);
+        let live = points(&s, cursor_s, |x| x.live_tokens as f64);
         if solo {
             // Opaque fills: pink is memory allocated but empty, blue memory holding tokens.
             for (pts, fill) in [(&alloc, theme.allocated_fill), (&live, theme.live_fill)] {
@@ -290,7 +297,7 @@ pub fn draw_queues(
             if !shown(key) {
                 continue;
             }
-            let pts = points(&s, |x| f64::from(f(x)));
+            let pts = points(&s, cursor_s, |x| f64::from(f(x)));
             let style = colour.stroke_width(px(1.6, dpr).max(1));
             draw_line(&mut chart, pts, style, run.dashed, dpr)?;
         }

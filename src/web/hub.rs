@@ -113,6 +113,8 @@ pub struct CustomEntry {
     pub number: u32,
     pub title: String,
     pub stars: u8,
+    /// The link that plays it again (`missions::played::valid_replay`), when one is known.
+    pub replay: Option<String>,
 }
 
 /// The custom missions played in this browser: the played list's names, then any other mission
@@ -125,14 +127,20 @@ pub fn custom_entries(keeper: &Stars) -> Vec<CustomEntry> {
         .missions()
         .iter()
         .filter(|m| !shipped.contains(&m.id))
-        .map(|m| CustomEntry { id: m.id.clone(), number: m.number, title: m.title.clone(), stars: stars_of(&m.id) })
+        .map(|m| CustomEntry {
+            id: m.id.clone(),
+            number: m.number,
+            title: m.title.clone(),
+            stars: stars_of(&m.id),
+            replay: m.replay.clone(),
+        })
         .collect();
     let others: Vec<(String, u8)> = keeper.with(|k| {
         k.record().iter().map(|(id, s)| (id.to_string(), s)).filter(|(id, _)| !shipped.contains(id)).collect()
     });
     for (id, stars) in others {
         if !out.iter().any(|e| e.id == id) {
-            out.push(CustomEntry { title: id.clone(), id, number: 0, stars });
+            out.push(CustomEntry { title: id.clone(), id, number: 0, stars, replay: None });
         }
     }
     out
@@ -147,18 +155,32 @@ fn render_custom(keeper: &Stars) {
     dom::clear(&list);
     let entries = custom_entries(keeper);
     dom::set_hidden(&section, entries.is_empty());
-    for CustomEntry { id, number, title, stars } in entries {
+    for CustomEntry { id, number, title, stars, replay } in entries {
         let li = dom::append(&list, dom::el("li", "card custom", None));
         let _ = li.set_attribute("data-id", &id);
         let _ = li.set_attribute("data-stars", &stars.to_string());
-        let row = dom::append(&li, dom::el("div", "card-link", None));
+        let row = match &replay {
+            Some(link) => {
+                let a = dom::append(&li, dom::el("a", "card-link", None));
+                let _ = a.set_attribute("href", &format!("./{link}"));
+                a
+            }
+            None => dom::append(&li, dom::el("div", "card-link", None)),
+        };
         let num = if number > 0 { number.to_string() } else { "·".to_string() };
         dom::append(&row, dom::el("span", "card-num", Some(&num)));
         let main = dom::append(&row, dom::el("span", "card-main", None));
         dom::append(&main, dom::el("span", "card-title", Some(&title)));
         dom::append(
             &main,
-            dom::el("span", "card-task", Some(&format!("id {id} · open its file with Load… to play again"))),
+            dom::el(
+                "span",
+                "card-task",
+                Some(&match replay {
+                    Some(_) => format!("id {id} · play it again"),
+                    None => format!("id {id} · open its file with Load… to play again"),
+                }),
+            ),
         );
         let side = dom::append(&row, dom::el("span", "card-side", None));
         let st = dom::append(&side, dom::el("span", "stars", None));

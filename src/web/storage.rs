@@ -166,12 +166,12 @@ pub fn played() -> PlayedList {
     text.map(|t| PlayedList::parse(&t)).unwrap_or_default()
 }
 
-/// Puts a custom mission first in the played list (a failed save only loses the name: its
-/// stars are kept by the star record either way).
-pub fn remember_played(id: &str, number: u32, title: &str) {
+/// Puts a custom mission first in the played list, with the link that replays it (a failed
+/// save only loses the name: its stars are kept by the star record either way).
+pub fn remember_played(id: &str, number: u32, title: &str, replay: Option<&str>) {
     let Ok(store) = LocalStarStore::open() else { return };
     let mut list = played();
-    if list.add(id, number, title) {
+    if list.add(id, number, title, replay) {
         let _ = store.set(PLAYED_KEY, &list.to_json());
     }
 }

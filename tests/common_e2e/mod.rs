@@ -67,6 +67,7 @@ pub fn content_type(path: &Path) -> &'static str {
         Some("json") => "application/json",
         Some("png") => "image/png",
         Some("svg") => "image/svg+xml",
+        Some("md") => "text/markdown; charset=utf-8",
         _ => "application/octet-stream",
     }
 }
