@@ -221,3 +221,29 @@ async fn the_csp_check_catches_inline_script_and_style() {
     assert!(csp_violations(c).await.is_empty(), "each violation is reported once");
     b.close().await;
 }
+
+/// Compare mode's metrics table fits its panel at 1,400 px with the largest numbers the shipped
+/// presets reach (h200-scale at its end: five-digit queues, six-digit latencies): nothing hidden
+/// behind a horizontal scroll, the paged column whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_compare_table_fits_its_panel_with_h200_scale_numbers() {
+    let base = serve(require_dist()).await;
+    let b = browser(1400, 900).await;
+    let c = &b.client;
+    for preset in ["h200-scale", "long-report-2gb", "contiguous-default"] {
+        open(c, &format!("{base}?autoplay=0&preset={preset}&compare=1")).await;
+        js(c, "kvlab.runToEnd(); return null").await;
+        let fit = js(
+            c,
+            "const w = document.querySelector('.metrics .table-wrap'), t = document.getElementById('metrics-table');
+             const right = w.getBoundingClientRect().right;
+             const over = [...t.querySelectorAll('td, th')].filter(e => e.getBoundingClientRect().right > right + 0.5)
+               .map(e => e.textContent.trim().slice(0, 24));
+             return { scroll: w.scrollWidth - w.clientWidth, over }",
+        )
+        .await;
+        assert_eq!(fit, json!({ "scroll": 0, "over": [] }), "{preset}: the compare table overflows its panel");
+    }
+    save_screenshot(c, "e2e-compare-table-1400.png").await;
+    b.close().await;
+}

@@ -7,6 +7,7 @@ use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 use plotters_canvas::CanvasBackend;
 use web_sys::HtmlCanvasElement;
 
@@ -209,7 +210,7 @@ pub fn draw_kv(
     let mut chart = time_axes(
         &root,
         dpr,
-        Axes { top: 12.0, x_area: 24.0, duration_s, y_max: capacity * 1.04, y_labels: y_labels(canvas, 5), theme },
+        Axes { top: 15.0, x_area: 22.0, duration_s, y_max: capacity * 1.04, y_labels: y_labels(canvas, 5), theme },
         &y_fmt,
     )?;
     let err = |e: DrawingAreaErrorKind<_>| format!("{e:?}");
@@ -245,14 +246,17 @@ pub fn draw_kv(
             cap_style,
         )))
         .map_err(err)?;
-    let label = ("system-ui, sans-serif", 11.0 * dpr).into_font().color(&theme.muted);
-    chart
-        .draw_series(std::iter::once(Text::new(
-            format!("capacity {}", crate::engine::plan::group_thousands(capacity as u64)),
-            (duration_s * 0.01, capacity * 1.035),
-            label,
-        )))
-        .map_err(err)?;
+    // The capacity's figure sits in the margin above the plot, right-aligned, so it never
+    // covers the lines (which reach the capacity when the pool is full).
+    let (xs, ys) = chart.plotting_area().get_pixel_range();
+    let label =
+        ("system-ui, sans-serif", 11.0 * dpr).into_font().color(&theme.muted).pos(Pos::new(HPos::Right, VPos::Bottom));
+    root.draw(&Text::new(
+        format!("capacity {} tokens", crate::engine::plan::group_thousands(capacity as u64)),
+        (xs.end, ys.start - px(2.0, dpr) as i32),
+        label,
+    ))
+    .map_err(err)?;
     draw_cursor(&mut chart, cursor_s, capacity * 1.04, dpr, theme)?;
     Ok(plot_box(&chart, dpr, duration_s))
 }
