@@ -381,8 +381,23 @@ fn every_shipped_preset_calibrates_on_a_short_replay() {
         opts.block_sizes = vec![16];
         (opts.samples, opts.reps) = (2, 1);
         let mut make = |g| -> Result<Box<dyn BlockPoolBackend>, String> { Ok(Box::new(HostPool::new(g)?)) };
-        let run = calibrate(&opts, &mut make, &mut |_| {}, &mut |_| {});
-        assert!(run.is_ok(), "{}: {}", path.display(), run.err().unwrap_or_default());
+        let name = path.display();
+        let run = calibrate(&opts, &mut make, &mut |_| {}, &mut |_| {}).unwrap_or_else(|e| panic!("{name}: {e}"));
+        // The replay of this preset's traffic really ran: every gather read back what was
+        // written, the one block size asked for was measured, and the file it makes parses.
+        assert!(
+            run.summary.contains("every paged and contiguous checksum equal to the reference"),
+            "{name}: {}",
+            run.summary
+        );
+        let c = &run.calibration;
+        assert_eq!(c.paged_overhead.iter().map(|p| p.block_size).collect::<Vec<_>>(), vec![16], "{name}");
+        let figures = run.figures.iter().find(|f| f.block_size == 16).unwrap_or_else(|| panic!("{name}: no figures"));
+        assert!(figures.paged_run_bytes > 0.0, "{name}: the replay gathered nothing");
+        let samples = c.measurements["samples"].as_array().unwrap_or_else(|| panic!("{name}: no samples"));
+        assert!(!samples.is_empty(), "{name}: no samples");
+        let text = serde_json::to_string(c).expect("serializes");
+        assert_eq!(&parse_calibration(&text).unwrap_or_else(|e| panic!("{name}: {e}")), c, "{name}");
     }
 }
 

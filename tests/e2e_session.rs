@@ -3,7 +3,7 @@
 //! editor keeps refused text and points at the line; Undo and Redo; the lab opens paused with
 //! its first step; the page's listeners, `window.kvlab` and a host page's `postMessage` reach the
 //! same state by the same commands; a refused host command leaves nothing on the reader's screen;
-//! and a linked preset file is read again on every load.
+//! and a linked preset file is read again on every load; the newcomer's tour.
 #![cfg(not(target_arch = "wasm32"))]
 
 mod common_e2e;
@@ -149,6 +149,77 @@ async fn undo_and_redo_walk_the_setups_from_buttons_and_keys() {
     assert!(disabled("undo-btn").await && !disabled("redo-btn").await);
     js(c, "document.dispatchEvent(new KeyboardEvent('keydown', {key: 'Z', ctrlKey: true, shiftKey: true, bubbles: true})); return null").await;
     assert_eq!(js(c, "return kvlab.state().preset.scheduler.max_num_seqs").await, 64);
+    b.close().await;
+}
+
+/// Where the tour stands: its popover's text, whether it and the outlined element lie in the
+/// view, and whether the popover sits beside that element rather than over it.
+const TOUR_STATE: &str = r#"
+const pop = document.getElementById('tour'), t = document.querySelector('.tour-target');
+const inView = r => r.height > 0 && r.top >= 0 && r.bottom <= innerHeight && r.left >= 0 && r.right <= innerWidth;
+const p = pop.getBoundingClientRect(), q = t ? t.getBoundingClientRect() : null;
+return { shown: !pop.hidden, count: document.getElementById('tour-count').textContent,
+  title: document.getElementById('tour-title').textContent, target: t ? t.id : null,
+  pop_in_view: inView(p), target_seen: !!q && q.bottom > 0 && q.top < innerHeight,
+  beside: !!q && (p.top >= q.bottom || p.bottom <= q.top),
+  focus: document.activeElement && document.activeElement.id };"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_newcomer_can_take_the_four_step_tour_or_skip_it_for_good() {
+    let base = serve(require_dist()).await;
+    let b = browser(1400, 900).await;
+    let c = &b.client;
+    open(c, &base).await;
+    c.find(Locator::Id("tour-start")).await.unwrap().click().await.unwrap();
+    assert_eq!(
+        js(c, "return [kvlab.now(), kvlab.isPlaying()]").await,
+        json!([20, false]),
+        "the tour shows a run in progress"
+    );
+    let targets = ["map-panel-0", "map-legend", "chart-kv", "compare-label"];
+    for (i, target) in targets.iter().enumerate() {
+        let s = js(c, TOUR_STATE).await;
+        assert_eq!(s["shown"], true, "step {}: {s}", i + 1);
+        assert_eq!(s["count"], format!("Step {} of 4", i + 1), "{s}");
+        assert_eq!(s["target"], *target, "{s}");
+        assert_eq!(
+            (s["pop_in_view"].clone(), s["target_seen"].clone()),
+            (json!(true), json!(true)),
+            "step {}: {s}",
+            i + 1
+        );
+        assert_eq!(s["focus"], "tour-next", "the keyboard stays on the tour: {s}");
+        if *target != "map-panel-0" {
+            assert_eq!(s["beside"], true, "step {}: the popover covers what it points at: {s}", i + 1);
+        }
+        assert!(
+            js(c, "return !document.getElementById('first-step').hidden").await == json!(false),
+            "one guide at a time"
+        );
+        if i == 1 {
+            save_screenshot(c, "e2e-tour-step-2.png").await;
+        }
+        c.find(Locator::Id("tour-next")).await.unwrap().click().await.unwrap();
+    }
+    let after = js(c, TOUR_STATE).await;
+    assert_eq!((after["shown"].clone(), after["target"].clone()), (json!(false), Value::Null), "{after}");
+    assert_eq!(js(c, "return localStorage.getItem('kvlab.tour.v1')").await, "finished");
+    open(c, &base).await;
+    assert_eq!(
+        js(c, "return [document.getElementById('first-step').hidden, document.getElementById('tour').hidden]").await,
+        json!([true, true]),
+        "not offered again"
+    );
+
+    // Skipped with Escape from its second step: remembered as skipped, nothing left outlined.
+    js(c, "localStorage.clear(); return null").await;
+    open(c, &base).await;
+    c.find(Locator::Id("tour-start")).await.unwrap().click().await.unwrap();
+    c.find(Locator::Id("tour-next")).await.unwrap().click().await.unwrap();
+    js(c, "document.getElementById('tour').dispatchEvent(new KeyboardEvent('keydown', {key: 'Escape', bubbles: true})); return null").await;
+    let skipped = js(c, TOUR_STATE).await;
+    assert_eq!((skipped["shown"].clone(), skipped["target"].clone()), (json!(false), Value::Null), "{skipped}");
+    assert_eq!(js(c, "return localStorage.getItem('kvlab.tour.v1')").await, "skipped");
     b.close().await;
 }
 

@@ -15,40 +15,6 @@ use fuzz_gen::Draw;
 /// Cases per test.
 const CASES: u64 = 2_000;
 
-/// `text` with 1–4 random edits: a byte replaced, inserted or removed (kept valid UTF-8 by
-/// editing ASCII positions with ASCII bytes, or, sometimes, by inserting any character).
-fn mutate(d: &mut Draw, text: &str) -> String {
-    let mut s: Vec<char> = text.chars().collect();
-    for _ in 0..1 + d.below(4) {
-        let at = d.below(s.len() as u64 + 1) as usize;
-        let c = match d.below(6) {
-            0 => char::from_u32(d.below(0x11_0000) as u32).unwrap_or('\u{fffd}'),
-            1 => ['"', '{', '}', '[', ']', ',', ':', '-', '.', 'e', '0', '9'][d.below(12) as usize],
-            _ => (b' ' + d.below(95) as u8) as char,
-        };
-        match d.below(3) {
-            0 if at < s.len() => s[at] = c,
-            1 if at < s.len() => {
-                s.remove(at);
-            }
-            _ => s.insert(at, c),
-        }
-    }
-    s.into_iter().collect()
-}
-
-/// `text` with 1–3 of its digits changed to other digits (JSON stays JSON).
-fn change_digits(d: &mut Draw, text: &str) -> String {
-    let mut s: Vec<char> = text.chars().collect();
-    let digits: Vec<usize> = (0..s.len()).filter(|&i| s[i].is_ascii_digit()).collect();
-    for _ in 0..1 + d.below(3) {
-        if let Some(&at) = digits.get(d.below(digits.len() as u64) as usize) {
-            s[at] = (b'0' + d.below(10) as u8) as char;
-        }
-    }
-    s.into_iter().collect()
-}
-
 #[test]
 fn damaged_links_are_refused_or_read_never_a_panic() {
     let ids = presets::ids();
@@ -61,10 +27,10 @@ fn damaged_links_are_refused_or_read_never_a_panic() {
         let json = String::from_utf8(base64url_decode(encoded).unwrap()).unwrap();
         let damaged = match i % 3 {
             // Damage the JSON inside, then encode it again: reaches the JSON and preset parsers.
-            0 => format!("{key}{}", base64url_encode(mutate(&mut d, &json).as_bytes())),
+            0 => format!("{key}{}", base64url_encode(d.mutate(&json).as_bytes())),
             // Change digits only: still JSON, other numbers (reaches validation and the lab).
-            1 => format!("{key}{}", base64url_encode(change_digits(&mut d, &json).as_bytes())),
-            _ => format!("{key}{}", mutate(&mut d, encoded)),
+            1 => format!("{key}{}", base64url_encode(d.change_digits(&json).as_bytes())),
+            _ => format!("{key}{}", d.mutate(encoded)),
         };
         match LabState::from_fragment(&damaged) {
             Err(e) => {
@@ -98,7 +64,7 @@ fn random_query_strings_give_options_the_page_can_use() {
             .map(|_| {
                 let k = keys[d.below(keys.len() as u64) as usize].to_string();
                 let v = values[d.below(values.len() as u64) as usize];
-                (k, if d.below(3) == 0 { mutate(&mut d, v) } else { v.to_string() })
+                (k, if d.below(3) == 0 { d.mutate(v) } else { v.to_string() })
             })
             .collect();
         let o = PageOptions::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())));

@@ -13,6 +13,7 @@
 //!   frame's budget at a time
 //! - [`missions`], [`presets`]: the shipped missions and presets by id
 //! - [`trace_file`]: a file that is a trace made into a preset
+//! - [`tour`]: the newcomer's four-step tour of the page
 
 pub mod command;
 pub mod control_edit;
@@ -25,5 +26,6 @@ pub mod missions;
 pub mod presets;
 pub mod sweep;
 pub mod title;
+pub mod tour;
 pub mod trace_file;
 pub mod url_state;

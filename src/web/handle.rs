@@ -434,7 +434,7 @@ pub fn boot(messages: &Messages) -> Result<(), String> {
     if autoplay {
         let _ = app.dispatch(Command::Play, Input::Page);
     }
-    super::onboarding::wire(&app.lab());
+    super::onboarding::wire(&app);
     app.update_url();
     app.draw();
     app.request_frame();

@@ -1,17 +1,30 @@
 //! The first step for a newcomer: two sentences above the map (what the map shows; press Play,
 //! then tick Compare), in the free lab only (not in a mission, which has its story, nor in an
 //! embed). "Got it" dismisses it for good in this browser (localStorage); it also goes once the
-//! reader has pressed Play.
+//! reader has pressed Play. From it, "Show me around" starts the four-step tour
+//! (`session::tour`): a popover beside each step's element, which is outlined; Next, Back,
+//! "Skip the tour" or Escape; once finished or skipped it is remembered (localStorage) and the
+//! first step is not shown again.
 
-use web_sys::{Event, HtmlElement};
+use std::cell::Cell;
+use std::rc::Rc;
 
-use crate::session::lab::Lab;
+use web_sys::{Element, Event, HtmlElement, KeyboardEvent};
+
+use crate::session::command::Command;
+use crate::session::lab::{secs_to_us, Lab};
+use crate::session::tour::{Tour, SHOWN_AT_S};
+
+use super::app::{App, Input};
 
 use super::dom;
 use super::storage::LocalStarStore;
 
 /// The localStorage key that remembers the first step was dismissed.
 pub const DONE_KEY: &str = "kvlab.first-step.v1";
+
+/// The localStorage key that remembers the tour was finished or skipped.
+pub const TOUR_KEY: &str = "kvlab.tour.v1";
 
 fn done() -> bool {
     LocalStarStore::open().ok().and_then(|s| s.get(DONE_KEY).ok().flatten()).is_some()
@@ -27,13 +40,118 @@ fn dismiss() {
 }
 
 /// Shows the first step when it is due, and wires its button.
-pub fn wire(lab: &Lab) {
+pub fn wire(app: &Rc<App>) {
+    let lab = app.lab();
     let Some(el) = dom::by_id::<HtmlElement>("first-step") else { return };
     let due = !done() && !lab.options.embed && lab.state.mission.is_none() && !lab.playing;
     dom::set_hidden(&el, !due);
     if let Some(b) = dom::by_id::<HtmlElement>("first-step-close") {
         dom::listen::<Event>(&b, "click", |_| dismiss());
     }
+    drop(lab);
+    wire_tour(app);
+}
+
+/// The tour's buttons and keys; the tour's state is shared by their listeners.
+fn wire_tour(app: &Rc<App>) {
+    let tour = Rc::new(Cell::new(Tour::Finished));
+    if let Some(b) = dom::by_id::<HtmlElement>("tour-start") {
+        let app = app.clone();
+        dom::listen::<Event>(&b, "click", move |_| {
+            let early = app.lab().t_us < secs_to_us(SHOWN_AT_S);
+            if early {
+                let _ = app.dispatch(Command::Seek { t_s: SHOWN_AT_S }, Input::Page);
+            }
+        });
+    }
+    let on = |id: &str, step: fn(Tour) -> Tour| {
+        let tour = tour.clone();
+        if let Some(b) = dom::by_id::<HtmlElement>(id) {
+            dom::listen::<Event>(&b, "click", move |_| show_tour(&tour, step(tour.get())));
+        }
+    };
+    on("tour-start", |_| Tour::start());
+    on("tour-next", Tour::next);
+    on("tour-back", Tour::back);
+    on("tour-skip", Tour::skip);
+    if let Some(pop) = dom::by_id::<HtmlElement>("tour") {
+        dom::listen::<KeyboardEvent>(&pop, "keydown", move |e: KeyboardEvent| {
+            if e.key() == "Escape" {
+                show_tour(&tour, tour.get().skip());
+            }
+        });
+    }
+}
+
+/// Shows `next`: its step's popover beside its element, or, once the tour is over, nothing (and
+/// remembers that it is over).
+fn show_tour(tour: &Cell<Tour>, next: Tour) {
+    tour.set(next);
+    let Some(pop) = dom::by_id::<HtmlElement>("tour") else { return };
+    if let Ok(Some(old)) = dom::document().query_selector(".tour-target") {
+        dom::toggle_class(&old, "tour-target", false);
+    }
+    let Some(step) = next.step() else {
+        dom::set_hidden(&pop, true);
+        if let (Some(value), Ok(store)) = (next.remembered_as(), LocalStarStore::open()) {
+            let _ = store.set(TOUR_KEY, value);
+        }
+        dismiss();
+        return;
+    };
+    if let Some(first) = dom::by_id::<HtmlElement>("first-step") {
+        dom::set_hidden(&first, true);
+    }
+    for (id, text) in [
+        ("tour-count", next.counter().unwrap_or_default().as_str()),
+        ("tour-title", step.title),
+        ("tour-text", step.text),
+    ] {
+        if let Some(el) = dom::by_id::<Element>(id) {
+            dom::set_text(&el, text);
+        }
+    }
+    if let Some(back) = dom::by_id::<HtmlElement>("tour-back") {
+        dom::set_hidden(&back, next == Tour::start());
+    }
+    let next_button = dom::by_id::<HtmlElement>("tour-next");
+    if let Some(b) = &next_button {
+        dom::set_text(b, if next.on_last_step() { "Done" } else { "Next" });
+    }
+    dom::set_hidden(&pop, false);
+    if let Some(target) = dom::by_id::<HtmlElement>(step.target) {
+        dom::toggle_class(&target, "tour-target", true);
+        let options = web_sys::ScrollIntoViewOptions::new();
+        options.set_block(web_sys::ScrollLogicalPosition::Center);
+        target.scroll_into_view_with_scroll_into_view_options(&options);
+        place_beside(&pop, &target);
+    }
+    if let Some(b) = next_button {
+        let _ = b.focus();
+    }
+}
+
+/// Puts the popover under its element when there is room in the view, else above it, else over
+/// the element's top edge; never past the view's left or right edge.
+fn place_beside(pop: &HtmlElement, target: &HtmlElement) {
+    let w = dom::window();
+    let num = |v: Result<wasm_bindgen::JsValue, _>| v.ok().and_then(|v| v.as_f64()).unwrap_or(0.0);
+    let (view_w, view_h) = (num(w.inner_width()), num(w.inner_height()));
+    let (scroll_x, scroll_y) = (w.scroll_x().unwrap_or(0.0), w.scroll_y().unwrap_or(0.0));
+    let r = target.get_bounding_client_rect();
+    let (pop_w, pop_h) = (f64::from(pop.offset_width()), f64::from(pop.offset_height()));
+    const GAP: f64 = 10.0;
+    let top = if r.bottom() + GAP + pop_h <= view_h {
+        r.bottom() + GAP
+    } else if r.top() - GAP - pop_h >= 0.0 {
+        r.top() - GAP - pop_h
+    } else {
+        r.top().max(0.0) + GAP
+    };
+    let left = r.left().min(view_w - pop_w - 12.0).max(12.0);
+    let style = pop.style();
+    let _ = style.set_property("top", &format!("{}px", (top + scroll_y).round()));
+    let _ = style.set_property("left", &format!("{}px", (left + scroll_x).round()));
 }
 
 /// Called after each command: the first Play, or a mission started, ends the first step.

@@ -42,6 +42,40 @@ impl Draw {
         let x = lo + (hi - lo) * (self.below(1 << 20) as f64 / f64::from(1u32 << 20));
         (x * 100.0).round() / 100.0
     }
+
+    /// `text` with 1–4 random edits: a byte replaced, inserted or removed (kept valid UTF-8 by
+    /// editing ASCII positions with ASCII bytes, or, sometimes, by inserting any character).
+    pub fn mutate(&mut self, text: &str) -> String {
+        let mut s: Vec<char> = text.chars().collect();
+        for _ in 0..1 + self.below(4) {
+            let at = self.below(s.len() as u64 + 1) as usize;
+            let c = match self.below(6) {
+                0 => char::from_u32(self.below(0x11_0000) as u32).unwrap_or('\u{fffd}'),
+                1 => ['"', '{', '}', '[', ']', ',', ':', '-', '.', 'e', '0', '9'][self.below(12) as usize],
+                _ => (b' ' + self.below(95) as u8) as char,
+            };
+            match self.below(3) {
+                0 if at < s.len() => s[at] = c,
+                1 if at < s.len() => {
+                    s.remove(at);
+                }
+                _ => s.insert(at, c),
+            }
+        }
+        s.into_iter().collect()
+    }
+
+    /// `text` with 1–3 of its digits changed to other digits (JSON stays JSON).
+    pub fn change_digits(&mut self, text: &str) -> String {
+        let mut s: Vec<char> = text.chars().collect();
+        let digits: Vec<usize> = (0..s.len()).filter(|&i| s[i].is_ascii_digit()).collect();
+        for _ in 0..1 + self.below(3) {
+            if let Some(&at) = digits.get(self.below(digits.len() as u64) as usize) {
+                s[at] = (b'0' + self.below(10) as u8) as char;
+            }
+        }
+        s.into_iter().collect()
+    }
 }
 
 const MODELS: [&str; 5] = ["llama-3-8b", "llama-3-70b", "mistral-7b", "opt-13b", "llama-2-7b"];
