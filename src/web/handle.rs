@@ -434,7 +434,13 @@ pub fn boot(messages: &Messages) -> Result<(), String> {
     if autoplay {
         let _ = app.dispatch(Command::Play, Input::Page);
     }
-    super::onboarding::wire(&app);
+    let tour_app = app.clone();
+    super::onboarding::wire(&app.lab(), move |t_s| {
+        let early = tour_app.lab().t_us < crate::session::lab::secs_to_us(t_s);
+        if early {
+            let _ = tour_app.dispatch(Command::Seek { t_s }, Input::Page);
+        }
+    });
     app.update_url();
     app.draw();
     app.request_frame();

@@ -11,11 +11,8 @@ use std::rc::Rc;
 
 use web_sys::{Element, Event, HtmlElement, KeyboardEvent};
 
-use crate::session::command::Command;
-use crate::session::lab::{secs_to_us, Lab};
+use crate::session::lab::Lab;
 use crate::session::tour::{Tour, SHOWN_AT_S};
-
-use super::app::{App, Input};
 
 use super::dom;
 use super::storage::LocalStarStore;
@@ -39,30 +36,23 @@ fn dismiss() {
     }
 }
 
-/// Shows the first step when it is due, and wires its button.
-pub fn wire(app: &Rc<App>) {
-    let lab = app.lab();
+/// Shows the first step when it is due, and wires its buttons and the tour's. `show_run_at`
+/// brings the lab to a time in seconds (through the lab's one dispatcher) when it is earlier.
+pub fn wire(lab: &Lab, show_run_at: impl Fn(f64) + 'static) {
     let Some(el) = dom::by_id::<HtmlElement>("first-step") else { return };
     let due = !done() && !lab.options.embed && lab.state.mission.is_none() && !lab.playing;
     dom::set_hidden(&el, !due);
     if let Some(b) = dom::by_id::<HtmlElement>("first-step-close") {
         dom::listen::<Event>(&b, "click", |_| dismiss());
     }
-    drop(lab);
-    wire_tour(app);
+    wire_tour(show_run_at);
 }
 
 /// The tour's buttons and keys; the tour's state is shared by their listeners.
-fn wire_tour(app: &Rc<App>) {
+fn wire_tour(show_run_at: impl Fn(f64) + 'static) {
     let tour = Rc::new(Cell::new(Tour::Finished));
     if let Some(b) = dom::by_id::<HtmlElement>("tour-start") {
-        let app = app.clone();
-        dom::listen::<Event>(&b, "click", move |_| {
-            let early = app.lab().t_us < secs_to_us(SHOWN_AT_S);
-            if early {
-                let _ = app.dispatch(Command::Seek { t_s: SHOWN_AT_S }, Input::Page);
-            }
-        });
+        dom::listen::<Event>(&b, "click", move |_| show_run_at(SHOWN_AT_S));
     }
     let on = |id: &str, step: fn(Tour) -> Tour| {
         let tour = tour.clone();
