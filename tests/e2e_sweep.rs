@@ -131,6 +131,34 @@ async fn a_mission_offers_only_its_free_knobs_to_sweep() {
     run_sweep(c, locked.as_str().unwrap(), "1,2").await;
     let line = js(c, "return document.getElementById('sweep-progress').textContent").await;
     assert!(line.as_str().unwrap().contains("is locked in mission"), "{line}");
+    b.close().await;
+}
+
+/// A preset replaying a trace has no request rate: the knob is not offered (and a selected rate
+/// gives way to a knob that applies), so no sweep fails on every point.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trace_preset_is_not_offered_a_request_rate_sweep() {
+    let base = serve(require_dist()).await;
+    let b = browser(1400, 900).await;
+    let c = &b.client;
+    open(c, &format!("{base}?preset=paged-default&autoplay=0")).await;
+    let rate = "document.querySelector('#sweep-knob option[value=\"workload.arrival.rate_per_s\"]')";
+    assert_eq!(js(c, &format!("return {rate}.disabled")).await, json!(false), "a Poisson preset sweeps its rate");
+    js(
+        c,
+        "const k = document.getElementById('sweep-knob'); k.value = 'workload.arrival.rate_per_s'; \
+           k.dispatchEvent(new Event('change', {bubbles: true})); return null",
+    )
+    .await;
+    let mut preset = js(c, "return kvlab.state().preset").await;
+    preset["workload"]["arrival"] =
+        json!({"kind": "trace", "csv": "arrival_s,prompt_tokens,output_tokens\n0,100,10\n1,100,10\n"});
+    js(c, &format!("kvlab.loadPreset({}); return null", json!(preset.to_string()))).await;
+    assert_eq!(js(c, "return kvlab.state().preset.workload.arrival.kind").await, json!("trace"));
+    assert_eq!(js(c, &format!("return {rate}.disabled")).await, json!(true), "the rate is not offered on a trace");
+    let chosen = js(c, "return document.getElementById('sweep-knob').value").await;
+    assert_ne!(chosen, json!("workload.arrival.rate_per_s"), "the selected rate gave way");
+    b.close().await;
 }
 
 /// Sets the search's target field and presses Find.

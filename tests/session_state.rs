@@ -264,3 +264,26 @@ fn the_chart_series_never_runs_past_the_time_shown() {
     }
     assert!(inside_a_step > 0, "some seek stops inside a step");
 }
+
+/// The Sweep panel offers only the knobs that apply: a request rate has no place on a trace's
+/// arrivals (sweeping it would fail every point), and a mission's locked knobs are not offered.
+#[test]
+fn the_sweep_offers_only_the_knobs_the_preset_has_a_place_for() {
+    use kvlab::session::sweep::{SweepJob, KNOBS};
+    let poisson: serde_json::Value = serde_json::to_value(presets::dto("paged-default").unwrap()).unwrap();
+    let mut trace = poisson.clone();
+    trace["workload"]["arrival"] =
+        serde_json::json!({"kind": "trace", "csv": "arrival_s,prompt_tokens,output_tokens\n0,100,10\n1,100,10\n"});
+    let offered = |p: &serde_json::Value| -> Vec<&str> {
+        KNOBS.iter().map(|(k, _)| *k).filter(|k| SweepJob::offered(p, None, k)).collect()
+    };
+    assert_eq!(offered(&poisson), KNOBS.iter().map(|(k, _)| *k).collect::<Vec<_>>());
+    let on_trace = offered(&trace);
+    assert!(!on_trace.contains(&"workload.arrival.rate_per_s"), "{on_trace:?}");
+    assert_eq!(on_trace.len(), KNOBS.len() - 1, "{on_trace:?}");
+    let m3 = kvlab::missions::shipped::mission("m3-preemption-storm").unwrap();
+    let in_mission: Vec<&str> =
+        KNOBS.iter().map(|(k, _)| *k).filter(|k| SweepJob::offered(&poisson, Some(&m3), k)).collect();
+    assert!(in_mission.iter().all(|k| kvlab::session::control_edit::control_unlocked(m3.knobs(), k)), "{in_mission:?}");
+    assert!(in_mission.len() < KNOBS.len(), "mission 3 locks some knobs: {in_mission:?}");
+}

@@ -201,6 +201,17 @@ pub fn plan(preset: &Value, knob: &Knob, values: &[Value]) -> Result<Vec<Planned
     Ok(points)
 }
 
+/// Whether `preset` has a place for `knob`: a request rate has none on a trace's arrivals. The
+/// page offers only the knobs that apply; [`plan`] refuses the others.
+pub fn knob_applies(preset: &Value, knob: &Knob) -> bool {
+    let probe = match knob.kind {
+        PathKind::Text => Value::from("v1"),
+        PathKind::Bool => Value::from(true),
+        _ => Value::from(1),
+    };
+    !matches!(plan(preset, knob, &[probe]), Err(e) if e.field == knob.path() && e.message.starts_with("does not apply"))
+}
+
 /// The smallest-KV search's default resolution, GiB.
 pub const KV_STEP_GIB: f64 = 0.25;
 

@@ -7,7 +7,7 @@
 use serde_json::Value;
 
 use crate::engine::sweep::{run_one, SweepMetrics};
-use crate::formats::sweep::{plan, Knob, PlannedPoint, ALLOCATORS};
+use crate::formats::sweep::{knob_applies, plan, Knob, PlannedPoint, ALLOCATORS};
 use crate::formats::sweep_results::{sweep_csv, sweep_json, SweepPoint};
 
 use crate::missions::mission::Mission;
@@ -83,6 +83,12 @@ impl SweepJob {
             ));
         }
         SweepJob::plan(preset, knob, values)
+    }
+
+    /// Whether the panel offers `knob` on `preset`: the mission `m` leaves it free and the
+    /// preset has a place for it (no request rate on a trace's arrivals).
+    pub fn offered(preset: &Value, m: Option<&Mission>, knob: &str) -> bool {
+        m.is_none_or(|m| control_unlocked(m.knobs(), knob)) && Knob::parse(knob).is_ok_and(|k| knob_applies(preset, &k))
     }
 
     /// Points in the sweep.

@@ -490,5 +490,6 @@ fn wire_sweep(app: &Rc<App>) {
             }
         });
     }
-    sweep_view::lock(app.lab().mission.as_ref());
+    let lab = app.lab();
+    sweep_view::lock(&serde_json::to_value(&lab.state.preset).unwrap_or_default(), lab.mission.as_ref());
 }

@@ -38,9 +38,9 @@ pub fn fill() -> bool {
     true
 }
 
-/// Disables the knobs a mission locks (and Run when none is left), and the KV search when the
-/// mission locks the KV memory.
-pub fn lock(mission: Option<&Mission>) {
+/// Disables the knobs a mission locks or the preset has no place for (and Run when none is
+/// left), and the KV search when the mission locks the KV memory.
+pub fn lock(preset: &serde_json::Value, mission: Option<&Mission>) {
     let search_off = mission.is_some_and(|m| !control_unlocked(m.knobs(), SEARCH_KNOB));
     for id in ["sweep-search-run", "sweep-search-target", "sweep-search-range", "sweep-search-step"] {
         if let Some(el) = dom::by_id::<Element>(id) {
@@ -56,12 +56,24 @@ pub fn lock(mission: Option<&Mission>) {
     for i in 0..options.length() {
         let Some(o) = options.item(i) else { continue };
         let path = o.get_attribute("value").unwrap_or_default();
-        let off = mission.is_some_and(|m| !control_unlocked(m.knobs(), &path));
+        let off = !SweepJob::offered(preset, mission, &path);
         any |= !off;
         let _ = o.toggle_attribute_with_force("disabled", off);
     }
     if let Some(run) = dom::by_id::<Element>("sweep-run") {
         let _ = run.toggle_attribute_with_force("disabled", !any);
+    }
+    // A knob that stopped applying (a trace loaded over a rate sweep) gives way to the first
+    // one offered.
+    if let Some(sel) = wasm_bindgen::JsCast::dyn_ref::<web_sys::HtmlSelectElement>(&sel) {
+        let chosen = sel.selected_options().item(0);
+        if chosen.is_some_and(|o| o.has_attribute("disabled")) {
+            if let Some(first) =
+                (0..options.length()).filter_map(|i| options.item(i)).find(|o| !o.has_attribute("disabled"))
+            {
+                sel.set_value(&first.get_attribute("value").unwrap_or_default());
+            }
+        }
     }
 }
 
