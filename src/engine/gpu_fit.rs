@@ -7,8 +7,8 @@
 
 use super::config::{ConfigError, SimConfig};
 use super::memory_budget::{
-    gpu_total_gib, kv_heads_per_gpu, peak_activation_bytes, splits_kv_heads, ActivationShape, MemoryBudget,
-    NON_TORCH_GIB, NON_TORCH_TP_GIB, TENSOR_PARALLEL_SIZES,
+    peak_activation_bytes, splits_kv_heads, ActivationShape, MemoryBudget, NON_TORCH_GIB, NON_TORCH_TP_GIB,
+    TENSOR_PARALLEL_SIZES,
 };
 use super::model::{ModelSpec, GIB};
 use super::numbers::show_number;
@@ -29,14 +29,14 @@ impl GpuFit {
         let tp = tensor_parallel_size.max(1);
         let m = &config.model;
         let gib = |bytes: f64| bytes / GIB as f64;
-        let heads = kv_heads_per_gpu(m.kv_heads, tp);
-        let activation = ActivationShape::for_model(&m.id).map_or(0, |shape| {
+        let activation = ActivationShape::of(m).map_or(0, |shape| {
             peak_activation_bytes(&shape, tp, config.scheduler.max_num_batched_tokens, config.scheduler.max_num_seqs)
         });
         GpuFit {
-            gpu_total_gib: gpu_total_gib(&config.gpu.id).unwrap_or(config.gpu.memory_gib),
-            weights_gib: gib(m.params_b * 1e9 * 2.0) / f64::from(tp),
-            kv_gib: config.kv_memory_gib * f64::from(heads) / f64::from(m.kv_heads),
+            gpu_total_gib: config.gpu.total_memory_gib,
+            weights_gib: gib(m.weight_bytes()) / f64::from(tp),
+            // Every GPU holds the same share of the replica's KV (its heads, or a replicated copy).
+            kv_gib: config.kv_memory_gib / f64::from(tp),
             activation_gib: gib(activation as f64),
             non_torch_gib: NON_TORCH_GIB + if tp > 1 { NON_TORCH_TP_GIB } else { 0.0 },
         }
@@ -56,9 +56,8 @@ impl GpuFit {
 /// activation and non-torch memory at its tensor-parallel size (0 when the weights do not fit).
 pub fn max_kv_gib(config: &SimConfig) -> f64 {
     let tp = config.tensor_parallel_size;
-    let heads = kv_heads_per_gpu(config.model.kv_heads, tp);
     let room = GpuFit::of(config, tp).room_for_kv_gib().max(0.0);
-    (room * f64::from(config.model.kv_heads) / f64::from(heads) * 100.0).floor() / 100.0
+    (room * f64::from(tp.max(1)) * 100.0).floor() / 100.0
 }
 
 /// From the GPU up: weights that alone exceed the free memory of each GPU are refused at the

@@ -21,6 +21,8 @@
 //!   reference harness both write (docs/VLLM_PARITY.md)
 
 pub mod calibration;
+pub mod hf_config;
+pub mod hf_quant;
 pub mod json;
 pub mod mission;
 pub mod paths;

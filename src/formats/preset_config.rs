@@ -152,6 +152,7 @@ fn parse_model(v: &serde_json::Value) -> Result<ModelSpec, ConfigError> {
                 kv_heads: m.kv_heads,
                 head_dim: m.head_dim,
                 params_b: m.params_b,
+                arch: None,
             })
         }
         _ => {
