@@ -2,8 +2,9 @@
 
 use clap::{Args, ValueEnum};
 
-use crate::engine::model::{model_preset, KvDtype, GIB, MODEL_IDS};
+use crate::engine::model::{model_preset, KvDtype, ModelSpec, GIB, MODEL_IDS};
 use crate::engine::plan::{group_thousands, CapacityPlan, PlanInput};
+use crate::formats::hf_config::{read_hf_config, Overrides};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum DtypeArg {
@@ -13,20 +14,29 @@ pub enum DtypeArg {
 
 #[derive(Args, Debug)]
 pub struct PlanArgs {
-    /// Model id (llama-3-8b, llama-3-70b, mistral-7b, opt-13b, llama-2-7b).
-    #[arg(long)]
-    pub model: String,
+    /// Model id (llama-3-8b, llama-3-70b, mistral-7b, opt-13b, llama-2-7b), or --model-config.
+    #[arg(long, required_unless_present = "model_config", conflicts_with = "model_config")]
+    pub model: Option<String>,
+    /// A Hugging Face config.json to read the model from (docs/MODELS.md) instead of --model.
+    #[arg(long, value_name = "FILE")]
+    pub model_config: Option<std::path::PathBuf>,
+    /// vLLM's --dtype for a --model-config: auto, bfloat16, float16 or float32.
+    #[arg(long, requires = "model_config")]
+    pub dtype: Option<String>,
+    /// vLLM's --quantization for a --model-config (fp8, gptq, awq, mxfp4, …).
+    #[arg(long, requires = "model_config")]
+    pub quantization: Option<String>,
     /// GiB of GPU memory left for the KV cache (or derive it with --gpu).
     #[arg(long, value_parser = parse_gib, allow_negative_numbers = true, required_unless_present = "gpu", conflicts_with = "gpu")]
     pub kv_gib: Option<f64>,
-    /// Mean prompt length, tokens.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    /// Mean prompt length, tokens (default: the lab's chat class, 1100).
+    #[arg(long, default_value_t = 1100, value_parser = clap::value_parser!(u32).range(1..))]
     pub prompt_tokens: u32,
-    /// Mean output length, tokens.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(0..))]
+    /// Mean output length, tokens (default 250).
+    #[arg(long, default_value_t = 250, value_parser = clap::value_parser!(u32).range(0..))]
     pub output_tokens: u32,
-    /// The max_tokens cap a contiguous allocator reserves for.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    /// The max_tokens cap a contiguous allocator reserves for (default 2048).
+    #[arg(long, default_value_t = 2048, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_tokens: u32,
     /// The model's maximum context length.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
@@ -94,11 +104,34 @@ fn parse_gib(s: &str) -> Result<f64, String> {
     }
 }
 
+/// The model `--model` names, or the one `--model-config` reads (with `--dtype`, `--quantization`).
+pub fn resolve_model(args: &PlanArgs) -> Result<ModelSpec, String> {
+    let Some(path) = &args.model_config else {
+        let id = args.model.as_deref().unwrap_or_default();
+        return model_preset(id)
+            .ok_or_else(|| format!("--model: unknown model \"{id}\"; use one of {}", MODEL_IDS.join(", ")));
+    };
+    let shown = path.display();
+    let text = std::fs::read_to_string(path).map_err(|e| format!("--model-config {shown}: {e}"))?;
+    let config: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("--model-config {shown}: not JSON ({e})"))?;
+    let overrides = Overrides { dtype: args.dtype.as_deref(), quantization: args.quantization.as_deref() };
+    let arch = read_hf_config(&config, overrides).map_err(|e| match e.field.as_str() {
+        "dtype" | "quantization" => format!("--{}: {}", e.field, e.message),
+        "" => format!("--model-config {shown}: {}", e.message),
+        field => format!("--model-config {shown}: {field}: {}", e.message),
+    })?;
+    // `org__name.config.json` (how the files are often saved) names the model `org/name`.
+    let stem = path.file_name().and_then(|n| n.to_str()).unwrap_or("model");
+    let id = stem.trim_end_matches(".json").trim_end_matches(".config").replace("__", "/");
+    let id = if id == "config" { arch.architecture.clone() } else { id };
+    Ok(ModelSpec::from_arch(id, arch))
+}
+
 /// `kvlab plan --kv-gib …` (the CLI sends `--gpu` to `plan_gpu::plan_from_gpu`).
 pub fn plan(args: &PlanArgs) -> Result<(), String> {
     let kv_gib = args.kv_gib.ok_or("--kv-gib or --gpu is required")?;
-    let model = model_preset(&args.model)
-        .ok_or_else(|| format!("--model: unknown model \"{}\"; use one of {}", args.model, MODEL_IDS.join(", ")))?;
+    let model = resolve_model(args)?;
     let input = PlanInput {
         model,
         kv_dtype: match args.kv_dtype {

@@ -3,6 +3,7 @@
 //! the engine's defaults written as DTOs.
 
 use super::calibration::shipped_calibration;
+use super::hf_config::{read_hf_config, Overrides};
 use super::json::from_value_with_path;
 use super::preset::{
     AllocatorDto, ArrivalDto, ClassDto, DistDto, ModelObjectDto, PresetDto, SchedulerDto, TraceArrivalDto,
@@ -136,11 +137,12 @@ fn parse_model(v: &serde_json::Value) -> Result<ModelSpec, ConfigError> {
             ConfigError::new(
                 "model",
                 format!(
-                    "unknown model \"{id}\"; use one of {} or an object {{layers, kv_heads, head_dim, params_b}}",
+                    "unknown model \"{id}\"; use one of {}, an object {{layers, kv_heads, head_dim, params_b}} or {{\"hf_config\": <config.json>}}",
                     MODEL_IDS.join(", ")
                 ),
             )
         }),
+        serde_json::Value::Object(map) if map.contains_key("hf_config") => parse_hf_model(map),
         serde_json::Value::Object(_) => {
             let m: ModelObjectDto = from_value_with_path(v).map_err(|e| {
                 let field = if e.field.is_empty() { "model".to_string() } else { format!("model.{}", e.field) };
@@ -156,9 +158,46 @@ fn parse_model(v: &serde_json::Value) -> Result<ModelSpec, ConfigError> {
             })
         }
         _ => {
-            Err(ConfigError::new("model", "use a model id string or an object {layers, kv_heads, head_dim, params_b}"))
+            Err(ConfigError::new(
+                "model",
+                "use a model id string, an object {layers, kv_heads, head_dim, params_b} or {\"hf_config\": <config.json>}",
+            ))
         }
     }
+}
+
+/// `"model": {"hf_config": {…}, "dtype": "…", "quantization": "…", "name": "…"}`: a model read
+/// from its config.json (`hf_config.rs`), with vLLM's `--dtype` and `--quantization`.
+fn parse_hf_model(map: &serde_json::Map<String, serde_json::Value>) -> Result<ModelSpec, ConfigError> {
+    const KEYS: [&str; 4] = ["hf_config", "dtype", "quantization", "name"];
+    if let Some(k) = map.keys().find(|k| !KEYS.contains(&k.as_str())) {
+        return Err(ConfigError::new(
+            format!("model.{k}"),
+            "unknown field; use hf_config, dtype, quantization or name",
+        ));
+    }
+    let text = |key: &str| -> Result<Option<&str>, ConfigError> {
+        match map.get(key) {
+            None | Some(serde_json::Value::Null) => Ok(None),
+            Some(serde_json::Value::String(s)) => Ok(Some(s.as_str())),
+            Some(v) => Err(ConfigError::new(format!("model.{key}"), format!("{v} is not a string"))),
+        }
+    };
+    let overrides = Overrides { dtype: text("dtype")?, quantization: text("quantization")? };
+    let config = &map["hf_config"];
+    let arch = read_hf_config(config, overrides).map_err(|e| {
+        let field = match e.field.as_str() {
+            "dtype" | "quantization" => format!("model.{}", e.field),
+            "" => "model.hf_config".to_string(),
+            f => format!("model.hf_config.{f}"),
+        };
+        ConfigError::new(field, e.message)
+    })?;
+    let name = text("name")?
+        .or(config.get("_name_or_path").and_then(serde_json::Value::as_str))
+        .unwrap_or(&arch.architecture)
+        .to_string();
+    Ok(ModelSpec::from_arch(name, arch))
 }
 
 impl PresetDto {
