@@ -393,3 +393,153 @@ fn hybrid_kv_groups_reproduce_vllms_blocks_tokens_and_concurrency() {
         assert!((c - concurrency).abs() < 0.006, "{log}: concurrency {c:.2} vs {concurrency}");
     }
 }
+
+/// (log, config, dtype, quantization, TP, available KV GiB logged, KV tokens logged): the same
+/// llm-d-planner logs (vLLM 0.19.0, H100 80GB at 79.19 GiB, utilization 0.95, 8,192 batched
+/// tokens, 1,024 sequences, CUDA graph memory not counted, `max_model_len` 8192).
+type Available = (&'static str, &'static str, Option<&'static str>, Option<&'static str>, u32, f64, u64);
+
+const AVAILABLE: &[Available] = &[
+    (
+        "meta-llama-llama-3-1-8b---h100-80gb--tp1pp1dp1--8192",
+        "meta-llama__Llama-3.1-8B-Instruct",
+        None,
+        None,
+        1,
+        58.11,
+        476_016,
+    ),
+    (
+        "meta-llama-llama-3-1-8b---h100-80gb--tp2pp1dp1--8192",
+        "meta-llama__Llama-3.1-8B-Instruct",
+        None,
+        None,
+        2,
+        63.76,
+        1_044_688,
+    ),
+    (
+        "meta-llama-llama-3-1-8b---h100-80gb--tp4pp1dp1--8192",
+        "meta-llama__Llama-3.1-8B-Instruct",
+        None,
+        None,
+        4,
+        67.44,
+        2_209_792,
+    ),
+    (
+        "meta-llama-llama-3---h100-80gb--tp1pp1dp1--8192-qfp8",
+        "meta-llama__Llama-3.1-8B-Instruct",
+        None,
+        Some("fp8"),
+        1,
+        64.61,
+        529_248,
+    ),
+    (
+        "qwen-qwen2-5-7b-instruct--h100-80gb--tp1pp1dp1--8192",
+        "Qwen__Qwen2.5-7B-Instruct",
+        None,
+        None,
+        1,
+        58.53,
+        1_096_000,
+    ),
+    (
+        "qwen-qwen2-5-7b-instruct--h100-80gb--tp2pp1dp1--8192",
+        "Qwen__Qwen2.5-7B-Instruct",
+        None,
+        None,
+        2,
+        63.84,
+        2_390_592,
+    ),
+    (
+        "qwen-qwen2-5-7b-instruct--h100-80gb--tp4pp1dp1--8192",
+        "Qwen__Qwen2.5-7B-Instruct",
+        None,
+        None,
+        4,
+        67.34,
+        5_043_280,
+    ),
+    ("google-gemma-2-9b-it--h100-80gb--tp1pp1dp1--8192", "google__gemma-2-9b-it", None, None, 1, 54.12, 168_880),
+    ("google-gemma-3-4b-it--h100-80gb--tp1pp1dp1--8192", "google__gemma-3-4b-it", None, None, 1, 62.51, 468_144),
+    ("google-gemma-3-27b-it--h100-80gb--tp1pp1dp1--8192", "google__gemma-3-27b-it", None, None, 1, 19.53, 36560),
+    (
+        "meta-llama-llama-4-scout--h100-80gb--tp4pp1dp1--8192",
+        "meta-llama__Llama-4-Scout-17B-16E-Instruct",
+        None,
+        None,
+        4,
+        16.75,
+        365_968,
+    ),
+    (
+        "mistralai-mixtral-8x7b-i--h100-80gb--tp2pp1dp1--8192",
+        "mistralai__Mixtral-8x7B-Instruct-v0.1",
+        None,
+        None,
+        2,
+        28.44,
+        465_936,
+    ),
+    ("openai-gpt-oss-20b--h100-80gb--tp2pp1dp1--8192", "openai__gpt-oss-20b", None, None, 2, 59.32, 2_591_776),
+    ("qwen-qwen3-30b-a3b--h100-80gb--tp1pp1dp1--8192", "Qwen__Qwen3-30B-A3B", None, None, 1, 15.41, 168_288),
+    (
+        "deepseek-ai-deepseek-v2---h100-80gb--tp1pp1dp1--8192",
+        "deepseek-ai__DeepSeek-V2-Lite",
+        None,
+        None,
+        1,
+        43.61,
+        1_505_552,
+    ),
+];
+
+#[test]
+fn available_kv_from_the_gpu_up_follows_the_logs() {
+    use kvlab::engine::memory_budget::{MemoryBudget, MemoryBudgetInput};
+    use kvlab::engine::model::{KvDtype, ModelSpec};
+    let Some(dir) = configs_dir() else { return };
+    let mut failures = Vec::new();
+    println!(
+        "{:<56} {:>3} {:>7} {:>7} {:>7} {:>9} {:>9} {:>7}",
+        "log", "TP", "KV log", "KV der", "err", "tok log", "tok der", "err"
+    );
+    for &(log, name, dtype, quantization, tp, gib, tokens) in AVAILABLE {
+        let a = arch(&dir, name, Overrides { dtype, quantization });
+        let model = ModelSpec::from_arch(name, a);
+        let b = MemoryBudget::compute(&MemoryBudgetInput {
+            shape: kvlab::engine::memory_budget::ActivationShape::of(&model).unwrap(),
+            model,
+            weight_bytes: 2.0,
+            kv_dtype: KvDtype::Fp16,
+            gpu_total_bytes: (79.19 * GIB) as u64,
+            other_processes_bytes: 0,
+            gpu_memory_utilization: 0.95,
+            tensor_parallel_size: tp,
+            max_num_batched_tokens: 8192,
+            max_num_seqs: 1024,
+            max_model_len: 8192,
+            block_size: 16,
+            cuda_graphs_in_budget: false,
+        });
+        let kv = b.available_kv_gib();
+        let (kv_err, tok_err) = ((kv - gib) / gib, (b.kv_cache_tokens as f64 - tokens as f64) / tokens as f64);
+        println!(
+            "{log:<56} {tp:>3} {gib:>7.2} {kv:>7.2} {:>+6.1}% {tokens:>9} {:>9} {:>+6.1}%",
+            kv_err * 100.0,
+            b.kv_cache_tokens,
+            tok_err * 100.0
+        );
+        // Reported, not counted: Llama-4-Scout's profiling pass peaks at 3.19 GiB (its experts'
+        // workspaces), beyond the dense-decoder activation estimate, and gpt-oss's MXFP4
+        // experts load 9% larger than the checkpoint's arithmetic (the weights test).
+        let counted = !log.contains("scout") && !log.contains("gpt-oss");
+        if counted && (kv_err.abs() > 0.10 || tok_err.abs() > 0.10) {
+            failures.push(format!("{log}: KV {kv:.2} vs {gib} GiB, tokens {} vs {tokens}", b.kv_cache_tokens));
+        }
+    }
+    assert!(failures.is_empty(), "beyond ±10%:\n{}", failures.join("\n"));
+}
