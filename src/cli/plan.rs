@@ -57,7 +57,7 @@ pub struct PlanArgs {
 /// `kvlab plan --gpu …` (run by `plan_gpu.rs`): vLLM's own memory budget instead of --kv-gib.
 #[derive(Args, Debug)]
 pub struct GpuBudgetArgs {
-    /// Derive the KV memory from this GPU (h100-sxm, a100-80gb, h200, l4) instead of --kv-gib.
+    /// Derive the KV memory from this GPU (an id of docs/MODELS.md: h100-sxm, a100-80gb, h200, l4, b200, mi300x, …) instead of --kv-gib.
     #[arg(long)]
     pub gpu: Option<String>,
     /// vLLM's --gpu-memory-utilization: the share of the GPU this instance may use, weights included.
