@@ -169,3 +169,22 @@ fn a_preset_reads_its_model_from_hf_config() {
     parse_preset(&preset(r#""llama-3-8b""#, "")).unwrap();
     parse_preset(&preset(r#"{"layers": 32, "kv_heads": 8, "head_dim": 128, "params_b": 8}"#, "")).unwrap();
 }
+
+#[test]
+fn run_and_sweep_take_a_model_config() {
+    let Some(dir) = configs_dir() else { return };
+    let preset = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("assets/presets/paged-default.json");
+    let qwen = dir.join("Qwen__Qwen3-14B.config.json");
+    let kvlab = |args: &[&str]| Command::new(env!("CARGO_BIN_EXE_kvlab")).args(args).output().unwrap();
+    let (p, q) = (preset.to_str().unwrap(), qwen.to_str().unwrap());
+    let o = kvlab(&["run", p, "--model-config", q, "--json"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // 40 layers × 8 KV heads × 128 × 2 (K, V) × 2 bytes.
+    assert_eq!(report["kv_bytes_per_token"], 40 * 8 * 128 * 2 * 2, "{report}");
+    let o = kvlab(&["sweep", p, "--model-config", q, "--knob", "kv_memory_gib", "--values", "5,10"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let llama70 = dir.join("meta-llama__Llama-3.1-70B-Instruct.config.json");
+    let e = text(&kvlab(&["run", p, "--model-config", llama70.to_str().unwrap()]).stderr);
+    assert!(e.contains("meta-llama/Llama-3.1-70B-Instruct needs 131.4 GiB of weights on one h100-sxm"), "{e}");
+}

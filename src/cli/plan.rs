@@ -121,11 +121,16 @@ pub fn resolve_model(args: &PlanArgs) -> Result<ModelSpec, String> {
         "" => format!("--model-config {shown}: {}", e.message),
         field => format!("--model-config {shown}: {field}: {}", e.message),
     })?;
-    // `org__name.config.json` (how the files are often saved) names the model `org/name`.
-    let stem = path.file_name().and_then(|n| n.to_str()).unwrap_or("model");
-    let id = stem.trim_end_matches(".json").trim_end_matches(".config").replace("__", "/");
-    let id = if id == "config" { arch.architecture.clone() } else { id };
+    let id = config_file_id(path).unwrap_or_else(|| arch.architecture.clone());
     Ok(ModelSpec::from_arch(id, arch))
+}
+
+/// The model a config.json's file name gives: `org__name.config.json` (how the files are often
+/// saved) names `org/name`; a plain `config.json` names none.
+pub fn config_file_id(path: &std::path::Path) -> Option<String> {
+    let stem = path.file_name().and_then(|n| n.to_str())?;
+    let id = stem.trim_end_matches(".json").trim_end_matches(".config").replace("__", "/");
+    (id != "config" && !id.is_empty()).then_some(id)
 }
 
 /// `kvlab plan --kv-gib …` (the CLI sends `--gpu` to `plan_gpu::plan_from_gpu`).
