@@ -2,9 +2,10 @@
 
 use clap::{Args, ValueEnum};
 
-use crate::engine::model::{model_preset, KvDtype, ModelSpec, GIB, MODEL_IDS};
+use crate::engine::model::{KvDtype, ModelSpec, GIB};
 use crate::engine::plan::{group_thousands, CapacityPlan, PlanInput};
 use crate::formats::hf_config::{read_hf_config, Overrides};
+use crate::formats::model_catalogue::resolve_model_id;
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum DtypeArg {
@@ -14,7 +15,8 @@ pub enum DtypeArg {
 
 #[derive(Args, Debug)]
 pub struct PlanArgs {
-    /// Model id (llama-3-8b, llama-3-70b, mistral-7b, opt-13b, llama-2-7b), or --model-config.
+    /// Model id (llama-3-8b, llama-3-70b, mistral-7b, opt-13b, llama-2-7b, or a Hugging Face id of
+    /// the catalogue such as meta-llama/Llama-3.1-8B-Instruct), or --model-config.
     #[arg(long, required_unless_present = "model_config", conflicts_with = "model_config")]
     pub model: Option<String>,
     /// A Hugging Face config.json to read the model from (docs/MODELS.md) instead of --model.
@@ -108,8 +110,7 @@ fn parse_gib(s: &str) -> Result<f64, String> {
 pub fn resolve_model(args: &PlanArgs) -> Result<ModelSpec, String> {
     let Some(path) = &args.model_config else {
         let id = args.model.as_deref().unwrap_or_default();
-        return model_preset(id)
-            .ok_or_else(|| format!("--model: unknown model \"{id}\"; use one of {}", MODEL_IDS.join(", ")));
+        return resolve_model_id(id).map_err(|m| format!("--model: {m}"));
     };
     let shown = path.display();
     let text = std::fs::read_to_string(path).map_err(|e| format!("--model-config {shown}: {e}"))?;

@@ -25,6 +25,7 @@ pub mod hf_config;
 pub mod hf_quant;
 pub mod json;
 pub mod mission;
+pub mod model_catalogue;
 pub mod paths;
 pub mod preset;
 pub mod preset_config;

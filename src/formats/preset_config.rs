@@ -5,12 +5,13 @@
 use super::calibration::shipped_calibration;
 use super::hf_config::{read_hf_config, Overrides};
 use super::json::from_value_with_path;
+use super::model_catalogue::resolve_model_id;
 use super::preset::{
     AllocatorDto, ArrivalDto, ClassDto, DistDto, GpuObjectDto, ModelObjectDto, PresetDto, SchedulerDto, TraceArrivalDto,
 };
 use super::trace::{read_trace, Trace, TraceError, TraceFormat, TraceOptions};
 use crate::engine::config::{AllocatorConfig, ConfigError, EngineVersion, GpuMemoryConfig, SchedulerConfig, SimConfig};
-use crate::engine::model::{gpu_preset, model_preset, GpuSpec, ModelSpec, GPU_IDS, MODEL_IDS};
+use crate::engine::model::{gpu_preset, GpuSpec, ModelSpec, GPU_IDS};
 use crate::engine::startup_checks::{AttentionBackend, ATTENTION_BACKENDS};
 use crate::engine::workload::{Arrival, Burst, LengthDist, UserClass, WorkloadConfig};
 
@@ -133,13 +134,10 @@ impl PresetDto {
 
 fn parse_model(v: &serde_json::Value) -> Result<ModelSpec, ConfigError> {
     match v {
-        serde_json::Value::String(id) => model_preset(id).ok_or_else(|| {
+        serde_json::Value::String(id) => resolve_model_id(id).map_err(|m| {
             ConfigError::new(
                 "model",
-                format!(
-                    "unknown model \"{id}\"; use one of {}, an object {{layers, kv_heads, head_dim, params_b}} or {{\"hf_config\": <config.json>}}",
-                    MODEL_IDS.join(", ")
-                ),
+                format!("{m}, an object {{layers, kv_heads, head_dim, params_b}} or {{\"hf_config\": <config.json>}}"),
             )
         }),
         serde_json::Value::Object(map) if map.contains_key("hf_config") => parse_hf_model(map),
@@ -157,12 +155,10 @@ fn parse_model(v: &serde_json::Value) -> Result<ModelSpec, ConfigError> {
                 arch: None,
             })
         }
-        _ => {
-            Err(ConfigError::new(
-                "model",
-                "use a model id string, an object {layers, kv_heads, head_dim, params_b} or {\"hf_config\": <config.json>}",
-            ))
-        }
+        _ => Err(ConfigError::new(
+            "model",
+            "use a model id string, an object {layers, kv_heads, head_dim, params_b} or {\"hf_config\": <config.json>}",
+        )),
     }
 }
 
