@@ -188,3 +188,35 @@ fn run_and_sweep_take_a_model_config() {
     let e = text(&kvlab(&["run", p, "--model-config", llama70.to_str().unwrap()]).stderr);
     assert!(e.contains("meta-llama/Llama-3.1-70B-Instruct needs 131.4 GiB of weights on one h100-sxm"), "{e}");
 }
+
+/// vLLM's `_check_enough_kv_cache_memory` on a hybrid model sums every layer's most: Gemma-3's
+/// 52 sliding layers need their 1,024-token window (plus a batch of prefill) however long the
+/// request, its 10 global layers the whole length.
+#[test]
+fn a_hybrid_models_max_length_check_counts_every_layer() {
+    let Some(dir) = configs_dir() else { return };
+    let g27 = dir.join("google__gemma-3-27b-it.config.json");
+    let at = |len: &str| {
+        let o = Command::new(env!("CARGO_BIN_EXE_kvlab"))
+            .args(["plan", "--model-config", g27.to_str().unwrap(), "--gpu", "h100-sxm"])
+            .args(["--gpu-memory-utilization", "0.8", "--max-model-len", len])
+            .output()
+            .unwrap();
+        (o.status.success(), text(&o.stderr))
+    };
+    let (ok, e) = at("131072");
+    assert!(!ok);
+    // 10 × 8,192 + 52 × 577 pages of 128 KiB.
+    assert!(e.contains("max seq len (131072), (13.66 GiB KV cache is needed"), "{e}");
+    assert!(e.contains("(kvlab: --tensor-parallel-size 2 leaves "), "{e}");
+    let estimate: String = e
+        .split("estimated maximum model length is ")
+        .nth(1)
+        .unwrap()
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    assert!(at(&estimate).0, "the estimate vLLM suggests starts");
+    let over = (estimate.parse::<u32>().unwrap() + 16).to_string();
+    assert!(!at(&over).0, "a block more does not");
+}

@@ -100,6 +100,18 @@ impl KvLayout {
             .sum()
     }
 
+    /// Layer pages (one layer's `block_size` tokens) one request of `len` tokens needs, layer by
+    /// layer, as `_check_enough_kv_cache_memory` sums the layers' `max_memory_usage_bytes`.
+    pub fn layer_pages_per_request(&self, len: u32, block_size: u32, max_num_batched_tokens: u32) -> u64 {
+        self.kinds
+            .iter()
+            .map(|k| {
+                let one = KvLayout { kinds: vec![LayerKind { groups: 1, ..*k }], group_size: 1, groups: 1 };
+                one.blocks_per_request(len, block_size, max_num_batched_tokens) * u64::from(k.layers)
+            })
+            .sum()
+    }
+
     /// The tokens vLLM's "GPU KV cache size" line prints for `num_gpu_blocks`.
     pub fn kv_cache_tokens(&self, num_gpu_blocks: u64, block_size: u32) -> u64 {
         num_gpu_blocks / u64::from(self.groups.max(1)) * u64::from(block_size)

@@ -14,7 +14,8 @@
 //! vLLM measures the three middle terms by running a dummy forward pass; kvlab estimates them:
 //!
 //! - **Weights** = parameters × bytes per weight ÷ `tensor_parallel_size` (tensor parallelism
-//!   shards every matrix; the small replicated norms are ignored).
+//!   shards every matrix; the small replicated norms are ignored); a model read from a
+//!   config.json prices each module at its dtype or quantization (`model_arch.rs`).
 //! - **Non-torch memory** (NCCL, cuBLAS workspaces, allocator slack outside PyTorch) =
 //!   [`NON_TORCH_GIB`], plus [`NON_TORCH_TP_GIB`] when `tensor_parallel_size` > 1 (NCCL and
 //!   custom all-reduce buffers). Logged values: 0.03–0.46 GiB on one GPU, 0.25–0.43 with TP.
@@ -27,6 +28,8 @@
 //! - **CUDA graphs** (only when they count against the budget: vLLM ≥ 0.21 without
 //!   `--enforce-eager`) = [`CUDA_GRAPH_MIB_PER_LAYER`] MiB per layer.
 //!
+//! With sliding-window or chunked layers beside full ones, blocks, tokens and concurrency follow
+//! vLLM's hybrid groups (`kv_spec.rs`); an MLA latent is one head, kept whole on every GPU.
 //! KV heads are split across the tensor-parallel GPUs and replicated when TP exceeds them
 //! (`max(1, kv_heads ÷ TP)`, as vLLM's `ModelConfig.get_num_kv_heads` does). Every rank holds the
 //! same number of blocks, so the KV cache size in tokens is per replica as well as per GPU.
@@ -135,6 +138,8 @@ pub struct MemoryBudget {
     /// and the layers each holds (`kv_spec.rs`).
     pub kv_cache_groups: u32,
     pub layers_per_kv_group: u32,
+    pub kv_layout: KvLayout,
+    pub max_num_batched_tokens: u32,
     pub block_size: u32,
     pub bytes_per_block: u64,
     pub num_gpu_blocks: u64,
@@ -228,6 +233,8 @@ impl MemoryBudget {
             kv_bytes_per_token_per_gpu: per_token,
             kv_cache_groups: layout.groups,
             layers_per_kv_group: if layout.is_hybrid() { layout.group_size } else { m.layers },
+            kv_layout: layout,
+            max_num_batched_tokens: input.max_num_batched_tokens,
             block_size: block,
             bytes_per_block,
             num_gpu_blocks: num_blocks,
