@@ -68,3 +68,29 @@ fn presets_and_plan_take_a_catalogue_id() {
     assert_eq!(doc["budget"]["kv_cache_groups"], 2);
     assert_eq!(doc["model"]["quantization"], "mxfp4");
 }
+
+/// From the GPU up, weights that do not load name the tensor-parallel size at which vLLM would
+/// also find room for the KV cache, or a larger GPU.
+#[test]
+fn a_preset_too_big_for_its_gpus_names_the_size_that_starts() {
+    let at = |gpu: &str| {
+        parse_preset(&format!(
+            r#"{{"schema": "kvlab/preset@1", "model": "deepseek-ai/DeepSeek-V3", "gpu": "{gpu}",
+                "gpu_memory_utilization": 0.95, "allocator": {{"kind": "paged"}}}}"#
+        ))
+        .unwrap_err()
+    };
+    let e = at("h100-sxm");
+    assert_eq!(e.field, "model");
+    assert!(
+        e.message
+            .ends_with("no tensor_parallel_size up to 8 leaves room for the KV cache on h100-sxms; use a larger GPU"),
+        "{e}"
+    );
+    let e = at("h200");
+    assert!(
+        e.message.contains("needs 626.9 GiB of weights on one h200")
+            && e.message.ends_with("use tensor_parallel_size 8 or more"),
+        "{e}"
+    );
+}

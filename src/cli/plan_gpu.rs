@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use crate::engine::memory_budget::{
-    format_gib, gpu_total_gib, splits_kv_heads, ActivationShape, MemoryBudget, MemoryBudgetInput, DEFAULT_MAX_NUM_SEQS,
+    format_gib, gpu_total_gib, ActivationShape, MemoryBudget, MemoryBudgetInput, DEFAULT_MAX_NUM_SEQS,
     TENSOR_PARALLEL_SIZES,
 };
 use crate::engine::model::{gpu_preset, KvDtype, ModelSpec, GIB, GPU_IDS};
@@ -129,19 +129,9 @@ fn compute_budget_at(
         cuda_graphs_in_budget: !g.enforce_eager,
     });
     check_free_memory(&budget)?;
-    if let Err(m) = crate::engine::gpu_fit::check_weights_fit(&model, gpu, &budget) {
-        // Name the smallest larger size at which vLLM would also find room for the KV cache.
-        let fits = TENSOR_PARALLEL_SIZES
-            .into_iter()
-            .filter(|&t| t > tensor_parallel_size && splits_kv_heads(model.kv_heads, t))
-            .find(|&t| compute_budget_at(args, gpu, t).is_ok_and(|(_, _, b)| check_kv_cache_memory(&b).is_ok()));
-        let arithmetic = m.rsplit_once("; ").map_or(m.as_str(), |(a, _)| a);
-        let fix = match fits {
-            Some(t) => format!("use tensor_parallel_size {t} or more"),
-            None => format!("no tensor_parallel_size up to 8 leaves room for the KV cache on {gpu}s; use a larger GPU"),
-        };
-        return Err(format!("--model: {arithmetic}; {fix}"));
-    }
+    // The smallest larger size at which vLLM would also find room for the KV cache.
+    let starts_at = |t: u32| compute_budget_at(args, gpu, t).is_ok_and(|(_, _, b)| check_kv_cache_memory(&b).is_ok());
+    crate::engine::gpu_fit::check_weights_fit(&model, gpu, &budget, &starts_at).map_err(|m| format!("--model: {m}"))?;
     Ok((model, backend, budget))
 }
 

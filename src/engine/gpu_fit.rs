@@ -64,20 +64,28 @@ pub fn max_kv_gib(config: &SimConfig) -> f64 {
 /// model, naming the tensor-parallel size whose split fits (vLLM itself would run out of memory
 /// loading them, before any word about the KV cache; weights that load but leave no room under
 /// `gpu_memory_utilization` get vLLM's own "No available memory for the cache blocks").
-pub fn check_weights_fit(model: &ModelSpec, gpu: &str, budget: &MemoryBudget) -> Result<(), String> {
+///
+/// `starts_at(t)` says whether the setup starts at tensor-parallel size `t` (its weights load and
+/// vLLM finds room for one `max_model_len` request); the fix names the smallest larger such size,
+/// or a larger GPU.
+pub fn check_weights_fit(
+    model: &ModelSpec,
+    gpu: &str,
+    budget: &MemoryBudget,
+    starts_at: &dyn Fn(u32) -> bool,
+) -> Result<(), String> {
     let free = budget.free_at_startup_bytes as f64;
     if budget.weights_bytes as f64 <= free {
         return Ok(());
     }
     let tp = budget.tensor_parallel_size.max(1);
-    let whole = budget.weights_bytes as f64 * f64::from(tp);
     let fitting_tp = TENSOR_PARALLEL_SIZES
         .into_iter()
         .filter(|&t| t > tp && splits_kv_heads(model.kv_heads, t))
-        .find(|&t| whole / f64::from(t) <= free);
+        .find(|&t| starts_at(t));
     let fix = match fitting_tp {
         Some(t) => format!("use tensor_parallel_size {t} or more"),
-        None => "use a larger GPU".into(),
+        None => format!("no tensor_parallel_size up to 8 leaves room for the KV cache on {gpu}s; use a larger GPU"),
     };
     let n = |bytes: f64| show_number((bytes / GIB as f64 * 10.0).round() / 10.0);
     let gpus = if tp == 1 { format!("one {gpu}") } else { format!("each of {tp} {gpu}s") };
