@@ -220,3 +220,24 @@ fn a_hybrid_models_max_length_check_counts_every_layer() {
     let over = (estimate.parse::<u32>().unwrap() + 16).to_string();
     assert!(!at(&over).0, "a block more does not");
 }
+
+/// A mixture of experts streams, each step, the shared weights and the experts its tokens route
+/// to: one decode token of Qwen3-30B-A3B (8 of 128 experts) reads a fraction of its 57 GiB, a
+/// large batch nearly all of them; a dense model's step reads all its weights whatever the batch.
+#[test]
+fn a_mixture_of_experts_streams_the_experts_its_tokens_route_to() {
+    use kvlab::engine::timing::StepWork;
+    let Some(dir) = configs_dir() else { return };
+    let step = |name: &str, tokens: u64| {
+        let cfg = std::fs::read_to_string(dir.join(name)).unwrap();
+        let c = parse_preset(&preset(&format!(r#"{{"hf_config": {cfg}}}"#), r#", "gpu": "h200", "kv_memory_gib": 20"#))
+            .unwrap();
+        c.step_time_model().step_us(&StepWork { decode_tokens: tokens, ..StepWork::default() })
+    };
+    let moe = "Qwen__Qwen3-30B-A3B.config.json";
+    let (one, many) = (step(moe, 1), step(moe, 256));
+    assert!(one * 4 < many, "one token reads far fewer experts: {one} vs {many} µs");
+    let dense = "Qwen__Qwen3-32B.config.json";
+    let (d1, d2) = (step(dense, 1), step(dense, 2));
+    assert_eq!(d1, d2, "a dense model reads every weight each step");
+}

@@ -89,6 +89,11 @@ impl ModelSpec {
         self.arch.as_ref().map_or(self.params_b * 1e9 * 2.0, |a| a.weight_bytes())
     }
 
+    /// The routed experts' bytes and the share of them one token uses (`ModelArch::routed_experts`).
+    pub fn routed_experts(&self) -> (f64, f64) {
+        self.arch.as_ref().map_or((0.0, 0.0), |a| a.routed_experts())
+    }
+
     /// FLOPs per token of a forward pass (2 × parameters; 2 × active parameters for experts).
     pub fn flops_per_token(&self) -> f64 {
         self.arch.as_ref().map_or(2.0 * self.params_b * 1e9, |a| a.flops_per_token())

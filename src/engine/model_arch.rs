@@ -267,6 +267,18 @@ impl ModelArch {
         unquantized + quantized
     }
 
+    /// Bytes of the routed experts (part of `weight_bytes`), and the share of them one token
+    /// uses (`experts_per_token ÷ experts`); (0, 0) for a dense model.
+    pub fn routed_experts(&self) -> (f64, f64) {
+        let Some(e) = self.experts else { return (0.0, 0.0) };
+        let per_weight = match self.quantization {
+            Some(q) => q.bytes_per_weight(),
+            None => self.dtype.bytes(),
+        };
+        let share = f64::from(e.experts_per_token) / f64::from(e.experts.max(1));
+        (self.param_counts().experts as f64 * per_weight, share)
+    }
+
     /// FLOPs per token of a forward pass: 2 × active parameters.
     pub fn flops_per_token(&self) -> f64 {
         2.0 * self.param_counts().active() as f64
