@@ -156,6 +156,9 @@ fn print_plan(
         backend.vllm_name(),
         args.block_size
     );
+    if let Some(m) = ModelJson::of(model, budget_kv_dtype(args)) {
+        println!("{}", m.summary());
+    }
     for line in lines {
         println!("{line}");
     }

@@ -5,6 +5,7 @@ use serde::Serialize;
 
 use crate::engine::kv_spec::KvLayout;
 use crate::engine::model::{KvDtype, ModelSpec, GIB};
+use crate::engine::model_arch::LayerAttention;
 
 /// The `model` object of `kvlab plan --json` for a config.json.
 #[derive(Serialize)]
@@ -44,9 +45,41 @@ impl ModelJson {
             kv_bytes_per_token: model.kv_bytes_per_token(kv_dtype),
             attention: match a.attention {
                 crate::engine::model_arch::Attention::Grouped { .. } => "grouped-query",
-                crate::engine::model_arch::Attention::Latent { .. } => "multi-head latent (one latent per layer)",
+                crate::engine::model_arch::Attention::Latent { .. } => "multi-head latent",
             },
             kv_layout: KvLayout::of(&a.layer_attention),
         })
+    }
+}
+
+impl ModelJson {
+    /// One line for the text plan: what the config.json gives.
+    pub fn summary(&self) -> String {
+        let b = |n: u64| format!("{:.2} B", n as f64 / 1e9);
+        let active = if self.active_params < self.total_params {
+            format!(" ({} active)", b(self.active_params))
+        } else {
+            String::new()
+        };
+        let kinds: Vec<String> = self
+            .kv_layout
+            .kinds
+            .iter()
+            .map(|k| match k.attention {
+                LayerAttention::Full => format!("{} full", k.layers),
+                LayerAttention::SlidingWindow(w) => format!("{} sliding-window ({w})", k.layers),
+                LayerAttention::Chunked(c) => format!("{} chunked ({c})", k.layers),
+            })
+            .collect();
+        format!(
+            "config.json: {}, {} parameters{active}, {}{}, {} GiB of weights, {} attention, layers: {}",
+            self.architecture,
+            b(self.total_params),
+            self.dtype,
+            self.quantization.map_or(String::new(), |q| format!(" with {q} weights")),
+            self.weight_gib,
+            self.attention,
+            kinds.join(", ")
+        )
     }
 }
