@@ -400,6 +400,35 @@ fn hybrid_kv_groups_reproduce_vllms_blocks_tokens_and_concurrency() {
 type Available = (&'static str, &'static str, Option<&'static str>, Option<&'static str>, u32, f64, u64);
 
 const AVAILABLE: &[Available] = &[
+    // float32 weights, and so (`--kv-cache-dtype auto`) a float32 cache.
+    (
+        "meta-llama-llama-3--h100-80gb--tp1pp1dp1--8192-dtf32",
+        "meta-llama__Llama-3.1-8B-Instruct",
+        Some("float32"),
+        None,
+        1,
+        42.8,
+        175_296,
+    ),
+    // `--kv-cache-dtype fp8`.
+    (
+        "meta-llama---h100-80gb--tp1pp1dp1--8192-dtbf16-kvfp8",
+        "meta-llama__Llama-3.1-8B-Instruct",
+        None,
+        None,
+        1,
+        58.11,
+        952_032,
+    ),
+    (
+        "qwen-qwen2---h100-80gb--tp1pp1dp1--8192-dtbf16-kvfp8",
+        "Qwen__Qwen2.5-7B-Instruct",
+        None,
+        None,
+        1,
+        58.53,
+        2_192_000,
+    ),
     (
         "meta-llama-llama-3-1-8b---h100-80gb--tp1pp1dp1--8192",
         "meta-llama__Llama-3.1-8B-Instruct",
@@ -514,7 +543,11 @@ fn available_kv_from_the_gpu_up_follows_the_logs() {
             shape: kvlab::engine::memory_budget::ActivationShape::of(&model).unwrap(),
             model,
             weight_bytes: 2.0,
-            kv_dtype: KvDtype::Fp16,
+            kv_dtype: match (log.ends_with("kvfp8"), dtype) {
+                (true, _) => KvDtype::Fp8,
+                (false, Some("float32")) => KvDtype::Fp32,
+                _ => KvDtype::Fp16,
+            },
             gpu_total_bytes: (79.19 * GIB) as u64,
             other_processes_bytes: 0,
             gpu_memory_utilization: 0.95,

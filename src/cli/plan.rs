@@ -3,14 +3,30 @@
 use clap::{Args, ValueEnum};
 
 use crate::engine::model::{KvDtype, ModelSpec, GIB};
+use crate::engine::model_arch::WeightDtype;
 use crate::engine::plan::{group_thousands, CapacityPlan, PlanInput};
 use crate::formats::hf_config::{read_hf_config, Overrides};
 use crate::formats::model_catalogue::resolve_model_id;
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum DtypeArg {
+    /// vLLM's `auto`: the model's dtype (16-bit; float32 for a float32 --dtype).
+    Auto,
     Fp16,
     Fp8,
+    Fp32,
+}
+
+impl DtypeArg {
+    /// The KV cache dtype for `model` (`auto` follows its weights' dtype, as vLLM's does).
+    pub fn kv_dtype(self, model: &ModelSpec) -> KvDtype {
+        match self {
+            DtypeArg::Auto if model.arch.as_ref().is_some_and(|a| a.dtype == WeightDtype::Fp32) => KvDtype::Fp32,
+            DtypeArg::Auto | DtypeArg::Fp16 => KvDtype::Fp16,
+            DtypeArg::Fp8 => KvDtype::Fp8,
+            DtypeArg::Fp32 => KvDtype::Fp32,
+        }
+    }
 }
 
 #[derive(Args, Debug)]
@@ -46,7 +62,8 @@ pub struct PlanArgs {
     /// Paged block size in tokens.
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub block_size: u32,
-    #[arg(long, value_enum, default_value = "fp16")]
+    /// KV cache dtype, as vLLM's --kv-cache-dtype (auto: the model's dtype).
+    #[arg(long, value_enum, default_value = "auto")]
     pub kv_dtype: DtypeArg,
     /// Print JSON.
     #[arg(long)]
@@ -139,11 +156,8 @@ pub fn plan(args: &PlanArgs) -> Result<(), String> {
     let kv_gib = args.kv_gib.ok_or("--kv-gib or --gpu is required")?;
     let model = resolve_model(args)?;
     let input = PlanInput {
+        kv_dtype: args.kv_dtype.kv_dtype(&model),
         model,
-        kv_dtype: match args.kv_dtype {
-            DtypeArg::Fp16 => KvDtype::Fp16,
-            DtypeArg::Fp8 => KvDtype::Fp8,
-        },
         kv_bytes: (kv_gib * GIB as f64) as u64,
         prompt_tokens: args.prompt_tokens,
         output_tokens: args.output_tokens,

@@ -13,7 +13,7 @@ use crate::engine::model_arch::Attention;
 use crate::engine::plan::{group_thousands, CapacityPlan, PlanInput};
 use crate::engine::startup_checks::{check_block_size, check_free_memory, check_kv_cache_memory, AttentionBackend};
 
-use super::plan::{DtypeArg, PlanArgs};
+use super::plan::PlanArgs;
 use super::plan_model::ModelJson;
 
 /// vLLM 0.33's defaults for `vllm serve` (`EngineArgs._set_default_max_num_seqs_and_batched_tokens_args`):
@@ -54,8 +54,8 @@ pub fn plan_from_gpu(args: &PlanArgs) -> Result<(), String> {
     // The replica's tokens at the full model's bytes per token give the policies' capacity.
     let plan = CapacityPlan::compute(&PlanInput {
         model: model.clone(),
-        kv_dtype: budget_kv_dtype(args),
-        kv_bytes: budget.kv_cache_tokens * model.kv_bytes_per_token(budget_kv_dtype(args)),
+        kv_dtype: budget_kv_dtype(args, &model),
+        kv_bytes: budget.kv_cache_tokens * model.kv_bytes_per_token(budget_kv_dtype(args, &model)),
         prompt_tokens: args.prompt_tokens,
         output_tokens: args.output_tokens,
         max_tokens: args.max_tokens,
@@ -69,7 +69,7 @@ pub fn plan_from_gpu(args: &PlanArgs) -> Result<(), String> {
             budget: &budget,
             replica_gpus: budget.tensor_parallel_size,
             replica_kv_bytes: budget.replica_kv_bytes(),
-            model: ModelJson::of(&model, budget_kv_dtype(args)),
+            model: ModelJson::of(&model, budget_kv_dtype(args, &model)),
             startup_lines: lines,
             plan,
         };
@@ -80,11 +80,8 @@ pub fn plan_from_gpu(args: &PlanArgs) -> Result<(), String> {
     Ok(())
 }
 
-fn budget_kv_dtype(args: &PlanArgs) -> KvDtype {
-    match args.kv_dtype {
-        DtypeArg::Fp16 => KvDtype::Fp16,
-        DtypeArg::Fp8 => KvDtype::Fp8,
-    }
+fn budget_kv_dtype(args: &PlanArgs, model: &ModelSpec) -> KvDtype {
+    args.kv_dtype.kv_dtype(model)
 }
 
 /// Resolves the flags and computes vLLM's memory budget, refusing what vLLM refuses before it
@@ -117,7 +114,7 @@ fn compute_budget_at(
         model: model.clone(),
         shape,
         weight_bytes: 2.0,
-        kv_dtype: budget_kv_dtype(args),
+        kv_dtype: budget_kv_dtype(args, &model),
         gpu_total_bytes: (total_gib * GIB as f64) as u64,
         other_processes_bytes: (g.other_processes_gib * GIB as f64) as u64,
         gpu_memory_utilization: g.gpu_memory_utilization,
@@ -152,11 +149,11 @@ fn print_plan(
         model.id,
         format_gib(budget.gpu_total_bytes as i64),
         args.gpu_budget.gpu_memory_utilization,
-        budget_kv_dtype(args).name(),
+        budget_kv_dtype(args, model).name(),
         backend.vllm_name(),
         args.block_size
     );
-    if let Some(m) = ModelJson::of(model, budget_kv_dtype(args)) {
+    if let Some(m) = ModelJson::of(model, budget_kv_dtype(args, model)) {
         println!("{}", m.summary());
     }
     for line in lines {

@@ -13,6 +13,8 @@ use super::model_arch::ModelArch;
 pub enum KvDtype {
     Fp16,
     Fp8,
+    /// A float32 model's cache under vLLM's `--kv-cache-dtype auto`.
+    Fp32,
 }
 
 impl KvDtype {
@@ -20,6 +22,7 @@ impl KvDtype {
         match self {
             KvDtype::Fp16 => 2,
             KvDtype::Fp8 => 1,
+            KvDtype::Fp32 => 4,
         }
     }
 
@@ -27,6 +30,7 @@ impl KvDtype {
         match self {
             KvDtype::Fp16 => "fp16",
             KvDtype::Fp8 => "fp8",
+            KvDtype::Fp32 => "fp32",
         }
     }
 }

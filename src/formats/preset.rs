@@ -153,7 +153,7 @@ macro_rules! enum_pair {
     };
 }
 
-enum_pair!(KvDtypeDto <-> KvDtype { Fp16, Fp8 });
+enum_pair!(KvDtypeDto <-> KvDtype { Fp16, Fp8, Fp32 });
 enum_pair!(ReserveDto <-> Reserve { PromptPlusMaxTokens, MaxModelLen });
 enum_pair!(FitDto <-> Fit { FirstFit, BestFit });
 enum_pair!(PreemptionDto <-> PreemptionMode { Recompute, Swap });
@@ -165,6 +165,7 @@ pub enum KvDtypeDto {
     #[default]
     Fp16,
     Fp8,
+    Fp32,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
