@@ -279,6 +279,12 @@ impl ModelArch {
         (self.param_counts().experts as f64 * per_weight, share)
     }
 
+    /// Whether the matrix products run on 8-bit tensor cores (FP8 or INT8 weights and
+    /// activations); weight-only 4-bit and MXFP4 checkpoints compute in 16 bits on these GPUs.
+    pub fn computes_in_8_bits(&self) -> bool {
+        matches!(self.quantization, Some(Quantization::Fp8 { .. } | Quantization::Int8))
+    }
+
     /// FLOPs per token of a forward pass: 2 × active parameters.
     pub fn flops_per_token(&self) -> f64 {
         2.0 * self.param_counts().active() as f64

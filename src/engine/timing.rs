@@ -134,7 +134,7 @@ impl StepTimeModel {
             expert_share_per_token: model.routed_experts().1,
             flops_per_token: model.flops_per_token(),
             bandwidth_bytes_per_s: nominal_gb_s * 1e9 * bw_eff,
-            flops_per_s: gpu.peak_tflops * 1e12 * DEFAULT_COMPUTE_EFFICIENCY,
+            flops_per_s: tensor_tflops(model, gpu) * 1e12 * DEFAULT_COMPUTE_EFFICIENCY,
             pcie_bytes_per_s: gpu.pcie_gb_s * 1e9,
             fixed_step_us: fixed,
             kv_bytes_per_token: kv_bytes_per_token as f64,
@@ -202,6 +202,17 @@ impl StepTimeModel {
             if tokens > 0.0 { self.allreduce_fixed_us + tokens * self.allreduce_us_per_token } else { 0.0 };
         let us = self.fixed_step_us + (mem_s.max(compute_s) + swap_s) * 1e6 + allreduce_us;
         (libm::round(us) as u64).max(1)
+    }
+}
+
+/// The GPU's dense tensor TFLOPs for the model: FP8 (or INT8) where an 8-bit checkpoint runs its
+/// products in 8 bits and the GPU has such tensor cores, else 16-bit.
+fn tensor_tflops(model: &ModelSpec, gpu: &GpuSpec) -> f64 {
+    let eight_bit = model.arch.as_ref().is_some_and(|a| a.computes_in_8_bits());
+    if eight_bit && gpu.fp8_tflops > 0.0 {
+        gpu.fp8_tflops
+    } else {
+        gpu.peak_tflops
     }
 }
 
