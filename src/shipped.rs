@@ -21,6 +21,10 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("mooncake-conversation", include_str!("../assets/presets/mooncake-conversation.json")),
 ];
 
+/// The model catalogue (`kvlab/models@1`): Hugging Face ids with the config.json keys kvlab
+/// reads, each with its source (`formats::model_catalogue`).
+pub const MODEL_CATALOGUE: &str = include_str!("../assets/models/catalogue.json");
+
 /// The preset a bare page opens with.
 pub const DEFAULT_PRESET_ID: &str = "contiguous-default";
 

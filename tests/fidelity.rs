@@ -22,7 +22,7 @@ fn llama3_8b_gqa_costs_128_kib_per_token() {
 fn same_depth_without_gqa_costs_512_kib_per_token() {
     // 2 × 32 layers × 32 KV heads × 128 × 2 bytes
     assert_eq!(bytes_per_token("llama-2-7b"), 512 * 1024);
-    let custom = ModelSpec { id: "custom".into(), layers: 32, kv_heads: 32, head_dim: 128, params_b: 7.0 };
+    let custom = ModelSpec { id: "custom".into(), layers: 32, kv_heads: 32, head_dim: 128, params_b: 7.0, arch: None };
     assert_eq!(custom.kv_bytes_per_token(KvDtype::Fp16), 512 * 1024);
 }
 

@@ -37,7 +37,7 @@ fn v1_reuses_unhashed_blocks_first_and_evicts_cached_ones_last() {
         let (a, b) = (pool.get_new_block(0).unwrap(), pool.get_new_block(0).unwrap());
         assert_eq!((a, b), (1, 2));
         pool.set_filled(a, 16);
-        pool.cache_full_block(a, 0xabc, false);
+        pool.cache_full_block(a, 0xabc, true);
         pool.free_blocks([b, a]); // a table [a, b] freed tail first
         let order: Vec<u32> = (0..3).map(|_| pool.get_new_block(1).unwrap()).collect();
         assert_eq!(order, expected, "{engine:?}");
@@ -69,7 +69,7 @@ fn caching_a_block_changes_the_epoch() {
     let mut pool = BlockPool::new(4, true, EngineVersion::V1);
     let a = pool.get_new_block(0).unwrap();
     let before = pool.epoch();
-    pool.cache_full_block(a, 9, false);
+    pool.cache_full_block(a, 9, true);
     assert!(pool.epoch() > before);
 }
 

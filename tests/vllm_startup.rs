@@ -59,6 +59,7 @@ fn input(inputs: &Value) -> MemoryBudgetInput {
             kv_heads: u(inputs, "kv_heads"),
             head_dim: u(inputs, "head_dim"),
             params_b: f(inputs, "params_b"),
+            arch: None,
         },
         shape: ActivationShape {
             hidden_size: u(inputs, "hidden_size"),

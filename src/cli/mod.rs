@@ -7,6 +7,7 @@ mod fit;
 mod mission;
 mod plan;
 mod plan_gpu;
+mod plan_model;
 mod replay;
 mod run;
 mod sweep;

@@ -2,31 +2,59 @@
 
 use clap::{Args, ValueEnum};
 
-use crate::engine::model::{model_preset, KvDtype, GIB, MODEL_IDS};
+use crate::engine::model::{KvDtype, ModelSpec, GIB};
+use crate::engine::model_arch::WeightDtype;
 use crate::engine::plan::{group_thousands, CapacityPlan, PlanInput};
+use crate::formats::hf_config::{read_hf_config, Overrides};
+use crate::formats::model_catalogue::resolve_model_id;
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum DtypeArg {
+    /// vLLM's `auto`: the model's dtype (16-bit; float32 for a float32 --dtype).
+    Auto,
     Fp16,
     Fp8,
+    Fp32,
+}
+
+impl DtypeArg {
+    /// The KV cache dtype for `model` (`auto` follows its weights' dtype, as vLLM's does).
+    pub fn kv_dtype(self, model: &ModelSpec) -> KvDtype {
+        match self {
+            DtypeArg::Auto if model.arch.as_ref().is_some_and(|a| a.dtype == WeightDtype::Fp32) => KvDtype::Fp32,
+            DtypeArg::Auto | DtypeArg::Fp16 => KvDtype::Fp16,
+            DtypeArg::Fp8 => KvDtype::Fp8,
+            DtypeArg::Fp32 => KvDtype::Fp32,
+        }
+    }
 }
 
 #[derive(Args, Debug)]
 pub struct PlanArgs {
-    /// Model id (llama-3-8b, llama-3-70b, mistral-7b, opt-13b, llama-2-7b).
-    #[arg(long)]
-    pub model: String,
+    /// Model id (llama-3-8b, llama-3-70b, mistral-7b, opt-13b, llama-2-7b, or a Hugging Face id of
+    /// the catalogue such as meta-llama/Llama-3.1-8B-Instruct), or --model-config.
+    #[arg(long, required_unless_present = "model_config", conflicts_with = "model_config")]
+    pub model: Option<String>,
+    /// A Hugging Face config.json to read the model from (docs/MODELS.md) instead of --model.
+    #[arg(long, value_name = "FILE")]
+    pub model_config: Option<std::path::PathBuf>,
+    /// vLLM's --dtype for a --model-config: auto, bfloat16, float16 or float32.
+    #[arg(long, requires = "model_config")]
+    pub dtype: Option<String>,
+    /// vLLM's --quantization for a --model-config (fp8, gptq, awq, mxfp4, …).
+    #[arg(long, requires = "model_config")]
+    pub quantization: Option<String>,
     /// GiB of GPU memory left for the KV cache (or derive it with --gpu).
     #[arg(long, value_parser = parse_gib, allow_negative_numbers = true, required_unless_present = "gpu", conflicts_with = "gpu")]
     pub kv_gib: Option<f64>,
-    /// Mean prompt length, tokens.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    /// Mean prompt length, tokens (default: the lab's chat class, 1100).
+    #[arg(long, default_value_t = 1100, value_parser = clap::value_parser!(u32).range(1..))]
     pub prompt_tokens: u32,
-    /// Mean output length, tokens.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(0..))]
+    /// Mean output length, tokens (default 250).
+    #[arg(long, default_value_t = 250, value_parser = clap::value_parser!(u32).range(0..))]
     pub output_tokens: u32,
-    /// The max_tokens cap a contiguous allocator reserves for.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    /// The max_tokens cap a contiguous allocator reserves for (default 2048).
+    #[arg(long, default_value_t = 2048, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_tokens: u32,
     /// The model's maximum context length.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
@@ -34,7 +62,8 @@ pub struct PlanArgs {
     /// Paged block size in tokens.
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub block_size: u32,
-    #[arg(long, value_enum, default_value = "fp16")]
+    /// KV cache dtype, as vLLM's --kv-cache-dtype (auto: the model's dtype).
+    #[arg(long, value_enum, default_value = "auto")]
     pub kv_dtype: DtypeArg,
     /// Print JSON.
     #[arg(long)]
@@ -47,7 +76,7 @@ pub struct PlanArgs {
 /// `kvlab plan --gpu …` (run by `plan_gpu.rs`): vLLM's own memory budget instead of --kv-gib.
 #[derive(Args, Debug)]
 pub struct GpuBudgetArgs {
-    /// Derive the KV memory from this GPU (h100-sxm, a100-80gb, h200, l4) instead of --kv-gib.
+    /// Derive the KV memory from this GPU (an id of docs/MODELS.md: h100-sxm, a100-80gb, h200, l4, b200, mi300x, …) instead of --kv-gib.
     #[arg(long)]
     pub gpu: Option<String>,
     /// vLLM's --gpu-memory-utilization: the share of the GPU this instance may use, weights included.
@@ -94,17 +123,41 @@ fn parse_gib(s: &str) -> Result<f64, String> {
     }
 }
 
+/// The model `--model` names, or the one `--model-config` reads (with `--dtype`, `--quantization`).
+pub fn resolve_model(args: &PlanArgs) -> Result<ModelSpec, String> {
+    let Some(path) = &args.model_config else {
+        let id = args.model.as_deref().unwrap_or_default();
+        return resolve_model_id(id).map_err(|m| format!("--model: {m}"));
+    };
+    let shown = path.display();
+    let text = std::fs::read_to_string(path).map_err(|e| format!("--model-config {shown}: {e}"))?;
+    let config: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("--model-config {shown}: not JSON ({e})"))?;
+    let overrides = Overrides { dtype: args.dtype.as_deref(), quantization: args.quantization.as_deref() };
+    let arch = read_hf_config(&config, overrides).map_err(|e| match e.field.as_str() {
+        "dtype" | "quantization" => format!("--{}: {}", e.field, e.message),
+        "" => format!("--model-config {shown}: {}", e.message),
+        field => format!("--model-config {shown}: {field}: {}", e.message),
+    })?;
+    let id = config_file_id(path).unwrap_or_else(|| arch.architecture.clone());
+    Ok(ModelSpec::from_arch(id, arch))
+}
+
+/// The model a config.json's file name gives: `org__name.config.json` (how the files are often
+/// saved) names `org/name`; a plain `config.json` names none.
+pub fn config_file_id(path: &std::path::Path) -> Option<String> {
+    let stem = path.file_name().and_then(|n| n.to_str())?;
+    let id = stem.trim_end_matches(".json").trim_end_matches(".config").replace("__", "/");
+    (id != "config" && !id.is_empty()).then_some(id)
+}
+
 /// `kvlab plan --kv-gib …` (the CLI sends `--gpu` to `plan_gpu::plan_from_gpu`).
 pub fn plan(args: &PlanArgs) -> Result<(), String> {
     let kv_gib = args.kv_gib.ok_or("--kv-gib or --gpu is required")?;
-    let model = model_preset(&args.model)
-        .ok_or_else(|| format!("--model: unknown model \"{}\"; use one of {}", args.model, MODEL_IDS.join(", ")))?;
+    let model = resolve_model(args)?;
     let input = PlanInput {
+        kv_dtype: args.kv_dtype.kv_dtype(&model),
         model,
-        kv_dtype: match args.kv_dtype {
-            DtypeArg::Fp16 => KvDtype::Fp16,
-            DtypeArg::Fp8 => KvDtype::Fp8,
-        },
         kv_bytes: (kv_gib * GIB as f64) as u64,
         prompt_tokens: args.prompt_tokens,
         output_tokens: args.output_tokens,

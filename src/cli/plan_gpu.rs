@@ -6,17 +6,21 @@ use serde::Serialize;
 
 use crate::engine::memory_budget::{
     format_gib, gpu_total_gib, ActivationShape, MemoryBudget, MemoryBudgetInput, DEFAULT_MAX_NUM_SEQS,
+    TENSOR_PARALLEL_SIZES,
 };
-use crate::engine::model::{model_preset, KvDtype, ModelSpec, GIB, GPU_IDS, MODEL_IDS};
+use crate::engine::model::{gpu_preset, KvDtype, ModelSpec, GIB, GPU_IDS};
+use crate::engine::model_arch::Attention;
 use crate::engine::plan::{group_thousands, CapacityPlan, PlanInput};
 use crate::engine::startup_checks::{check_block_size, check_free_memory, check_kv_cache_memory, AttentionBackend};
 
-use super::plan::{DtypeArg, PlanArgs};
+use super::plan::PlanArgs;
+use super::plan_model::ModelJson;
 
-/// vLLM 0.33's defaults for `vllm serve` (`EngineArgs._set_default_max_num_seqs_and_batched_tokens_args`).
+/// vLLM 0.33's defaults for `vllm serve` (`EngineArgs._set_default_max_num_seqs_and_batched_tokens_args`):
+/// 8192 tokens and 1024 sequences on GPUs of 70 GiB or more other than A100s, else 2048 and 256.
 fn serve_defaults(gpu: &str) -> (u32, u32) {
-    match gpu {
-        "h100-sxm" | "h200" => (8192, 1024),
+    match gpu_preset(gpu) {
+        Some(g) if g.total_memory_gib >= 70.0 && !gpu.starts_with("a100") => (8192, 1024),
         _ => (2048, DEFAULT_MAX_NUM_SEQS),
     }
 }
@@ -28,6 +32,9 @@ struct GpuPlanJson<'a> {
     budget: &'a MemoryBudget,
     replica_gpus: u32,
     replica_kv_bytes: i64,
+    /// What a --model-config's architecture gives (absent for the model ids).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model: Option<ModelJson>,
     startup_lines: Vec<String>,
     plan: CapacityPlan,
 }
@@ -42,13 +49,13 @@ pub fn plan_from_gpu(args: &PlanArgs) -> Result<(), String> {
         for line in lines.iter().filter(|l| !l.starts_with("GPU KV cache size") && !l.starts_with("Free memory")) {
             println!("{line}");
         }
-        return Err(message);
+        return Err(format!("{message}{}", larger_tp_hint(args, gpu)));
     }
     // The replica's tokens at the full model's bytes per token give the policies' capacity.
     let plan = CapacityPlan::compute(&PlanInput {
         model: model.clone(),
-        kv_dtype: budget_kv_dtype(args),
-        kv_bytes: budget.kv_cache_tokens * model.kv_bytes_per_token(budget_kv_dtype(args)),
+        kv_dtype: budget_kv_dtype(args, &model),
+        kv_bytes: budget.kv_cache_tokens * model.kv_bytes_per_token(budget_kv_dtype(args, &model)),
         prompt_tokens: args.prompt_tokens,
         output_tokens: args.output_tokens,
         max_tokens: args.max_tokens,
@@ -62,6 +69,7 @@ pub fn plan_from_gpu(args: &PlanArgs) -> Result<(), String> {
             budget: &budget,
             replica_gpus: budget.tensor_parallel_size,
             replica_kv_bytes: budget.replica_kv_bytes(),
+            model: ModelJson::of(&model, budget_kv_dtype(args, &model)),
             startup_lines: lines,
             plan,
         };
@@ -72,22 +80,27 @@ pub fn plan_from_gpu(args: &PlanArgs) -> Result<(), String> {
     Ok(())
 }
 
-fn budget_kv_dtype(args: &PlanArgs) -> KvDtype {
-    match args.kv_dtype {
-        DtypeArg::Fp16 => KvDtype::Fp16,
-        DtypeArg::Fp8 => KvDtype::Fp8,
-    }
+fn budget_kv_dtype(args: &PlanArgs, model: &ModelSpec) -> KvDtype {
+    args.kv_dtype.kv_dtype(model)
 }
 
 /// Resolves the flags and computes vLLM's memory budget, refusing what vLLM refuses before it
 /// profiles (an unsupported block size, not enough free memory).
 fn compute_budget(args: &PlanArgs, gpu: &str) -> Result<(ModelSpec, AttentionBackend, MemoryBudget), String> {
+    compute_budget_at(args, gpu, args.gpu_budget.tensor_parallel_size)
+}
+
+/// `compute_budget` at another tensor-parallel size.
+fn compute_budget_at(
+    args: &PlanArgs,
+    gpu: &str,
+    tensor_parallel_size: u32,
+) -> Result<(ModelSpec, AttentionBackend, MemoryBudget), String> {
     let g = &args.gpu_budget;
     let total_gib =
         gpu_total_gib(gpu).ok_or_else(|| format!("--gpu: unknown GPU \"{gpu}\"; use one of {}", GPU_IDS.join(", ")))?;
-    let model = model_preset(&args.model)
-        .ok_or_else(|| format!("--model: unknown model \"{}\"; use one of {}", args.model, MODEL_IDS.join(", ")))?;
-    let shape = ActivationShape::for_model(&args.model).expect("every model preset has its shape");
+    let model = super::plan::resolve_model(args)?;
+    let shape = ActivationShape::of(&model).expect("every model preset and config.json has its shape");
     let backend = AttentionBackend::from_id(&g.attention_backend).ok_or_else(|| {
         format!(
             "--attention-backend: unknown backend \"{}\"; use flash-attn, flashinfer, triton, flex-attention, rocm-aiter-fa or cpu",
@@ -101,11 +114,11 @@ fn compute_budget(args: &PlanArgs, gpu: &str) -> Result<(ModelSpec, AttentionBac
         model: model.clone(),
         shape,
         weight_bytes: 2.0,
-        kv_dtype: budget_kv_dtype(args),
+        kv_dtype: budget_kv_dtype(args, &model),
         gpu_total_bytes: (total_gib * GIB as f64) as u64,
         other_processes_bytes: (g.other_processes_gib * GIB as f64) as u64,
         gpu_memory_utilization: g.gpu_memory_utilization,
-        tensor_parallel_size: g.tensor_parallel_size,
+        tensor_parallel_size,
         max_num_batched_tokens: g.max_num_batched_tokens.unwrap_or(default_tokens),
         max_num_seqs: g.max_num_seqs.unwrap_or(default_seqs),
         max_model_len: args.max_model_len,
@@ -113,7 +126,9 @@ fn compute_budget(args: &PlanArgs, gpu: &str) -> Result<(ModelSpec, AttentionBac
         cuda_graphs_in_budget: !g.enforce_eager,
     });
     check_free_memory(&budget)?;
-    crate::engine::gpu_fit::check_weights_fit(&model, gpu, &budget).map_err(|m| format!("--model: {m}"))?;
+    // The smallest larger size at which vLLM would also find room for the KV cache.
+    let starts_at = |t: u32| compute_budget_at(args, gpu, t).is_ok_and(|(_, _, b)| check_kv_cache_memory(&b).is_ok());
+    crate::engine::gpu_fit::check_weights_fit(&model, gpu, &budget, &starts_at).map_err(|m| format!("--model: {m}"))?;
     Ok((model, backend, budget))
 }
 
@@ -134,10 +149,13 @@ fn print_plan(
         model.id,
         format_gib(budget.gpu_total_bytes as i64),
         args.gpu_budget.gpu_memory_utilization,
-        budget_kv_dtype(args).name(),
+        budget_kv_dtype(args, model).name(),
         backend.vllm_name(),
         args.block_size
     );
+    if let Some(m) = ModelJson::of(model, budget_kv_dtype(args, model)) {
+        println!("{}", m.summary());
+    }
     for line in lines {
         println!("{line}");
     }
@@ -154,7 +172,13 @@ fn print_plan(
         "per GPU: {} of {} KV heads{}, {} KV bytes per token, {} blocks of {} tokens",
         budget.kv_heads_per_gpu,
         model.kv_heads,
-        if model.kv_heads < tp { " (replicated: TP exceeds the KV heads)" } else { "" },
+        if matches!(model.arch.as_deref().map(|a| a.attention), Some(Attention::Latent { .. })) {
+            " (one MLA latent, replicated on every GPU)"
+        } else if model.kv_heads < tp {
+            " (replicated: TP exceeds the KV heads)"
+        } else {
+            ""
+        },
         group_thousands(budget.kv_bytes_per_token_per_gpu),
         group_thousands(budget.num_gpu_blocks),
         budget.block_size
@@ -170,4 +194,20 @@ fn print_plan(
         "contiguous, reserve prompt + max_tokens: at most {} sequences; reserve max_model_len: {}; paged: about {} before preemption",
         plan.max_seqs.contiguous_prompt_plus_max_tokens, plan.max_seqs.contiguous_max_model_len, plan.max_seqs.paged
     );
+}
+
+/// When vLLM would refuse for want of KV memory: the smallest larger tensor-parallel size whose
+/// budget leaves room for one `max_model_len` request, with its KV memory per GPU.
+fn larger_tp_hint(args: &PlanArgs, gpu: &str) -> String {
+    let tp = args.gpu_budget.tensor_parallel_size;
+    for t in TENSOR_PARALLEL_SIZES.into_iter().filter(|&t| t > tp) {
+        let Ok((_, _, b)) = compute_budget_at(args, gpu, t) else { continue };
+        if check_kv_cache_memory(&b).is_ok() {
+            return format!(
+                " (kvlab: --tensor-parallel-size {t} leaves {} GiB of KV cache memory on each GPU)",
+                format_gib(b.available_kv_bytes)
+            );
+        }
+    }
+    String::new()
 }

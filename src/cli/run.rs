@@ -28,6 +28,9 @@ pub struct RunArgs {
     /// Step-time constants from a calibration file (kvlab/calibration@1, see docs/CALIBRATION.md).
     #[arg(long, value_name = "FILE")]
     pub calibration: Option<PathBuf>,
+    /// Replace the preset's model by one read from a Hugging Face config.json (docs/MODELS.md).
+    #[arg(long, value_name = "FILE")]
+    pub model_config: Option<PathBuf>,
 }
 
 /// The text of a file the command line names; the error names the file.
@@ -43,8 +46,32 @@ pub fn load_config(path: &Path) -> Result<SimConfig, String> {
 /// Reads and validates a preset file, its arrivals replaced by the trace the flags name; with the
 /// line that says what the trace held (`trace: mooncake, 2,000 requests over 669.0 s (…)`).
 pub fn load_config_with_trace(path: &Path, flags: &TraceFlags) -> Result<(SimConfig, Option<String>), String> {
+    load_config_with_model(path, flags, None)
+}
+
+/// A preset's `"model": {"hf_config": …, "name": …}` for the config.json at `path`
+/// (`--model-config`; the name from the file's, as `kvlab plan` takes it).
+pub fn model_config_value(path: &Path) -> Result<serde_json::Value, String> {
+    let config: serde_json::Value =
+        serde_json::from_str(&read(path)?).map_err(|e| format!("--model-config {}: not JSON ({e})", path.display()))?;
+    Ok(match super::plan::config_file_id(path) {
+        Some(name) => serde_json::json!({ "hf_config": config, "name": name }),
+        None => serde_json::json!({ "hf_config": config }),
+    })
+}
+
+/// `load_config_with_trace`, with the model replaced by `{"hf_config": …}` read from
+/// `model_config` when given (errors name that file and the key).
+pub fn load_config_with_model(
+    path: &Path,
+    flags: &TraceFlags,
+    model_config: Option<&Path>,
+) -> Result<(SimConfig, Option<String>), String> {
     let text = read(path)?;
     let mut dto = parse_preset_dto(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    if let Some(m) = model_config {
+        dto.model = model_config_value(m)?;
+    }
     let mut source = String::new();
     if let Some(t) = &flags.trace {
         let max_tokens = dto.workload.classes.first().map_or(2048, |c| c.max_tokens);
@@ -56,6 +83,8 @@ pub fn load_config_with_trace(path: &Path, flags: &TraceFlags) -> Result<(SimCon
         let about_trace = flags.trace.is_some() && e.field == "workload.arrival.text";
         if about_trace {
             format!("{source}: {}", e.message)
+        } else if let (Some(m), Some(key)) = (model_config, e.field.strip_prefix("model.hf_config.")) {
+            format!("--model-config {}: {key}: {}", m.display(), e.message)
         } else {
             format!("{}: {e}", path.display())
         }
@@ -64,7 +93,7 @@ pub fn load_config_with_trace(path: &Path, flags: &TraceFlags) -> Result<(SimCon
 }
 
 pub fn run(args: &RunArgs) -> Result<(), String> {
-    let (mut config, trace_line) = load_config_with_trace(&args.preset, &args.trace)?;
+    let (mut config, trace_line) = load_config_with_model(&args.preset, &args.trace, args.model_config.as_deref())?;
     if let Some(seed) = args.seed {
         config.seed = seed;
     }

@@ -47,13 +47,19 @@ pub struct SweepArgs {
     /// The search's resolution, GiB.
     #[arg(long, value_name = "GIB", default_value_t = KV_STEP_GIB, requires = "min_kv_for_ttft_p95_ms")]
     pub kv_step_gib: f64,
+    /// Replace the preset's model by one read from a Hugging Face config.json (docs/MODELS.md).
+    #[arg(long, value_name = "FILE")]
+    pub model_config: Option<PathBuf>,
 }
 
 pub fn sweep(args: &SweepArgs) -> Result<(), String> {
     let text = read(&args.preset)?;
     let file = |e: ConfigError| format!("{}: {e}", args.preset.display());
     parse_preset_dto(&text).map_err(file)?;
-    let preset: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", args.preset.display()))?;
+    let mut preset: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", args.preset.display()))?;
+    if let Some(m) = &args.model_config {
+        preset["model"] = super::run::model_config_value(m)?;
+    }
     if let Some(target) = args.min_kv_for_ttft_p95_ms {
         return min_kv(args, &preset, target);
     }

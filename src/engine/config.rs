@@ -6,7 +6,7 @@
 use std::fmt;
 
 use super::alloc::Fit;
-use super::memory_budget::{gpu_total_gib, ActivationShape, MemoryBudget, MemoryBudgetInput};
+use super::memory_budget::{ActivationShape, MemoryBudget, MemoryBudgetInput};
 use super::model::{gpu_preset, model_preset, GpuSpec, KvDtype, ModelSpec, GIB};
 use super::startup_checks::AttentionBackend;
 use super::timing::StepTimeCalibration;
@@ -176,7 +176,7 @@ impl std::error::Error for ConfigError {}
 /// Width of a model's residual stream: the published value for shipped models, else the dense
 /// decoder estimate `sqrt(params / (12 × layers))`.
 fn hidden_size(model: &ModelSpec) -> f64 {
-    ActivationShape::for_model(&model.id).map_or_else(
+    ActivationShape::of(model).map_or_else(
         || libm::sqrt(model.params_b * 1e9 / (12.0 * f64::from(model.layers.max(1)))),
         |s| f64::from(s.hidden_size),
     )
@@ -192,8 +192,8 @@ impl SimConfig {
     /// the GPU (`gpu_memory_utilization`); None for a given `kv_memory_gib` or a custom model.
     pub fn memory_budget(&self) -> Option<MemoryBudget> {
         let g = self.gpu_memory.as_ref()?;
-        let shape = ActivationShape::for_model(&self.model.id)?;
-        let total_gib = gpu_total_gib(&self.gpu.id).unwrap_or(self.gpu.memory_gib);
+        let shape = ActivationShape::of(&self.model)?;
+        let total_gib = self.gpu.total_memory_gib;
         let block_size = match self.allocator {
             AllocatorConfig::Paged { block_size, .. } => block_size,
             AllocatorConfig::Contiguous { .. } => DEFAULT_BLOCK_SIZE,

@@ -7,8 +7,8 @@
 
 use super::config::{ConfigError, SimConfig};
 use super::memory_budget::{
-    gpu_total_gib, kv_heads_per_gpu, peak_activation_bytes, splits_kv_heads, ActivationShape, MemoryBudget,
-    NON_TORCH_GIB, NON_TORCH_TP_GIB, TENSOR_PARALLEL_SIZES,
+    peak_activation_bytes, splits_kv_heads, ActivationShape, MemoryBudget, NON_TORCH_GIB, NON_TORCH_TP_GIB,
+    TENSOR_PARALLEL_SIZES,
 };
 use super::model::{ModelSpec, GIB};
 use super::numbers::show_number;
@@ -29,14 +29,14 @@ impl GpuFit {
         let tp = tensor_parallel_size.max(1);
         let m = &config.model;
         let gib = |bytes: f64| bytes / GIB as f64;
-        let heads = kv_heads_per_gpu(m.kv_heads, tp);
-        let activation = ActivationShape::for_model(&m.id).map_or(0, |shape| {
+        let activation = ActivationShape::of(m).map_or(0, |shape| {
             peak_activation_bytes(&shape, tp, config.scheduler.max_num_batched_tokens, config.scheduler.max_num_seqs)
         });
         GpuFit {
-            gpu_total_gib: gpu_total_gib(&config.gpu.id).unwrap_or(config.gpu.memory_gib),
-            weights_gib: gib(m.params_b * 1e9 * 2.0) / f64::from(tp),
-            kv_gib: config.kv_memory_gib * f64::from(heads) / f64::from(m.kv_heads),
+            gpu_total_gib: config.gpu.total_memory_gib,
+            weights_gib: gib(m.weight_bytes()) / f64::from(tp),
+            // Every GPU holds the same share of the replica's KV (its heads, or a replicated copy).
+            kv_gib: config.kv_memory_gib / f64::from(tp),
             activation_gib: gib(activation as f64),
             non_torch_gib: NON_TORCH_GIB + if tp > 1 { NON_TORCH_TP_GIB } else { 0.0 },
         }
@@ -56,29 +56,36 @@ impl GpuFit {
 /// activation and non-torch memory at its tensor-parallel size (0 when the weights do not fit).
 pub fn max_kv_gib(config: &SimConfig) -> f64 {
     let tp = config.tensor_parallel_size;
-    let heads = kv_heads_per_gpu(config.model.kv_heads, tp);
     let room = GpuFit::of(config, tp).room_for_kv_gib().max(0.0);
-    (room * f64::from(config.model.kv_heads) / f64::from(heads) * 100.0).floor() / 100.0
+    (room * f64::from(tp.max(1)) * 100.0).floor() / 100.0
 }
 
 /// From the GPU up: weights that alone exceed the free memory of each GPU are refused at the
 /// model, naming the tensor-parallel size whose split fits (vLLM itself would run out of memory
 /// loading them, before any word about the KV cache; weights that load but leave no room under
 /// `gpu_memory_utilization` get vLLM's own "No available memory for the cache blocks").
-pub fn check_weights_fit(model: &ModelSpec, gpu: &str, budget: &MemoryBudget) -> Result<(), String> {
+///
+/// `starts_at(t)` says whether the setup starts at tensor-parallel size `t` (its weights load and
+/// vLLM finds room for one `max_model_len` request); the fix names the smallest larger such size,
+/// or a larger GPU.
+pub fn check_weights_fit(
+    model: &ModelSpec,
+    gpu: &str,
+    budget: &MemoryBudget,
+    starts_at: &dyn Fn(u32) -> bool,
+) -> Result<(), String> {
     let free = budget.free_at_startup_bytes as f64;
     if budget.weights_bytes as f64 <= free {
         return Ok(());
     }
     let tp = budget.tensor_parallel_size.max(1);
-    let whole = budget.weights_bytes as f64 * f64::from(tp);
     let fitting_tp = TENSOR_PARALLEL_SIZES
         .into_iter()
         .filter(|&t| t > tp && splits_kv_heads(model.kv_heads, t))
-        .find(|&t| whole / f64::from(t) <= free);
+        .find(|&t| starts_at(t));
     let fix = match fitting_tp {
         Some(t) => format!("use tensor_parallel_size {t} or more"),
-        None => "use a larger GPU".into(),
+        None => format!("no tensor_parallel_size up to 8 leaves room for the KV cache on {gpu}s; use a larger GPU"),
     };
     let n = |bytes: f64| show_number((bytes / GIB as f64 * 10.0).round() / 10.0);
     let gpus = if tp == 1 { format!("one {gpu}") } else { format!("each of {tp} {gpu}s") };

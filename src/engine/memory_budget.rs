@@ -14,7 +14,8 @@
 //! vLLM measures the three middle terms by running a dummy forward pass; kvlab estimates them:
 //!
 //! - **Weights** = parameters × bytes per weight ÷ `tensor_parallel_size` (tensor parallelism
-//!   shards every matrix; the small replicated norms are ignored).
+//!   shards every matrix; the small replicated norms are ignored); a model read from a
+//!   config.json prices each module at its dtype or quantization (`model_arch.rs`).
 //! - **Non-torch memory** (NCCL, cuBLAS workspaces, allocator slack outside PyTorch) =
 //!   [`NON_TORCH_GIB`], plus [`NON_TORCH_TP_GIB`] when `tensor_parallel_size` > 1 (NCCL and
 //!   custom all-reduce buffers). Logged values: 0.03–0.46 GiB on one GPU, 0.25–0.43 with TP.
@@ -27,6 +28,8 @@
 //! - **CUDA graphs** (only when they count against the budget: vLLM ≥ 0.21 without
 //!   `--enforce-eager`) = [`CUDA_GRAPH_MIB_PER_LAYER`] MiB per layer.
 //!
+//! With sliding-window or chunked layers beside full ones, blocks, tokens and concurrency follow
+//! vLLM's hybrid groups (`kv_spec.rs`); an MLA latent is one head, kept whole on every GPU.
 //! KV heads are split across the tensor-parallel GPUs and replicated when TP exceeds them
 //! (`max(1, kv_heads ÷ TP)`, as vLLM's `ModelConfig.get_num_kv_heads` does). Every rank holds the
 //! same number of blocks, so the KV cache size in tokens is per replica as well as per GPU.
@@ -35,7 +38,8 @@
 
 use serde::Serialize;
 
-use super::model::{KvDtype, ModelSpec, GIB};
+use super::kv_spec::KvLayout;
+use super::model::{gpu_preset, KvDtype, ModelSpec, GIB};
 use super::plan::group_thousands;
 
 /// Memory outside PyTorch's allocator on one GPU, GiB.
@@ -60,6 +64,18 @@ pub struct ActivationShape {
 }
 
 impl ActivationShape {
+    /// A model's shape: from its config.json when it came from one, else the preset's.
+    pub fn of(model: &ModelSpec) -> Option<ActivationShape> {
+        match &model.arch {
+            Some(a) => Some(ActivationShape {
+                hidden_size: a.hidden_size,
+                intermediate_size: a.activation_intermediate(),
+                vocab_size: a.vocab_size,
+            }),
+            None => ActivationShape::for_model(&model.id),
+        }
+    }
+
     /// The published config.json values of kvlab's model presets.
     pub fn for_model(id: &str) -> Option<ActivationShape> {
         let (hidden_size, intermediate_size, vocab_size) = match id {
@@ -75,15 +91,9 @@ impl ActivationShape {
 }
 
 /// Torch-visible total memory of kvlab's GPU presets, GiB, as vLLM's startup logs print it
-/// (`total_gpu_memory`): a card sold as 80 GB shows about 79.2 GiB.
+/// (`total_gpu_memory`): a card sold as 80 GB shows about 79.2 GiB (`gpus.rs`).
 pub fn gpu_total_gib(gpu_id: &str) -> Option<f64> {
-    match gpu_id {
-        "h100-sxm" => Some(79.22),
-        "a100-80gb" => Some(79.15),
-        "h200" => Some(139.81),
-        "l4" => Some(22.05),
-        _ => None,
-    }
+    gpu_preset(gpu_id).map(|g| g.total_memory_gib)
 }
 
 /// Everything vLLM's worker knows when it sizes the KV cache on one GPU.
@@ -122,7 +132,14 @@ pub struct MemoryBudget {
     /// Signed: at or below zero vLLM refuses to start.
     pub available_kv_bytes: i64,
     pub kv_heads_per_gpu: u32,
+    /// KV bytes of one token in every layer on one GPU (what a full-attention layout costs).
     pub kv_bytes_per_token_per_gpu: u64,
+    /// vLLM's KV cache groups (1 unless sliding-window or chunked layers sit beside full ones)
+    /// and the layers each holds (`kv_spec.rs`).
+    pub kv_cache_groups: u32,
+    pub layers_per_kv_group: u32,
+    pub kv_layout: KvLayout,
+    pub max_num_batched_tokens: u32,
     pub block_size: u32,
     pub bytes_per_block: u64,
     pub num_gpu_blocks: u64,
@@ -170,7 +187,10 @@ impl MemoryBudget {
     pub fn compute(input: &MemoryBudgetInput) -> MemoryBudget {
         let tp = input.tensor_parallel_size.max(1);
         let requested = (input.gpu_total_bytes as f64 * input.gpu_memory_utilization).ceil() as u64;
-        let weights = (input.model.params_b * 1e9 * input.weight_bytes / f64::from(tp)) as u64;
+        let m = &input.model;
+        // A model read from a config.json knows its own bytes (dtype, quantization, experts).
+        let whole_weights = m.arch.as_ref().map_or(m.params_b * 1e9 * input.weight_bytes, |a| a.weight_bytes());
+        let weights = (whole_weights / f64::from(tp)) as u64;
         let non_torch = gib_to_bytes(NON_TORCH_GIB + if tp > 1 { NON_TORCH_TP_GIB } else { 0.0 });
         let activation = peak_activation_bytes(&input.shape, tp, input.max_num_batched_tokens, input.max_num_seqs);
         let cuda_graph = if input.cuda_graphs_in_budget {
@@ -179,17 +199,25 @@ impl MemoryBudget {
             0
         };
         let available = requested as i64 - (weights + non_torch + activation + cuda_graph) as i64;
-        let heads = kv_heads_per_gpu(input.model.kv_heads, tp);
-        let per_token = 2
-            * u64::from(input.model.layers)
-            * u64::from(heads)
-            * u64::from(input.model.head_dim)
-            * input.kv_dtype.bytes_per_element();
+        let heads = kv_heads_per_gpu(m.kv_heads, tp);
+        let per_token = m.kv_bytes_per_token_tp(input.kv_dtype, tp) / u64::from(tp);
+        let layout = m.arch.as_ref().map_or_else(|| KvLayout::full(m.layers), |a| KvLayout::of(&a.layer_attention));
+        let per_layer = per_token / u64::from(m.layers.max(1));
         let block = input.block_size.max(1);
-        let bytes_per_block = per_token * u64::from(block);
+        let bytes_per_block =
+            if layout.is_hybrid() { per_layer * u64::from(layout.group_size) } else { per_token } * u64::from(block);
         let num_blocks = if available > 0 { available as u64 / bytes_per_block } else { 0 };
-        let blocks_per_request = cdiv(u64::from(input.max_model_len), u64::from(block));
+        let blocks_per_request = if layout.is_hybrid() {
+            layout.blocks_per_request(input.max_model_len, block, input.max_num_batched_tokens)
+        } else {
+            cdiv(u64::from(input.max_model_len), u64::from(block))
+        };
         let max_concurrency = num_blocks as f64 / blocks_per_request.max(1) as f64;
+        let kv_cache_tokens = if layout.is_hybrid() {
+            layout.kv_cache_tokens(num_blocks, block)
+        } else {
+            (max_concurrency * f64::from(input.max_model_len)) as u64
+        };
         MemoryBudget {
             tensor_parallel_size: tp,
             gpu_memory_utilization: input.gpu_memory_utilization,
@@ -203,11 +231,15 @@ impl MemoryBudget {
             available_kv_bytes: available,
             kv_heads_per_gpu: heads,
             kv_bytes_per_token_per_gpu: per_token,
+            kv_cache_groups: layout.groups,
+            layers_per_kv_group: if layout.is_hybrid() { layout.group_size } else { m.layers },
+            kv_layout: layout,
+            max_num_batched_tokens: input.max_num_batched_tokens,
             block_size: block,
             bytes_per_block,
             num_gpu_blocks: num_blocks,
             max_model_len: input.max_model_len,
-            kv_cache_tokens: (max_concurrency * f64::from(input.max_model_len)) as u64,
+            kv_cache_tokens,
             max_concurrency,
         }
     }

@@ -1,7 +1,11 @@
-//! Model and GPU presets, and the one formula everything else rests on:
-//! KV bytes per token = 2 (K and V) × layers × KV heads × head dim × bytes per element.
+//! Model presets (the GPU catalogue is `gpus.rs`), and the one formula everything else rests on:
+//! KV bytes per token = 2 (K and V) × layers × KV heads × head dim × bytes per element. A model
+//! read from a Hugging Face config.json carries its `ModelArch`, which replaces the formula
+//! (an MLA latent, not K and V) and the 16-bit weight estimate (dtype, quantization, experts).
 
 use serde::Serialize;
+
+use super::model_arch::ModelArch;
 
 /// Bytes per cached element of K or V.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -9,6 +13,8 @@ use serde::Serialize;
 pub enum KvDtype {
     Fp16,
     Fp8,
+    /// A float32 model's cache under vLLM's `--kv-cache-dtype auto`.
+    Fp32,
 }
 
 impl KvDtype {
@@ -16,6 +22,7 @@ impl KvDtype {
         match self {
             KvDtype::Fp16 => 2,
             KvDtype::Fp8 => 1,
+            KvDtype::Fp32 => 4,
         }
     }
 
@@ -23,6 +30,7 @@ impl KvDtype {
         match self {
             KvDtype::Fp16 => "fp16",
             KvDtype::Fp8 => "fp8",
+            KvDtype::Fp32 => "fp32",
         }
     }
 }
@@ -36,10 +44,29 @@ pub struct ModelSpec {
     pub head_dim: u32,
     /// Parameters in billions; weights are streamed once per decode step at 2 bytes each.
     pub params_b: f64,
+    /// The architecture read from a config.json, when the model came from one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arch: Option<Box<ModelArch>>,
 }
 
 impl ModelSpec {
+    /// A model read from a config.json: its KV heads (1 for an MLA latent, replicated under
+    /// tensor parallelism as vLLM does), cached head width and total parameters.
+    pub fn from_arch(id: impl Into<String>, arch: ModelArch) -> ModelSpec {
+        ModelSpec {
+            id: id.into(),
+            layers: arch.layers,
+            kv_heads: arch.kv_heads(),
+            head_dim: arch.kv_head_dim(),
+            params_b: arch.param_counts().total() as f64 / 1e9,
+            arch: Some(Box::new(arch)),
+        }
+    }
+
     pub fn kv_bytes_per_token(&self, dtype: KvDtype) -> u64 {
+        if let Some(a) = &self.arch {
+            return u64::from(self.layers) * a.kv_bytes_per_token_per_layer(dtype.bytes_per_element(), 1);
+        }
         2 * u64::from(self.layers) * u64::from(self.kv_heads) * u64::from(self.head_dim) * dtype.bytes_per_element()
     }
 
@@ -47,6 +74,11 @@ impl ModelSpec {
     /// `max(1, kv_heads / tp)` heads (replicated once `tp` exceeds the KV heads, as vLLM does).
     pub fn kv_bytes_per_token_tp(&self, dtype: KvDtype, tp: u32) -> u64 {
         let tp = tp.max(1);
+        if let Some(a) = &self.arch {
+            return u64::from(self.layers)
+                * a.kv_bytes_per_token_per_layer(dtype.bytes_per_element(), tp)
+                * u64::from(tp);
+        }
         let heads = (self.kv_heads / tp).max(1);
         2 * u64::from(self.layers)
             * u64::from(heads)
@@ -55,14 +87,20 @@ impl ModelSpec {
             * u64::from(tp)
     }
 
-    /// Weight bytes read per forward pass (16-bit weights).
+    /// Weight bytes of the whole model: 16-bit weights, or from a config.json its dtype and
+    /// quantization.
     pub fn weight_bytes(&self) -> f64 {
-        self.params_b * 1e9 * 2.0
+        self.arch.as_ref().map_or(self.params_b * 1e9 * 2.0, |a| a.weight_bytes())
     }
 
-    /// FLOPs per token of a forward pass (2 × parameters).
+    /// The routed experts' bytes and the share of them one token uses (`ModelArch::routed_experts`).
+    pub fn routed_experts(&self) -> (f64, f64) {
+        self.arch.as_ref().map_or((0.0, 0.0), |a| a.routed_experts())
+    }
+
+    /// FLOPs per token of a forward pass (2 × parameters; 2 × active parameters for experts).
     pub fn flops_per_token(&self) -> f64 {
-        2.0 * self.params_b * 1e9
+        self.arch.as_ref().map_or(2.0 * self.params_b * 1e9, |a| a.flops_per_token())
     }
 }
 
@@ -78,44 +116,10 @@ pub fn model_preset(id: &str) -> Option<ModelSpec> {
         "llama-2-7b" => (32, 32, 128, 6.74),
         _ => return None,
     };
-    Some(ModelSpec { id: id.to_string(), layers, kv_heads, head_dim, params_b })
+    Some(ModelSpec { id: id.to_string(), layers, kv_heads, head_dim, params_b, arch: None })
 }
 
-/// The GPU figures the step-time model uses: memory bandwidth and dense 16-bit peak FLOPs.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct GpuSpec {
-    pub id: String,
-    pub name: String,
-    pub memory_gib: f64,
-    pub mem_bandwidth_gb_s: f64,
-    pub peak_tflops: f64,
-    /// Host link used for swap (GB/s).
-    pub pcie_gb_s: f64,
-    /// GPU-to-GPU bandwidth per direction for tensor-parallel all-reduces (NVLink; PCIe on L4), GB/s.
-    pub interconnect_gb_s: f64,
-}
-
-pub const GPU_IDS: &[&str] = &["a100-80gb", "h100-sxm", "h200", "l4"];
-
-pub fn gpu_preset(id: &str) -> Option<GpuSpec> {
-    // NVLink per direction: 600 GB/s (A100) and 900 GB/s (H100, H200) counted both ways.
-    let (name, memory_gib, bw, tflops, pcie, link) = match id {
-        "a100-80gb" => ("NVIDIA A100 80GB SXM", 80.0, 2039.0, 312.0, 25.0, 300.0),
-        "h100-sxm" => ("NVIDIA H100 SXM", 80.0, 3350.0, 989.0, 50.0, 450.0),
-        "h200" => ("NVIDIA H200", 141.0, 4800.0, 989.0, 50.0, 450.0),
-        "l4" => ("NVIDIA L4", 24.0, 300.0, 121.0, 25.0, 25.0),
-        _ => return None,
-    };
-    Some(GpuSpec {
-        id: id.to_string(),
-        name: name.to_string(),
-        memory_gib,
-        mem_bandwidth_gb_s: bw,
-        peak_tflops: tflops,
-        pcie_gb_s: pcie,
-        interconnect_gb_s: link,
-    })
-}
+pub use super::gpus::{gpu_preset, GpuSpec, GPU_IDS};
 
 pub const GIB: u64 = 1 << 30;
 

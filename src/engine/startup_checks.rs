@@ -161,7 +161,35 @@ pub fn check_kv_cache_memory(budget: &MemoryBudget) -> Result<(), String> {
                     for more details."
             .to_string());
     }
+    if budget.kv_layout.is_hybrid() {
+        return check_hybrid_max_model_len_fits(budget);
+    }
     check_max_model_len_fits(budget.available_kv_bytes, budget.bytes_per_block, budget.block_size, budget.max_model_len)
+}
+
+/// `_check_enough_kv_cache_memory` for sliding-window or chunked layers beside full ones: one
+/// `max_model_len` request needs every layer's most (a window's layers only their window's
+/// blocks); the estimate is vLLM's binary search for the longest length that fits.
+fn check_hybrid_max_model_len_fits(budget: &MemoryBudget) -> Result<(), String> {
+    let layout = &budget.kv_layout;
+    let page = budget.bytes_per_block / u64::from(layout.group_size.max(1));
+    let usable = budget.available_kv_bytes - budget.bytes_per_block as i64;
+    let (bs, t) = (budget.block_size, budget.max_num_batched_tokens);
+    let needed = |len: u32| layout.layer_pages_per_request(len, bs, t) * page;
+    let max_len = budget.max_model_len;
+    if needed(max_len) as i64 <= usable {
+        return Ok(());
+    }
+    let (mut lo, mut hi) = (0u32, max_len);
+    while lo < hi {
+        let mid = lo + (hi - lo).div_ceil(2);
+        if needed(mid) as i64 <= usable {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    Err(max_len_refusal(max_len, needed(max_len), usable, u64::from(lo)))
 }
 
 /// The second half of `_check_enough_kv_cache_memory` on a pool of `available_bytes` (of one GPU,
@@ -181,12 +209,17 @@ pub fn check_max_model_len_fits(
         return Ok(());
     }
     let estimate = estimated_max_model_len(usable, bytes_per_block, block_size, max_model_len);
+    Err(max_len_refusal(max_model_len, needed, usable, estimate))
+}
+
+/// vLLM's words when one `max_model_len` request needs `needed` bytes and `usable` are left.
+fn max_len_refusal(max_model_len: u32, needed: u64, usable: i64, estimate: u64) -> String {
     let estimated_msg = if estimate > 0 {
         format!("Based on the available memory, the estimated maximum model length is {estimate}. ")
     } else {
         String::new()
     };
-    Err(format!(
+    format!(
         "To serve at least one request with the model's max seq len ({}), ({} GiB KV cache is needed, which is \
          larger than the available KV cache memory ({} GiB). {estimated_msg}Try increasing `gpu_memory_utilization` \
          (which also controls CPU memory on the CPU backend) or decreasing `max_model_len` when initializing the \
@@ -194,7 +227,7 @@ pub fn check_max_model_len_fits(
         max_model_len,
         format_gib(needed as i64),
         format_gib(usable),
-    ))
+    )
 }
 
 /// Every startup check in vLLM's order: backend selection, the requested share, the KV cache.

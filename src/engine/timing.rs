@@ -87,7 +87,12 @@ pub struct StepWork {
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct StepTimeModel {
+    /// Every weight, routed experts included.
     weight_bytes: f64,
+    /// The routed experts' bytes (a mixture of experts reads only those its tokens route to:
+    /// each of a step's T tokens picks a share s of them, so `1 − (1 − s)^T` of them on average).
+    expert_bytes: f64,
+    expert_share_per_token: f64,
     flops_per_token: f64,
     bandwidth_bytes_per_s: f64,
     flops_per_s: f64,
@@ -125,9 +130,11 @@ impl StepTimeModel {
         let nominal_gb_s = measured_gpu.map_or(gpu.mem_bandwidth_gb_s, |g| g.mem_bandwidth_gb_s);
         StepTimeModel {
             weight_bytes: model.weight_bytes(),
+            expert_bytes: model.routed_experts().0,
+            expert_share_per_token: model.routed_experts().1,
             flops_per_token: model.flops_per_token(),
             bandwidth_bytes_per_s: nominal_gb_s * 1e9 * bw_eff,
-            flops_per_s: gpu.peak_tflops * 1e12 * DEFAULT_COMPUTE_EFFICIENCY,
+            flops_per_s: tensor_tflops(model, gpu) * 1e12 * DEFAULT_COMPUTE_EFFICIENCY,
             pcie_bytes_per_s: gpu.pcie_gb_s * 1e9,
             fixed_step_us: fixed,
             kv_bytes_per_token: kv_bytes_per_token as f64,
@@ -148,6 +155,7 @@ impl StepTimeModel {
         }
         let n = f64::from(tp);
         self.weight_bytes /= n;
+        self.expert_bytes /= n;
         self.flops_per_token /= n;
         self.kv_bytes_per_token /= n;
         self.swap_block_bytes /= n;
@@ -163,6 +171,8 @@ impl StepTimeModel {
     pub fn one_tick_per_step() -> Self {
         StepTimeModel {
             weight_bytes: 0.0,
+            expert_bytes: 0.0,
+            expert_share_per_token: 0.0,
             flops_per_token: 0.0,
             bandwidth_bytes_per_s: 1.0,
             flops_per_s: 1.0,
@@ -183,7 +193,7 @@ impl StepTimeModel {
 
     /// Duration of one step in whole microseconds (at least 1).
     pub fn step_us(&self, w: &StepWork) -> u64 {
-        let mem_bytes = self.weight_bytes + w.kv_read_tokens as f64 * self.kv_bytes_per_token * self.kv_read_factor;
+        let mem_bytes = self.weights_read(w) + w.kv_read_tokens as f64 * self.kv_bytes_per_token * self.kv_read_factor;
         let mem_s = mem_bytes / self.bandwidth_bytes_per_s;
         let compute_s = (w.prefill_tokens + w.decode_tokens) as f64 * self.flops_per_token / self.flops_per_s;
         let swap_s = w.swap_blocks as f64 * self.swap_block_bytes / self.pcie_bytes_per_s;
@@ -192,6 +202,31 @@ impl StepTimeModel {
             if tokens > 0.0 { self.allreduce_fixed_us + tokens * self.allreduce_us_per_token } else { 0.0 };
         let us = self.fixed_step_us + (mem_s.max(compute_s) + swap_s) * 1e6 + allreduce_us;
         (libm::round(us) as u64).max(1)
+    }
+}
+
+/// The GPU's dense tensor TFLOPs for the model: FP8 (or INT8) where an 8-bit checkpoint runs its
+/// products in 8 bits and the GPU has such tensor cores, else 16-bit.
+fn tensor_tflops(model: &ModelSpec, gpu: &GpuSpec) -> f64 {
+    let eight_bit = model.arch.as_ref().is_some_and(|a| a.computes_in_8_bits());
+    if eight_bit && gpu.fp8_tflops > 0.0 {
+        gpu.fp8_tflops
+    } else {
+        gpu.peak_tflops
+    }
+}
+
+impl StepTimeModel {
+    /// Weight bytes a step streams: all of a dense model; of a mixture of experts, the shared
+    /// weights and the experts its tokens route to (uniform routing). A dense model's is exactly
+    /// `weight_bytes`, so its steps do not change.
+    fn weights_read(&self, w: &StepWork) -> f64 {
+        if self.expert_bytes <= 0.0 {
+            return self.weight_bytes;
+        }
+        let tokens = (w.prefill_tokens + w.decode_tokens) as f64;
+        let touched = 1.0 - libm::pow(1.0 - self.expert_share_per_token, tokens);
+        self.weight_bytes - self.expert_bytes + self.expert_bytes * touched
     }
 }
 

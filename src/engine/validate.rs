@@ -70,7 +70,13 @@ impl SimConfig {
             )
         })?;
         check_free_memory(&budget).map_err(|m| ConfigError::startup_refusal(field, m))?;
-        super::gpu_fit::check_weights_fit(&self.model, &self.gpu.id, &budget)
+        let starts_at = |t: u32| {
+            let mut at = self.clone();
+            at.tensor_parallel_size = t;
+            at.memory_budget()
+                .is_some_and(|b| b.weights_bytes <= b.free_at_startup_bytes && check_kv_cache_memory(&b).is_ok())
+        };
+        super::gpu_fit::check_weights_fit(&self.model, &self.gpu.id, &budget, &starts_at)
             .map_err(|m| ConfigError::new("model", m))?;
         check_kv_cache_memory(&budget).map_err(|m| ConfigError::startup_refusal(field, m))?;
         self.kv_memory_gib = budget.replica_kv_bytes() as f64 / GIB as f64;

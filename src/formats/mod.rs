@@ -21,8 +21,11 @@
 //!   reference harness both write (docs/VLLM_PARITY.md)
 
 pub mod calibration;
+pub mod hf_config;
+pub mod hf_quant;
 pub mod json;
 pub mod mission;
+pub mod model_catalogue;
 pub mod paths;
 pub mod preset;
 pub mod preset_config;

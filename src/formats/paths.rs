@@ -17,7 +17,7 @@ pub enum PathKind {
     Text,
     Object,
     Array,
-    /// `model`: an id string or an object.
+    /// `model` and `gpu`: an id string or an object.
     TextOrObject,
 }
 
@@ -34,7 +34,7 @@ pub const PRESET_PATHS: &[(&str, PathKind)] = {
         ("model.head_dim", Number),
         ("model.params_b", Number),
         ("kv_dtype", Text),
-        ("gpu", Text),
+        ("gpu", TextOrObject),
         ("kv_memory_gib", Number),
         ("gpu_memory_utilization", Number),
         ("gpu_memory_in_use_gib", Number),

@@ -33,8 +33,9 @@ pub struct PresetDto {
     pub model: serde_json::Value,
     #[serde(default)]
     pub kv_dtype: KvDtypeDto,
+    /// A GPU id, or an object of its figures (`GpuObjectDto`).
     #[serde(default = "default_gpu")]
-    pub gpu: String,
+    pub gpu: GpuDto,
     /// KV memory of the replica, GiB; absent with `gpu_memory_utilization` (then derived), and
     /// 10 when neither is given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -74,8 +75,56 @@ fn default_duration() -> f64 {
 fn default_model() -> serde_json::Value {
     serde_json::Value::String(SimConfig::default().model.id)
 }
-fn default_gpu() -> String {
-    SimConfig::default().gpu.id
+fn default_gpu() -> GpuDto {
+    GpuDto::from(SimConfig::default().gpu.id.as_str())
+}
+
+/// `gpu`: an id (`"h100-sxm"`) or an object of a GPU's figures, read by `preset_config.rs`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct GpuDto(pub serde_json::Value);
+
+impl From<&str> for GpuDto {
+    fn from(id: &str) -> Self {
+        GpuDto(serde_json::Value::from(id))
+    }
+}
+
+impl std::fmt::Display for GpuDto {
+    /// The id, or a custom GPU's name.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            serde_json::Value::String(id) => f.write_str(id),
+            v => f.write_str(v.get("name").and_then(serde_json::Value::as_str).unwrap_or("custom GPU")),
+        }
+    }
+}
+
+/// A GPU the catalogue lacks, by its figures (`"gpu": {"memory_gib": 48, …}`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GpuObjectDto {
+    #[serde(default)]
+    pub name: String,
+    /// Memory as sold, GiB.
+    pub memory_gib: f64,
+    /// Memory as the driver reports it (default: 99% of `memory_gib`, as on the logged cards).
+    #[serde(default)]
+    pub total_memory_gib: Option<f64>,
+    pub mem_bandwidth_gb_s: f64,
+    /// Dense BF16 tensor TFLOPs.
+    pub peak_tflops: f64,
+    #[serde(default)]
+    pub fp8_tflops: f64,
+    #[serde(default = "default_pcie")]
+    pub pcie_gb_s: f64,
+    /// GPU-to-GPU GB/s per direction (default: the PCIe link).
+    #[serde(default)]
+    pub interconnect_gb_s: Option<f64>,
+}
+
+fn default_pcie() -> f64 {
+    25.0
 }
 fn default_tp() -> u32 {
     1
@@ -104,7 +153,7 @@ macro_rules! enum_pair {
     };
 }
 
-enum_pair!(KvDtypeDto <-> KvDtype { Fp16, Fp8 });
+enum_pair!(KvDtypeDto <-> KvDtype { Fp16, Fp8, Fp32 });
 enum_pair!(ReserveDto <-> Reserve { PromptPlusMaxTokens, MaxModelLen });
 enum_pair!(FitDto <-> Fit { FirstFit, BestFit });
 enum_pair!(PreemptionDto <-> PreemptionMode { Recompute, Swap });
@@ -116,6 +165,7 @@ pub enum KvDtypeDto {
     #[default]
     Fp16,
     Fp8,
+    Fp32,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

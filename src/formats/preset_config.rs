@@ -3,13 +3,15 @@
 //! the engine's defaults written as DTOs.
 
 use super::calibration::shipped_calibration;
+use super::hf_config::{read_hf_config, Overrides};
 use super::json::from_value_with_path;
+use super::model_catalogue::resolve_model_id;
 use super::preset::{
-    AllocatorDto, ArrivalDto, ClassDto, DistDto, ModelObjectDto, PresetDto, SchedulerDto, TraceArrivalDto,
+    AllocatorDto, ArrivalDto, ClassDto, DistDto, GpuObjectDto, ModelObjectDto, PresetDto, SchedulerDto, TraceArrivalDto,
 };
 use super::trace::{read_trace, Trace, TraceError, TraceFormat, TraceOptions};
 use crate::engine::config::{AllocatorConfig, ConfigError, EngineVersion, GpuMemoryConfig, SchedulerConfig, SimConfig};
-use crate::engine::model::{gpu_preset, model_preset, ModelSpec, GPU_IDS, MODEL_IDS};
+use crate::engine::model::{gpu_preset, GpuSpec, ModelSpec, GPU_IDS};
 use crate::engine::startup_checks::{AttentionBackend, ATTENTION_BACKENDS};
 use crate::engine::workload::{Arrival, Burst, LengthDist, UserClass, WorkloadConfig};
 
@@ -132,15 +134,13 @@ impl PresetDto {
 
 fn parse_model(v: &serde_json::Value) -> Result<ModelSpec, ConfigError> {
     match v {
-        serde_json::Value::String(id) => model_preset(id).ok_or_else(|| {
+        serde_json::Value::String(id) => resolve_model_id(id).map_err(|m| {
             ConfigError::new(
                 "model",
-                format!(
-                    "unknown model \"{id}\"; use one of {} or an object {{layers, kv_heads, head_dim, params_b}}",
-                    MODEL_IDS.join(", ")
-                ),
+                format!("{m}, an object {{layers, kv_heads, head_dim, params_b}} or {{\"hf_config\": <config.json>}}"),
             )
         }),
+        serde_json::Value::Object(map) if map.contains_key("hf_config") => parse_hf_model(map),
         serde_json::Value::Object(_) => {
             let m: ModelObjectDto = from_value_with_path(v).map_err(|e| {
                 let field = if e.field.is_empty() { "model".to_string() } else { format!("model.{}", e.field) };
@@ -152,20 +152,107 @@ fn parse_model(v: &serde_json::Value) -> Result<ModelSpec, ConfigError> {
                 kv_heads: m.kv_heads,
                 head_dim: m.head_dim,
                 params_b: m.params_b,
+                arch: None,
             })
         }
-        _ => {
-            Err(ConfigError::new("model", "use a model id string or an object {layers, kv_heads, head_dim, params_b}"))
-        }
+        _ => Err(ConfigError::new(
+            "model",
+            "use a model id string, an object {layers, kv_heads, head_dim, params_b} or {\"hf_config\": <config.json>}",
+        )),
     }
+}
+
+/// `"gpu"`: an id of the catalogue, or an object of a GPU's figures; errors name the field.
+fn parse_gpu(v: &serde_json::Value) -> Result<GpuSpec, ConfigError> {
+    let fields = "{name, memory_gib, total_memory_gib, mem_bandwidth_gb_s, peak_tflops, fp8_tflops, pcie_gb_s, interconnect_gb_s}";
+    let g: GpuObjectDto = match v {
+        serde_json::Value::String(id) => {
+            return gpu_preset(id).ok_or_else(|| {
+                ConfigError::new(
+                    "gpu",
+                    format!("unknown GPU \"{id}\"; use one of {} or an object {fields}", GPU_IDS.join(", ")),
+                )
+            })
+        }
+        serde_json::Value::Object(_) => from_value_with_path(v).map_err(|e| {
+            // serde names a missing field in its message only: put it in the path.
+            let missing = e.message.strip_prefix("missing field `").and_then(|m| m.split('`').next());
+            match missing {
+                Some(f) => ConfigError::new(
+                    format!("gpu.{f}"),
+                    "missing; a custom GPU needs memory_gib, mem_bandwidth_gb_s and peak_tflops".to_string(),
+                ),
+                None if e.field.is_empty() => ConfigError::new("gpu", e.message),
+                None => ConfigError::new(format!("gpu.{}", e.field), e.message),
+            }
+        })?,
+        _ => return Err(ConfigError::new("gpu", format!("use a GPU id string or an object {fields}"))),
+    };
+    let range = |field: &str, x: f64, lo: f64, hi: f64| {
+        if x.is_finite() && (lo..=hi).contains(&x) {
+            Ok(x)
+        } else {
+            Err(ConfigError::new(
+                format!("gpu.{field}"),
+                format!("{x} is out of range; use a number from {lo} to {hi}"),
+            ))
+        }
+    };
+    let memory_gib = range("memory_gib", g.memory_gib, 1.0, 4096.0)?;
+    let total = range("total_memory_gib", g.total_memory_gib.unwrap_or(memory_gib * 0.99), 1.0, memory_gib)?;
+    let pcie = range("pcie_gb_s", g.pcie_gb_s, 0.1, 10_000.0)?;
+    Ok(GpuSpec {
+        id: if g.name.is_empty() { "custom".into() } else { g.name.clone() },
+        name: if g.name.is_empty() { "custom GPU".into() } else { g.name },
+        memory_gib,
+        total_memory_gib: total,
+        mem_bandwidth_gb_s: range("mem_bandwidth_gb_s", g.mem_bandwidth_gb_s, 1.0, 100_000.0)?,
+        peak_tflops: range("peak_tflops", g.peak_tflops, 0.1, 100_000.0)?,
+        fp8_tflops: range("fp8_tflops", g.fp8_tflops, 0.0, 100_000.0)?,
+        pcie_gb_s: pcie,
+        interconnect_gb_s: range("interconnect_gb_s", g.interconnect_gb_s.unwrap_or(pcie), 0.1, 100_000.0)?,
+        interconnect: if g.interconnect_gb_s.is_some() { "custom".into() } else { "PCIe".into() },
+    })
+}
+
+/// `"model": {"hf_config": {…}, "dtype": "…", "quantization": "…", "name": "…"}`: a model read
+/// from its config.json (`hf_config.rs`), with vLLM's `--dtype` and `--quantization`.
+fn parse_hf_model(map: &serde_json::Map<String, serde_json::Value>) -> Result<ModelSpec, ConfigError> {
+    const KEYS: [&str; 4] = ["hf_config", "dtype", "quantization", "name"];
+    if let Some(k) = map.keys().find(|k| !KEYS.contains(&k.as_str())) {
+        return Err(ConfigError::new(
+            format!("model.{k}"),
+            "unknown field; use hf_config, dtype, quantization or name",
+        ));
+    }
+    let text = |key: &str| -> Result<Option<&str>, ConfigError> {
+        match map.get(key) {
+            None | Some(serde_json::Value::Null) => Ok(None),
+            Some(serde_json::Value::String(s)) => Ok(Some(s.as_str())),
+            Some(v) => Err(ConfigError::new(format!("model.{key}"), format!("{v} is not a string"))),
+        }
+    };
+    let overrides = Overrides { dtype: text("dtype")?, quantization: text("quantization")? };
+    let config = &map["hf_config"];
+    let arch = read_hf_config(config, overrides).map_err(|e| {
+        let field = match e.field.as_str() {
+            "dtype" | "quantization" => format!("model.{}", e.field),
+            "" => "model.hf_config".to_string(),
+            f => format!("model.hf_config.{f}"),
+        };
+        ConfigError::new(field, e.message)
+    })?;
+    let name = text("name")?
+        .or(config.get("_name_or_path").and_then(serde_json::Value::as_str))
+        .unwrap_or(&arch.architecture)
+        .to_string();
+    Ok(ModelSpec::from_arch(name, arch))
 }
 
 impl PresetDto {
     /// The validated configuration this preset describes; errors name the preset path.
     pub fn to_config(&self) -> Result<SimConfig, ConfigError> {
-        let gpu = gpu_preset(&self.gpu).ok_or_else(|| {
-            ConfigError::new("gpu", format!("unknown GPU \"{}\"; use one of {}", self.gpu, GPU_IDS.join(", ")))
-        })?;
+        let gpu = parse_gpu(&self.gpu.0)?;
         let allocator = match self.allocator {
             AllocatorDto::Contiguous { reserve, fit } => {
                 AllocatorConfig::Contiguous { reserve: reserve.into(), fit: fit.into() }

@@ -1,0 +1,119 @@
+//! The KV cache's layout as vLLM v1's hybrid allocator builds it at startup
+//! (`vllm/v1/core/kv_cache_utils.py`: `_get_kv_cache_groups_uniform_page_size`,
+//! `get_max_concurrency_for_kv_cache_config`, `_report_kv_cache_config`).
+//!
+//! Layers of one kind (full attention, a sliding window, chunked local attention) form groups
+//! of `group_size` layers, where `group_size` is the layer count of the rarest kind; each kind
+//! takes `ceil(count ÷ group_size)` groups. Every group shares one pool of blocks, and a block
+//! holds `block_size` tokens of `group_size` layers, so:
+//!
+//! ```text
+//! bytes per block   = group_size × block_size × KV bytes per token per layer
+//! num_gpu_blocks    = available KV ÷ bytes per block
+//! GPU KV cache size = num_gpu_blocks ÷ groups × block_size           (tokens)
+//! blocks per request = Σ over groups of: full cdiv(L, bs); sliding window W
+//!                      cdiv(min(W − 1 + T, L), bs) + 1; chunked C cdiv(min(C + T, L), bs)
+//! max concurrency   = num_gpu_blocks ÷ blocks per request
+//! ```
+//!
+//! (L = `max_model_len`, T = `max_num_batched_tokens`.) A model with one kind of layer is one
+//! group of all its layers, which is the plain formula of `memory_budget.rs`. The simulation
+//! itself still gives every layer full attention (`docs/MODELS.md`); only vLLM's startup
+//! arithmetic is hybrid.
+
+use serde::Serialize;
+
+use super::model_arch::LayerAttention;
+
+/// The layers of one kind and how many groups they take.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct LayerKind {
+    pub attention: LayerAttention,
+    pub layers: u32,
+    pub groups: u32,
+}
+
+/// vLLM's KV cache groups for a model's layers.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct KvLayout {
+    /// Kinds in a fixed order: full attention first, then windows from the smallest.
+    pub kinds: Vec<LayerKind>,
+    pub group_size: u32,
+    pub groups: u32,
+}
+
+impl KvLayout {
+    /// The layout of `layers` layers that all attend to everything.
+    pub fn full(layers: u32) -> KvLayout {
+        KvLayout {
+            kinds: vec![LayerKind { attention: LayerAttention::Full, layers, groups: 1 }],
+            group_size: layers.max(1),
+            groups: 1,
+        }
+    }
+
+    /// Groups the layers by kind as vLLM's hybrid allocator does.
+    pub fn of(layer_attention: &[LayerAttention]) -> KvLayout {
+        let mut counts: Vec<(LayerAttention, u32)> = Vec::new();
+        for &a in layer_attention {
+            match counts.iter_mut().find(|(k, _)| *k == a) {
+                Some((_, n)) => *n += 1,
+                None => counts.push((a, 1)),
+            }
+        }
+        counts.sort();
+        if counts.len() <= 1 {
+            return KvLayout::full(layer_attention.len() as u32)
+                .with_kind(counts.first().map_or(LayerAttention::Full, |c| c.0));
+        }
+        let group_size = counts.iter().map(|c| c.1).min().unwrap_or(1).max(1);
+        let kinds: Vec<LayerKind> = counts
+            .into_iter()
+            .map(|(attention, layers)| LayerKind { attention, layers, groups: layers.div_ceil(group_size) })
+            .collect();
+        let groups = kinds.iter().map(|k| k.groups).sum();
+        KvLayout { kinds, group_size, groups }
+    }
+
+    fn with_kind(mut self, attention: LayerAttention) -> KvLayout {
+        self.kinds[0].attention = attention;
+        self
+    }
+
+    pub fn is_hybrid(&self) -> bool {
+        self.groups > 1
+    }
+
+    /// Blocks one request of `max_model_len` tokens takes across every group.
+    pub fn blocks_per_request(&self, max_model_len: u32, block_size: u32, max_num_batched_tokens: u32) -> u64 {
+        let (len, bs, t) = (u64::from(max_model_len), u64::from(block_size.max(1)), u64::from(max_num_batched_tokens));
+        self.kinds
+            .iter()
+            .map(|k| {
+                let per_group = match k.attention {
+                    LayerAttention::Full => len.div_ceil(bs),
+                    LayerAttention::SlidingWindow(w) => (u64::from(w).saturating_sub(1) + t).min(len).div_ceil(bs) + 1,
+                    LayerAttention::Chunked(c) => (u64::from(c) + t).min(len).div_ceil(bs),
+                };
+                per_group * u64::from(k.groups)
+            })
+            .sum()
+    }
+
+    /// Layer pages (one layer's `block_size` tokens) one request of `len` tokens needs, layer by
+    /// layer, as `_check_enough_kv_cache_memory` sums the layers' `max_memory_usage_bytes`.
+    pub fn layer_pages_per_request(&self, len: u32, block_size: u32, max_num_batched_tokens: u32) -> u64 {
+        self.kinds
+            .iter()
+            .map(|k| {
+                let one = KvLayout { kinds: vec![LayerKind { groups: 1, ..*k }], group_size: 1, groups: 1 };
+                one.blocks_per_request(len, block_size, max_num_batched_tokens) * u64::from(k.layers)
+            })
+            .sum()
+    }
+
+    /// The tokens vLLM's "GPU KV cache size" line prints for `num_gpu_blocks`.
+    pub fn kv_cache_tokens(&self, num_gpu_blocks: u64, block_size: u32) -> u64 {
+        num_gpu_blocks / u64::from(self.groups.max(1)) * u64::from(block_size)
+    }
+}
