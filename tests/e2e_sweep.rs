@@ -173,7 +173,10 @@ async fn run_search(c: &Client, target: &str) {
 fn cli_results(preset_id: &str, target: &str, args: &[&str]) -> Vec<Result<Value, String>> {
     let text = std::fs::read_to_string(repo_path(&format!("assets/presets/{preset_id}.json"))).unwrap();
     let preset: Value = serde_json::from_str(&text).unwrap();
-    let dir = std::env::temp_dir().join(format!("kvlab-e2e-kv-search-{}", std::process::id()));
+    // One folder per call: the tests of this file run in parallel and each removes its own.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("kvlab-e2e-kv-search-{}-{call}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let answers = allocator_variants(&preset)
         .iter()
