@@ -76,6 +76,20 @@ async fn a_refused_setting_stays_in_its_control_with_the_reason_beside_it_in_vie
     assert_eq!(s["value"], "llama-3-70b", "{s}");
     assert!(s["reason"].as_str().unwrap().contains("tensor_parallel_size 2 or more"), "{s}");
     save_screenshot(c, "e2e-refusal-model-tp.png").await;
+    // The catalogue's Hugging Face ids are in the picker and run from their config.json numbers;
+    // one too big for the GPU is refused at the model the same way.
+    set_control(c, "model", "meta-llama/Llama-3.1-8B-Instruct").await;
+    let s = control_state(c, "model").await;
+    assert_eq!((s["value"].as_str(), s["invalid"].as_str()), (Some("meta-llama/Llama-3.1-8B-Instruct"), None), "{s}");
+    assert_eq!(
+        js(c, "return kvlab.report().kv_bytes_per_token").await,
+        json!(131072),
+        "32 layers × 8 KV heads × 128 × 2 × 2 bytes"
+    );
+    set_control(c, "model", "meta-llama/Llama-3.1-70B-Instruct").await;
+    let s = control_state(c, "model").await;
+    assert_eq!(s["invalid"], "true", "{s}");
+    assert!(s["reason"].as_str().unwrap().contains("tensor_parallel_size"), "{s}");
     b.close().await;
 }
 

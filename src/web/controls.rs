@@ -13,6 +13,7 @@ use web_sys::{Element, HtmlElement, HtmlInputElement, HtmlSelectElement, HtmlTex
 use crate::engine::model::{gpu_preset, GPU_IDS, MODEL_IDS};
 use crate::engine::startup_checks::ATTENTION_BACKENDS;
 use crate::formats::calibration::shipped_calibration;
+use crate::formats::model_catalogue::catalogue_ids;
 use crate::formats::preset::{ArrivalDto, PresetDto};
 use crate::missions::mission::Mission;
 use crate::shipped;
@@ -128,7 +129,11 @@ pub fn fill_options(speeds: &[f64], speed: f64) {
     add_attention_backend_control();
     if let Some(sel) = dom::by_id::<HtmlSelectElement>("ctl-model") {
         let custom = option(CUSTOM_MODEL, "custom (from the preset JSON)").attr("disabled", "");
-        dom::replace_children(&sel, MODEL_IDS.iter().map(|m| option(m, m)).chain([custom]));
+        // The lab's five ids, then the catalogue's Hugging Face ids (read from their config.json).
+        let catalogue = dom::node("optgroup")
+            .attr("label", "From config.json (Hugging Face id)")
+            .children(catalogue_ids().iter().map(|m| option(m, m)));
+        dom::replace_children(&sel, MODEL_IDS.iter().map(|m| option(m, m)).chain([catalogue, custom]));
     }
     if let Some(sel) = dom::by_id::<HtmlSelectElement>("ctl-gpu") {
         let gpus = GPU_IDS.iter().map(|g| option(g, &gpu_preset(g).map(|s| s.name).unwrap_or_default()));
