@@ -8,7 +8,7 @@
 
 mod common_e2e;
 
-use common_e2e::{browser, js, open, open_hub, repo_path, require_dist, serve, urlencode, wait_for};
+use common_e2e::{browser, js, open, open_hub, repo_path, require_dist, save_screenshot, serve, urlencode, wait_for};
 use fantoccini::{Client, Locator};
 use kvlab::missions::check::check_mission;
 use kvlab::missions::mission::parse_mission;
@@ -197,4 +197,45 @@ async fn the_embed_button_copies_a_snippet_that_reproduces_the_lab() {
     assert_eq!(js(c, "return document.documentElement.classList.contains('embed')").await, true);
     assert_eq!(js(c, "return kvlab.state()").await, state, "the snippet's lab is the lab that was shown");
     b.client.close().await.unwrap();
+}
+
+/// An operator's config.json, pasted into the Load dialog, replaces the model on screen: the run
+/// uses its KV shape and the header names it; one too big for the GPU is refused in the dialog
+/// with its text kept; a broken one names its missing key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_config_json_in_the_load_dialog_replaces_the_model() {
+    let dir = repo_path("../shared/validation/model-configs");
+    let Ok(qwen) = std::fs::read_to_string(dir.join("Qwen__Qwen2.5-7B-Instruct.config.json")) else {
+        eprintln!("skipped: ../shared/validation/model-configs is not here");
+        return;
+    };
+    let big = std::fs::read_to_string(dir.join("meta-llama__Llama-3.1-70B-Instruct.config.json")).unwrap();
+    let base = serve(require_dist()).await;
+    let b = browser(1400, 900).await;
+    let c = &b.client;
+    open(c, &format!("{base}?preset=paged-default&autoplay=0")).await;
+    load_in_dialog(c, &qwen).await;
+    assert!(!shown(c, "load-dialog").await, "the dialog closes");
+    assert_eq!(js(c, "return kvlab.state().preset.model.hf_config.architectures[0]").await, "Qwen2ForCausalLM");
+    assert_eq!(js(c, "return kvlab.report().kv_bytes_per_token").await, json!(28 * 4 * 128 * 2 * 2));
+    let title = text(c, "#preset-title").await;
+    assert!(title.contains("Qwen2ForCausalLM"), "the header names the model: {title}");
+    // Llama-3.1-70B's weights do not fit one H100 beside the KV: refused in the dialog, text kept.
+    load_in_dialog(c, &big).await;
+    assert!(shown(c, "load-error").await);
+    let error = text(c, "#load-error").await;
+    assert!(error.contains("tensor_parallel_size"), "{error}");
+    assert_eq!(js(c, "return document.getElementById('load-text').value").await, json!(big), "nothing typed is lost");
+    let mut broken: Value = serde_json::from_str(&qwen).unwrap();
+    broken.as_object_mut().unwrap().remove("num_hidden_layers");
+    load_in_dialog(c, &broken.to_string()).await;
+    let error = text(c, "#load-error").await;
+    assert!(error.contains("num_hidden_layers"), "{error}");
+    save_screenshot(c, "load-dialog-config-json-error.png").await;
+    assert_eq!(
+        js(c, "return kvlab.state().preset.model.hf_config.architectures[0]").await,
+        "Qwen2ForCausalLM",
+        "the lab keeps the last good model"
+    );
+    b.close().await;
 }

@@ -257,3 +257,43 @@ fn time_commands_check_their_numbers() {
     assert_eq!((r.from, r.place.clone()), (ChangeFrom::Link, Place::Page));
     assert!(r.text().starts_with("Link not applied: "), "{}", r.text());
 }
+
+/// A model's config.json in the Load dialog replaces the model of the setup on screen (one undo
+/// step) and runs from its numbers; a config.json missing a key is refused naming the key, the
+/// setup kept; the link carries the model; a preset parser told a config.json says what it is.
+#[test]
+fn a_config_json_loaded_replaces_the_model_and_a_broken_one_names_its_key() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/validation/model-configs/Qwen__Qwen2.5-7B-Instruct.config.json"
+    );
+    let Ok(text) = std::fs::read_to_string(path) else {
+        eprintln!("skipped: {path} is not here (../shared/validation)");
+        return;
+    };
+    let load = |text: &str| Command::LoadDocument { text: text.into(), expect: None, source: None };
+    let mut s = session("paged-default");
+    let block_size = s.lab().state.preset.allocator.clone();
+    s.apply(load(&text), 0.0).unwrap();
+    let state = &s.lab().state;
+    assert!(state.preset.model["hf_config"]["architectures"][0] == "Qwen2ForCausalLM", "{}", state.preset.model);
+    assert_eq!(state.preset.allocator, block_size, "the rest of the setup stays");
+    // Qwen2.5-7B: 28 layers × 4 KV heads × 128 × K and V × 2 bytes.
+    let report = s.lab().runs[0].report();
+    assert_eq!(report.kv_bytes_per_token, 28 * 4 * 128 * 2 * 2);
+    // The link carries the model read from the file.
+    let back = LabState::from_fragment(&state.to_fragment()).unwrap().expect("a state in the link");
+    assert_eq!(back.preset.model, state.preset.model);
+    s.apply(Command::Undo, 0.0).unwrap();
+    assert_eq!(s.lab().state.preset.model, json!("llama-3-8b"), "one undo step brings the old model back");
+
+    let mut broken: serde_json::Value = serde_json::from_str(&text).unwrap();
+    broken.as_object_mut().unwrap().remove("num_hidden_layers");
+    let before = s.lab().state.clone();
+    let r = s.apply(load(&broken.to_string()), 0.0).unwrap_err();
+    assert!(r.message.starts_with("config.json: num_hidden_layers"), "{}", r.message);
+    assert_eq!(s.lab().state, before, "a refused config.json changes nothing");
+
+    let e = kvlab::formats::preset::parse_preset(&text).unwrap_err().to_string();
+    assert!(e.contains("config.json, not a preset") && e.contains("hf_config"), "{e}");
+}

@@ -416,6 +416,13 @@ pub fn preset_dto_from_value(value: &serde_json::Value) -> Result<PresetDto, Con
                 format!("missing; every preset starts with \"schema\": \"{PRESET_SCHEMA}\""),
             ))
         }
+        Document::ModelConfig => {
+            return Err(ConfigError::new(
+                "schema",
+                "this is a model's config.json, not a preset; give it as \"model\": {\"hf_config\": …} in a preset, \
+                 or open it in the lab's Load dialog (kvlab run, plan and sweep take it as --model-config FILE)",
+            ))
+        }
         Document::Mission => return Err(ConfigError::new(
             "schema",
             "this file is a mission, not a preset; run it with `kvlab mission FILE` or open it as a mission in the lab",

@@ -20,6 +20,8 @@ pub enum Document {
     Stars,
     /// A `schema` that is not one of kvlab's (or not a string).
     OtherSchema,
+    /// A model's Hugging Face `config.json` (no `schema`; `architectures` or `model_type`).
+    ModelConfig,
     /// An object without `schema`.
     NoSchema,
     /// Not a JSON object at all.
@@ -32,6 +34,11 @@ pub fn sniff(value: &Value) -> Document {
         return Document::NotAnObject;
     };
     match map.get("schema") {
+        None if map.get("architectures").is_some_and(Value::is_array)
+            || map.get("model_type").is_some_and(Value::is_string) =>
+        {
+            Document::ModelConfig
+        }
         None => Document::NoSchema,
         Some(Value::String(s)) => match s.as_str() {
             PRESET_SCHEMA => Document::Preset,
@@ -63,6 +70,9 @@ mod tests {
         assert_eq!(sniff_text(r#"{"schema": "kvlab/stars@1"}"#), Some(Document::Stars));
         assert_eq!(sniff_text(r#"{"schema": 3}"#), Some(Document::OtherSchema));
         assert_eq!(sniff_text(r#"{"seed": 3}"#), Some(Document::NoSchema));
+        assert_eq!(sniff_text(r#"{"architectures": ["LlamaForCausalLM"]}"#), Some(Document::ModelConfig));
+        assert_eq!(sniff_text(r#"{"model_type": "gemma3"}"#), Some(Document::ModelConfig));
+        assert_eq!(sniff_text(r#"{"architectures": "LlamaForCausalLM"}"#), Some(Document::NoSchema));
         assert_eq!(sniff_text("[1]"), Some(Document::NotAnObject));
         assert_eq!(sniff_text("{"), None);
     }

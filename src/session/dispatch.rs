@@ -315,6 +315,12 @@ impl Session {
                 applied.verdict = Some(loader::verdict(&m));
                 Ok(applied)
             }
+            Document::ModelConfig(model) => {
+                // The setup on screen with this model: an edit of its model, undone as one.
+                let mut next = self.lab.state.clone();
+                next.preset.model = *model;
+                self.change(ChangeFrom::Control, true, Some("model"), Ok(next))
+            }
             Document::Preset(dto) => {
                 let mut next = LabState::new(*dto);
                 next.compare = self.lab.state.compare;

@@ -1,8 +1,12 @@
 //! Reading what instructors write: a preset (`kvlab/preset@1`) or a mission (`kvlab/mission@1`),
-//! told apart by `schema`. Errors name the field ("goals[1].metric: …"). A mission also goes
+//! told apart by `schema`, or what operators bring: a model's Hugging Face `config.json`, which
+//! replaces the model of the setup on screen. Errors name the field ("goals[1].metric: …"). A mission also goes
 //! through the mission check of `kvlab check` (`missions::check`): it is played either way,
 //! and the verdict says plainly when it is not a valid mission.
 
+use serde_json::Value;
+
+use crate::formats::hf_config::{read_hf_config, Overrides};
 use crate::formats::preset::{parse_preset_dto, PresetDto, MAX_PRESET_BYTES};
 use crate::formats::sniff::{sniff_text, Document as Schema};
 use crate::missions::check::check_mission;
@@ -20,6 +24,9 @@ pub struct Verdict {
 pub enum Document {
     Preset(Box<PresetDto>),
     Mission(Box<Mission>),
+    /// A config.json, as the preset's `model` takes it: `{"hf_config": …}` (named by its
+    /// `_name_or_path`, else its architecture).
+    ModelConfig(Box<Value>),
 }
 
 /// Whether `text` says it is a mission (by its `schema`).
@@ -31,6 +38,14 @@ pub fn is_mission(text: &str) -> bool {
 pub fn parse_document(text: &str) -> Result<Document, String> {
     if text.len() > MAX_PRESET_BYTES {
         return Err(format!("the document is {} bytes; the limit is {MAX_PRESET_BYTES} bytes", text.len()));
+    }
+    if sniff_text(text) == Some(Schema::ModelConfig) {
+        let config: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        read_hf_config(&config, Overrides::default()).map_err(|e| {
+            let at = if e.field.is_empty() { String::new() } else { format!("{}: ", e.field) };
+            format!("config.json: {at}{}", e.message)
+        })?;
+        return Ok(Document::ModelConfig(Box::new(serde_json::json!({ "hf_config": config }))));
     }
     if is_mission(text) {
         parse_mission(text).map(|m| Document::Mission(Box::new(m))).map_err(|e| e.to_string())

@@ -56,7 +56,16 @@ pub fn describe(state: &LabState) -> String {
     };
     let model = match &p.model {
         serde_json::Value::String(id) => id.clone(),
-        m => m.get("name").and_then(|n| n.as_str()).unwrap_or("custom model").to_string(),
+        // A config.json's model by its name, its `_name_or_path` or its architecture, as the
+        // engine names it.
+        m => m
+            .get("name")
+            .or_else(|| m.get("hf_config").and_then(|c| c.get("_name_or_path")))
+            .and_then(|n| n.as_str())
+            .filter(|n| !n.trim().is_empty())
+            .or_else(|| m.pointer("/hf_config/architectures/0").and_then(|a| a.as_str()))
+            .unwrap_or("custom model")
+            .to_string(),
     };
     let tp = if p.tensor_parallel_size > 1 { format!(" × {}", p.tensor_parallel_size) } else { String::new() };
     format!("{allocator} · {kv} · {model} on {}{tp}", p.gpu)

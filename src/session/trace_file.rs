@@ -43,12 +43,15 @@ pub fn summary(format: &str, requests: u64, span_s: f64) -> String {
     format!("{format} trace: {} request{s} over {} s", group_thousands(requests), group_thousands(span_s.ceil() as u64))
 }
 
-/// Whether a file's text is a kvlab document (a JSON object naming a `schema`) rather than a
-/// trace: JSON Lines and schema-less JSON are traces.
+/// Whether a file's text is a kvlab document (a JSON object naming a `schema`) or a model's
+/// config.json rather than a trace: JSON Lines and other schema-less JSON are traces.
 pub fn is_document(text: &str) -> bool {
     let head = text.trim_start();
     head.starts_with('{')
-        && matches!(sniff_text(text), Some(Document::Preset | Document::Mission | Document::OtherSchema))
+        && matches!(
+            sniff_text(text),
+            Some(Document::Preset | Document::Mission | Document::ModelConfig | Document::OtherSchema)
+        )
 }
 
 /// Lines of `text`, counted without parsing: an upper bound on its requests, to route a big
