@@ -9,15 +9,9 @@ use std::process::{Command, Output};
 
 use kvlab::formats::preset::parse_preset;
 
-fn configs_dir() -> Option<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/validation/model-configs");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        println!("skipped: {} is absent (CI has ../shared)", dir.display());
-        None
-    }
-}
+mod common;
+
+use common::configs_dir;
 
 fn plan(config: &std::path::Path, gpu: &str, tp: u32, extra: &[&str]) -> Output {
     let tp = tp.to_string();

@@ -6,21 +6,13 @@
 //! log is held out. Missing keys and unknown architectures are refused naming the key.
 #![cfg(not(target_arch = "wasm32"))]
 
-use std::path::PathBuf;
-
 use kvlab::engine::model_arch::{LayerAttention, ModelArch};
 use kvlab::formats::hf_config::{read_hf_config, Overrides};
 use serde_json::{json, Value};
 
-fn configs_dir() -> Option<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/validation/model-configs");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        println!("skipped: {} is absent (CI has ../shared)", dir.display());
-        None
-    }
-}
+mod common;
+
+use common::configs_dir;
 
 fn config(dir: &std::path::Path, name: &str) -> Value {
     let path = dir.join(format!("{name}.config.json"));
