@@ -180,7 +180,8 @@ fn per_unit_sizes_are_what_the_schema_doc_counts() {
     assert!(size_of::<MapCell>() <= 8);
     assert!(size_of::<StepPoint>() <= 48);
     assert!(size_of::<RequestSpec>() + size_of::<SequenceGroup>() <= 256);
-    assert!(size_of::<Sequence>() <= 28);
+    // 28 B of counters and the 8 B time of its latest token (the inter-token gaps), aligned.
+    assert!(size_of::<Sequence>() <= 40);
 }
 
 #[test]

@@ -30,6 +30,7 @@ fn group(id: u32, prompt: u32) -> SequenceGroup {
             target: 32,
             finished: false,
             preemptions: 0,
+            last_token_us: 0,
         }],
         first_token_us: None,
         finish_us: None,

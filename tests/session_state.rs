@@ -81,7 +81,7 @@ fn controls_edit_preset_paths_and_name_bad_values() {
     let next = edit(&s, "scheduler.max_num_seqs", json!("64")).unwrap();
     assert_eq!(next.preset.scheduler.max_num_seqs, 64);
     let next = edit(&next, "workload.classes[0].prompt_tokens.mean", json!(900.0)).unwrap();
-    assert_eq!(next.preset.workload.classes[0].prompt_tokens.mean, 900.0);
+    assert_eq!(next.preset.workload.classes[0].prompt_tokens.mean, Some(900.0));
     assert_eq!(value_for(&next, "workload.classes[0].prompt_tokens.mean"), Some(json!(900.0)));
     // The paged settings are remembered while contiguous is in use, then come back.
     let next = edit(&next, "allocator.block_size", json!(32)).unwrap();

@@ -1,6 +1,7 @@
 //! The native command line: `kvlab run`, `kvlab plan`, `kvlab check`, `kvlab mission`,
 //! `kvlab calibrate`, `kvlab replay`, `kvlab sweep` and `kvlab fit`, over the same engine the browser lab runs. Bad input exits non-zero with a message naming the field.
 
+mod benchmark;
 mod calibrate;
 mod check;
 mod fit;

@@ -17,6 +17,9 @@ pub struct RunArgs {
     /// Print the report JSON instead of the summary.
     #[arg(long)]
     pub json: bool,
+    /// Print the result as `vllm bench serve` prints it (its Serving Benchmark Result block).
+    #[arg(long, conflicts_with = "json")]
+    pub benchmark: bool,
     /// Override the preset's seed.
     #[arg(long)]
     pub seed: Option<u64>,
@@ -112,6 +115,8 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
     }
     if args.json {
         println!("{}", report_json(&report));
+    } else if args.benchmark {
+        print!("{}", super::benchmark::benchmark_block(&report));
     } else {
         if let Some(line) = &trace_line {
             println!("{line}");

@@ -4,7 +4,11 @@
 
 use serde::Serialize;
 
+mod latency;
 mod series;
+pub use latency::{
+    gap_bucket, percentile, percentile_of_sorted, round_to, sorted, GapHistogram, Summary, GAP_EXACT_BITS,
+};
 pub use series::{Series, StepPoint, BASE_BUCKET_US, SERIES_POINT_BUDGET};
 
 /// Time integrals over the run, so means are weighted by simulated time, not by step count.
@@ -53,12 +57,99 @@ pub struct KvSummary {
     pub live_fraction_mean: f64,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// Latencies in ms, as `vllm bench serve` names them (docs/REPORT.md): the first four keys are
+/// the report's original ones, the rest were added after them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct LatencyMs {
     pub ttft_p50: f64,
     pub ttft_p95: f64,
     pub tpot_p50: f64,
     pub tpot_p95: f64,
+    pub ttft_mean: f64,
+    pub ttft_p90: f64,
+    pub ttft_p99: f64,
+    pub tpot_mean: f64,
+    pub tpot_p90: f64,
+    pub tpot_p99: f64,
+    pub itl_mean: f64,
+    pub itl_p50: f64,
+    pub itl_p90: f64,
+    pub itl_p95: f64,
+    pub itl_p99: f64,
+    pub e2e_mean: f64,
+    pub e2e_p50: f64,
+    pub e2e_p90: f64,
+    pub e2e_p95: f64,
+    pub e2e_p99: f64,
+}
+
+impl LatencyMs {
+    /// The latencies from their summaries.
+    pub fn new(ttft: Summary, tpot: Summary, itl: Summary, e2e: Summary) -> LatencyMs {
+        LatencyMs {
+            ttft_p50: ttft.p50,
+            ttft_p95: ttft.p95,
+            tpot_p50: tpot.p50,
+            tpot_p95: tpot.p95,
+            ttft_mean: ttft.mean,
+            ttft_p90: ttft.p90,
+            ttft_p99: ttft.p99,
+            tpot_mean: tpot.mean,
+            tpot_p90: tpot.p90,
+            tpot_p99: tpot.p99,
+            itl_mean: itl.mean,
+            itl_p50: itl.p50,
+            itl_p90: itl.p90,
+            itl_p95: itl.p95,
+            itl_p99: itl.p99,
+            e2e_mean: e2e.mean,
+            e2e_p50: e2e.p50,
+            e2e_p90: e2e.p90,
+            e2e_p95: e2e.p95,
+            e2e_p99: e2e.p99,
+        }
+    }
+}
+
+/// Throughput over the benchmark's duration, as `vllm bench serve` computes it: from the first
+/// arrival to the last finish, counting the finished requests and their tokens only.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Throughput {
+    /// First arrival to last finish, seconds (0 when no request finished).
+    pub duration_s: f64,
+    /// Prompt tokens of the finished requests.
+    pub input_tokens: u64,
+    /// Output tokens of the finished requests (every sample's).
+    pub output_tokens: u64,
+    pub requests_per_s: f64,
+    pub output_tokens_per_s: f64,
+    pub total_tokens_per_s: f64,
+}
+
+impl Throughput {
+    /// `finished` requests with their tokens, the first arriving at `first_arrival_us` and the
+    /// last finishing at `last_finish_us`.
+    pub fn new(
+        finished: u32,
+        input_tokens: u64,
+        output_tokens: u64,
+        first_arrival_us: u64,
+        last_finish_us: u64,
+    ) -> Self {
+        let duration_us = last_finish_us.saturating_sub(first_arrival_us);
+        if finished == 0 || duration_us == 0 {
+            return Throughput { input_tokens, output_tokens, ..Throughput::default() };
+        }
+        let s = duration_us as f64 / 1e6;
+        Throughput {
+            duration_s: round_to(s, 6),
+            input_tokens,
+            output_tokens,
+            requests_per_s: round_to(f64::from(finished) / s, 4),
+            output_tokens_per_s: round_to(output_tokens as f64 / s, 2),
+            total_tokens_per_s: round_to((input_tokens + output_tokens) as f64 / s, 2),
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -96,6 +187,8 @@ pub struct Report {
     pub prefix_cache_hits: u64,
     pub latency_ms: LatencyMs,
     pub output_tokens_per_s: f64,
+    /// Over the benchmark's duration (first arrival to last finish), as vLLM's client counts.
+    pub throughput: Throughput,
     pub paged_overhead: f64,
     pub calibration: Option<String>,
     pub rejections: Vec<Rejection>,
@@ -122,33 +215,4 @@ pub struct GpuMemoryReport {
     pub kv_heads_per_gpu: u32,
     /// vLLM's startup lines, in vLLM's order.
     pub startup_lines: Vec<String>,
-}
-
-/// Nearest-rank percentile of an unsorted list (0 when empty).
-pub fn percentile(values: &mut [f64], p: f64) -> f64 {
-    // Values equal under `total_cmp` are the same bits, so an unstable sort is as good.
-    values.sort_unstable_by(f64::total_cmp);
-    percentile_of_sorted(values, p)
-}
-
-/// A sorted copy (by `f64::total_cmp`), for taking several percentiles.
-pub fn sorted(values: &[f64]) -> Vec<f64> {
-    let mut v = values.to_vec();
-    v.sort_unstable_by(f64::total_cmp);
-    v
-}
-
-/// Nearest-rank percentile of a list sorted by `f64::total_cmp` (0 when empty).
-pub fn percentile_of_sorted(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let rank = libm::ceil(p / 100.0 * sorted.len() as f64) as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
-/// Rounds for the report so that JSON stays readable (and exact across platforms).
-pub fn round_to(x: f64, digits: i32) -> f64 {
-    let m = libm::pow(10.0, f64::from(digits));
-    libm::round(x * m) / m
 }

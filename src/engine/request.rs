@@ -27,6 +27,9 @@ pub struct Sequence {
     pub finished: bool,
     /// Times this sample was preempted (v1 counts per request, and so per sample).
     pub preemptions: u32,
+    /// When its latest output token landed (µs; meaningless while `generated` is 0): the start
+    /// of its next inter-token gap.
+    pub last_token_us: u64,
 }
 
 #[derive(Clone, Debug)]

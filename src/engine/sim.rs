@@ -5,7 +5,7 @@
 use super::alloc::{ContiguousAllocator, KvCacheManager, PagedAllocator, RequestId, SeqId};
 use super::config::{AllocatorConfig, ConfigError, SimConfig};
 use super::memory_map::MemoryMap;
-use super::metrics::{Integrals, Rejection, Report, Series, StepPoint};
+use super::metrics::{GapHistogram, Integrals, Rejection, Report, Series, StepPoint};
 use super::model::GIB;
 use super::request::{GroupStatus, Sequence, SequenceGroup};
 use super::scheduler::Scheduler;
@@ -61,6 +61,15 @@ pub struct Simulation {
     output_tokens: u64,
     ttft_us: Vec<f64>,
     tpot_us: Vec<f64>,
+    /// End-to-end latency (arrival to finish) of every finished request.
+    e2e_us: Vec<f64>,
+    /// Every gap between two consecutive output tokens of a sample (ITL).
+    itl: GapHistogram,
+    /// Prompt and output tokens of the finished requests, and the last finish (throughput over
+    /// the benchmark's duration).
+    finished_input_tokens: u64,
+    finished_output_tokens: u64,
+    last_finish_us: u64,
     rejections: Vec<Rejection>,
     stepping: Stepping,
     /// Steps the cohort took (the rest ran step by step).
@@ -125,6 +134,11 @@ impl Simulation {
             output_tokens: 0,
             ttft_us: Vec::new(),
             tpot_us: Vec::new(),
+            e2e_us: Vec::new(),
+            itl: GapHistogram::default(),
+            finished_input_tokens: 0,
+            finished_output_tokens: 0,
+            last_finish_us: 0,
             rejections: Vec::new(),
             stepping: Stepping::default(),
             event_steps: 0,
@@ -238,6 +252,7 @@ impl Simulation {
                     target: spec.output_tokens[k as usize],
                     finished: false,
                     preemptions: 0,
+                    last_token_us: 0,
                 })
                 .collect();
             self.next_seq += n;

@@ -169,15 +169,21 @@ impl StepTimeModel {
     /// A clock that counts steps, not time: every step lasts one tick (1 µs), whatever it does.
     /// `kvlab replay` runs on it so that step `s` of the engine is step `s` of vLLM.
     pub fn one_tick_per_step() -> Self {
+        StepTimeModel::fixed_and_per_token(1.0, 0.0)
+    }
+
+    /// A clock of a fixed cost per step plus a cost per scheduled token, µs (no memory reads,
+    /// no swaps): a run short enough to check its latencies by hand.
+    pub fn fixed_and_per_token(fixed_step_us: f64, us_per_token: f64) -> Self {
         StepTimeModel {
             weight_bytes: 0.0,
             expert_bytes: 0.0,
             expert_share_per_token: 0.0,
-            flops_per_token: 0.0,
+            flops_per_token: us_per_token,
             bandwidth_bytes_per_s: 1.0,
-            flops_per_s: 1.0,
+            flops_per_s: 1e6,
             pcie_bytes_per_s: 1.0,
-            fixed_step_us: 1.0,
+            fixed_step_us,
             kv_bytes_per_token: 0.0,
             kv_read_factor: 1.0,
             swap_block_bytes: 0.0,

@@ -336,11 +336,30 @@ pub struct BurstDto {
     pub rate_per_s: f64,
 }
 
+/// A class's prompt or output length: `{ "mean", "p99" }` (a log-normal fitted to them) or
+/// `{ "fixed" }` (every request the same length, as `vllm bench serve` sends random prompts of
+/// one input and one output length); `formats::preset_config` checks that one form is given.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DistDto {
-    pub mean: f64,
-    pub p99: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fixed: Option<u32>,
+}
+
+impl DistDto {
+    /// A log-normal of this mean and p99.
+    pub fn log_normal(mean: f64, p99: f64) -> DistDto {
+        DistDto { mean: Some(mean), p99: Some(p99), fixed: None }
+    }
+
+    /// The mean length in either form (0 when neither is given).
+    pub fn mean_tokens(&self) -> f64 {
+        self.fixed.map_or(self.mean.unwrap_or(0.0), f64::from)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -489,6 +508,8 @@ mod tests {
                 "workload": {"arrival": {"kind": "trace", "format": "vllm-timed", "text": "", "start_s": 1,
                     "end_s": 2, "speed": 2, "sample_one_in": 3, "replica": {"index": 0, "of": 2},
                     "drop_failed": false, "seconds_per_unit": 0.001, "hash_block_tokens": 512}, "classes": []}}"#,
+            r#"{"schema": "kvlab/preset@1", "workload": {"arrival": {"kind": "poisson", "rate_per_s": 1},
+                "classes": [{"prompt_tokens": {"fixed": 9}, "output_tokens": {"fixed": 9}}]}}"#,
         ];
         let mut found = BTreeSet::new();
         for text in presets {

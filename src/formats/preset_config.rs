@@ -45,17 +45,63 @@ mirror!(SchedulerConfig <-> SchedulerDto {
     watermark,
 });
 
-mirror!(UserClass <-> ClassDto { name, weight, prompt_tokens, output_tokens, max_tokens, n, shared_prefix_tokens });
+impl From<&UserClass> for ClassDto {
+    fn from(c: &UserClass) -> ClassDto {
+        ClassDto {
+            name: c.name.clone(),
+            weight: c.weight,
+            prompt_tokens: c.prompt_tokens.into(),
+            output_tokens: c.output_tokens.into(),
+            max_tokens: c.max_tokens,
+            n: c.n,
+            shared_prefix_tokens: c.shared_prefix_tokens,
+        }
+    }
+}
 
-impl From<DistDto> for LengthDist {
-    fn from(d: DistDto) -> Self {
-        LengthDist { mean: d.mean, p99: d.p99 }
+/// Class `i` of the preset, its lengths checked for one form each.
+fn user_class(i: usize, c: &ClassDto) -> Result<UserClass, ConfigError> {
+    let field = |name: &str| format!("workload.classes[{i}].{name}");
+    Ok(UserClass {
+        name: c.name.clone(),
+        weight: c.weight,
+        prompt_tokens: length_dist(&c.prompt_tokens, &field("prompt_tokens"))?,
+        output_tokens: length_dist(&c.output_tokens, &field("output_tokens"))?,
+        max_tokens: c.max_tokens,
+        n: c.n,
+        shared_prefix_tokens: c.shared_prefix_tokens,
+    })
+}
+
+/// A length as the engine draws it: a fixed length is a log-normal whose p99 is its mean (no
+/// spread: every draw is that length, and it takes the same random numbers as any other
+/// length, so the draws after it do not move).
+fn length_dist(d: &DistDto, field: &str) -> Result<LengthDist, ConfigError> {
+    match (d.fixed, d.mean, d.p99) {
+        (Some(0), ..) => Err(ConfigError::new(format!("{field}.fixed"), "must be at least 1 token")),
+        (Some(n), None, None) => Ok(LengthDist { mean: f64::from(n), p99: f64::from(n) }),
+        (Some(_), ..) => Err(ConfigError::new(
+            field,
+            "give either { \"fixed\": N } (every request N tokens) or { \"mean\", \"p99\" } (a log-normal), not both",
+        )),
+        (None, Some(mean), Some(p99)) => Ok(LengthDist { mean, p99 }),
+        (None, Some(_), None) => Err(ConfigError::new(
+            format!("{field}.p99"),
+            "missing: give the 99th percentile with the mean (equal to it, or { \"fixed\": N }, for one length)",
+        )),
+        (None, None, Some(_)) => {
+            Err(ConfigError::new(format!("{field}.mean"), "missing: give the mean with the 99th percentile"))
+        }
+        (None, None, None) => Err(ConfigError::new(
+            field,
+            "give { \"mean\", \"p99\" } (a log-normal) or { \"fixed\": N } (every request N tokens)",
+        )),
     }
 }
 
 impl From<LengthDist> for DistDto {
     fn from(d: LengthDist) -> Self {
-        DistDto { mean: d.mean, p99: d.p99 }
+        DistDto::log_normal(d.mean, d.p99)
     }
 }
 
@@ -264,7 +310,8 @@ impl PresetDto {
             },
         };
         let arrival = self.workload.arrival.to_arrival()?;
-        let classes = self.workload.classes.iter().map(UserClass::from).collect();
+        let classes =
+            self.workload.classes.iter().enumerate().map(|(i, c)| user_class(i, c)).collect::<Result<_, _>>()?;
         let (kv_memory_gib, gpu_memory) = self.kv_memory()?;
         let attention_backend = self.attention_backend()?;
         let mut config = SimConfig {

@@ -62,7 +62,7 @@ pub fn fit_workload(trace: &Trace, opts: &FitOptions) -> Result<Fit, String> {
             let mean_shared = hit.iter().map(|(_, &s)| f64::from(s)).sum::<f64>() / hit.len() as f64;
             let prefix = (mean_shared as u32) / PREFIX_ROUNDING * PREFIX_ROUNDING;
             let mut c = class(&format!("{} (shares a prefix)", opts.class_name), &hit_rows, opts.max_tokens);
-            c.shared_prefix_tokens = prefix.min((c.prompt_tokens.mean as u32).saturating_sub(1));
+            c.shared_prefix_tokens = prefix.min((c.prompt_tokens.mean_tokens() as u32).saturating_sub(1));
             classes.push(c);
             if !miss.is_empty() {
                 let miss_rows: Vec<&TraceRow> = miss.iter().map(|(r, _)| **r).collect();
@@ -141,7 +141,7 @@ fn dist(values: &[u32]) -> DistDto {
     let mean = v.iter().map(|&x| f64::from(x)).sum::<f64>() / v.len() as f64;
     let rank = ((0.99 * v.len() as f64).ceil() as usize).clamp(1, v.len());
     let mean = (mean * 10.0).round() / 10.0;
-    DistDto { mean, p99: f64::from(v[rank - 1]).max(mean) }
+    DistDto::log_normal(mean, f64::from(v[rank - 1]).max(mean))
 }
 
 fn round6(x: f64) -> f64 {
@@ -167,8 +167,8 @@ mod tests {
         let fit = fit_workload(&trace, &opts(4.0, 1.0)).unwrap();
         assert_eq!(fit.requests, 4);
         let c = &fit.workload.classes[0];
-        assert_eq!((c.prompt_tokens.mean, c.prompt_tokens.p99), (150.0, 300.0));
-        assert_eq!((c.output_tokens.mean, c.output_tokens.p99), (15.0, 30.0));
+        assert_eq!(c.prompt_tokens, DistDto::log_normal(150.0, 300.0));
+        assert_eq!(c.output_tokens, DistDto::log_normal(15.0, 30.0));
         let fit = fit_workload(&trace, &opts(8.0, 2.0)).unwrap();
         let ArrivalDto::Poisson { rate_per_s, bursts } = fit.workload.arrival else { panic!() };
         assert_eq!(rate_per_s, 0.5);

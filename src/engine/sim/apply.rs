@@ -107,6 +107,10 @@ impl Simulation {
         let now = self.now_us;
         let g = &mut self.groups[r as usize];
         let s = &mut g.samples[k as usize];
+        if s.generated > 0 {
+            self.itl.add(now - s.last_token_us, 1);
+        }
+        s.last_token_us = now;
         s.generated += 1;
         s.num_tokens += 1;
         self.output_tokens += 1;
@@ -133,6 +137,10 @@ impl Simulation {
         if g.samples.iter().all(|s| s.finished) {
             g.status = GroupStatus::Finished;
             g.finish_us = Some(now);
+            self.e2e_us.push((now - g.arrival_us) as f64);
+            self.finished_input_tokens += u64::from(g.prompt_tokens);
+            self.finished_output_tokens += g.samples.iter().map(|s| u64::from(s.generated)).sum::<u64>();
+            self.last_finish_us = now;
             let max_gen = g.samples.iter().map(|s| s.generated).max().unwrap_or(1);
             if max_gen >= 2 {
                 let first = g.first_token_us.unwrap_or(now);

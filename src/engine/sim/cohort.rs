@@ -50,6 +50,11 @@ impl Member {
     pub fn is_alive(&self) -> bool {
         self.alive
     }
+
+    /// It has made a token in the cohort before the step of tick `tick`.
+    pub fn served_before(&self, tick: u64) -> bool {
+        tick > self.base_tick
+    }
 }
 
 /// What a request brings when it joins the cohort (its counters now).
@@ -89,6 +94,10 @@ pub struct DecodeCohort {
     prefix_caching: bool,
     /// Formed from a running queue (the default cohort is not: it stands for none).
     formed: bool,
+    /// Members joined since the last step: their previous token may predate that step's start.
+    fresh: Vec<u32>,
+    /// When the last step's tokens landed (µs).
+    step_end_us: u64,
 }
 
 impl DecodeCohort {
@@ -183,6 +192,7 @@ impl DecodeCohort {
             self.of_seq.resize(j.seq as usize + 1, NONE);
         }
         self.of_seq[j.seq as usize] = idx;
+        self.fresh.push(idx);
         self.alive += 1;
         self.computed_sum += u64::from(j.computed);
         if self.block_size > 0 {
@@ -234,6 +244,20 @@ impl DecodeCohort {
         self.alive -= 1;
         self.computed_sum -= u64::from(m.computed_at(self.tick));
         self.of_seq[m.seq as usize] = NONE;
+    }
+
+    /// The members joined since the last step (dead ones included: skip them); the list is
+    /// emptied.
+    pub fn take_fresh(&mut self) -> Vec<u32> {
+        std::mem::take(&mut self.fresh)
+    }
+
+    /// The step just taken ended (its tokens landed) at `us`.
+    pub fn set_step_end(&mut self, us: u64) {
+        self.step_end_us = us;
+    }
+    pub fn step_end_us(&self) -> u64 {
+        self.step_end_us
     }
 
     /// Every live member wrote this tick's token: the next tick begins.

@@ -54,6 +54,9 @@ impl Simulation {
         s.num_computed = computed;
         s.num_tokens = computed + 1;
         s.generated = m.generated_at(tick);
+        if m.served_before(tick) {
+            s.last_token_us = self.cohort.step_end_us();
+        }
         self.kv.catch_up(m.seq, computed);
     }
 
@@ -203,8 +206,12 @@ impl Simulation {
         };
         self.scheduled_tokens += u64::from(served);
         self.add_work(&mut work, &out.work);
+        let fresh = self.cohort.take_fresh();
+        let start = self.now_us;
         self.cohort.advance();
         self.account_step(&work, out.hol);
+        self.cohort.set_step_end(self.now_us);
+        self.count_cohort_gaps(&fresh, start, served);
         // Every member made its token; those at their length finish, in running order.
         self.output_tokens += u64::from(served);
         let tick = self.cohort.tick();
@@ -221,6 +228,26 @@ impl Simulation {
             self.dissolve_cohort();
         }
         self.scheduler.recycle(out.work);
+    }
+
+    /// The inter-token gaps of a cohort step from `start` to now: a member served in the step
+    /// before made its previous token at `start` (cohort steps follow each other with nothing
+    /// between them); one that joined since then made it when its `last_token_us` says (or
+    /// makes its first token now).
+    fn count_cohort_gaps(&mut self, fresh: &[u32], start: u64, served: u32) {
+        let (end, mut veterans) = (self.now_us, u64::from(served));
+        for &idx in fresh {
+            let m = self.cohort.member(idx);
+            if !m.is_alive() {
+                continue;
+            }
+            veterans -= 1;
+            let s = &self.groups[m.request as usize].samples[m.sample as usize];
+            if s.generated > 0 {
+                self.itl.add(end - s.last_token_us, 1);
+            }
+        }
+        self.itl.add(end - start, veterans);
     }
 
     /// The running pass: every member takes one token; the slow writes are made in running

@@ -8,7 +8,8 @@ use crate::engine::alloc::KvCacheManager;
 use crate::engine::config::AllocatorConfig;
 use crate::engine::memory_budget::MemoryBudget;
 use crate::engine::metrics::{
-    percentile_of_sorted, round_to, sorted, GpuMemoryReport, KvSummary, LatencyMs, Report, RequestCounts,
+    percentile_of_sorted, round_to, sorted, GpuMemoryReport, KvSummary, LatencyMs, Report, RequestCounts, Summary,
+    Throughput,
 };
 use crate::engine::model::GIB;
 use crate::engine::plan::startup_line;
@@ -46,8 +47,6 @@ impl Simulation {
     pub fn report(&self) -> Report {
         let i = &self.integrals;
         let ratio = |num: f64, den: f64| if den > 0.0 { round_to(num / den, 4) } else { 0.0 };
-        let (ttft_us, tpot_us) = (sorted(&self.ttft_us), sorted(&self.tpot_us));
-        let ms = |v: &[f64], p: f64| round_to(percentile_of_sorted(v, p) / 1000.0, 2);
         let allocator = match self.config.allocator {
             AllocatorConfig::Contiguous { .. } => "contiguous",
             AllocatorConfig::Paged { .. } => "paged",
@@ -91,13 +90,20 @@ impl Simulation {
             prefix_cache_hit_rate: round_to(self.kv.prefix_cache_hit_rate(), 4),
             prefix_cache_queries: self.kv.prefix_stats().0.queries,
             prefix_cache_hits: self.kv.prefix_stats().0.hits,
-            latency_ms: LatencyMs {
-                ttft_p50: ms(&ttft_us, 50.0),
-                ttft_p95: ms(&ttft_us, 95.0),
-                tpot_p50: ms(&tpot_us, 50.0),
-                tpot_p95: ms(&tpot_us, 95.0),
-            },
+            latency_ms: LatencyMs::new(
+                Summary::of_sorted_us(&sorted(&self.ttft_us)),
+                Summary::of_sorted_us(&sorted(&self.tpot_us)),
+                self.itl.summary(),
+                Summary::of_sorted_us(&sorted(&self.e2e_us)),
+            ),
             output_tokens_per_s: round_to(self.output_tokens as f64 / (self.duration_us as f64 / 1e6), 2),
+            throughput: Throughput::new(
+                self.finished,
+                self.finished_input_tokens,
+                self.finished_output_tokens,
+                self.groups.first().map_or(0, |g| g.arrival_us),
+                self.last_finish_us,
+            ),
             paged_overhead: round_to(self.timing.paged_overhead(), 4),
             calibration: self.config.calibration.as_ref().map(|c| c.name.clone()),
             rejections: self.rejections.clone(),
