@@ -31,8 +31,10 @@ const ROWS: &[(&str, &str, &str, bool)] = &[
     ("hol", "head-of-line blocked steps", "queue head not admitted (of which with enough free memory in total)", false),
     ("cow", "CoW copies", "partial prompt blocks copied per sample (vLLM v0)", false),
     ("prefix", "prefix_cache_hit_rate", "prompt tokens found in the prefix cache (first admissions)", false),
-    ("ttft", "TTFT p50", "time to first token (and p95)", false),
-    ("tpot", "TPOT p50", "time per output token (and p95)", false),
+    ("ttft", "TTFT mean", "time to first token (p95, p99)", false),
+    ("tpot", "TPOT mean", "time per output token, per request (p95, p99)", false),
+    ("itl", "ITL mean", "every gap between a request's tokens (p99)", false),
+    ("e2e", "end-to-end mean", "arrival to last token, finished requests (p99)", false),
     ("tokens", "output tokens/s", "generated so far, per simulated second", false),
     ("requests", "requests finished / arrived", "so far", false),
     ("calibration", "step-time model", "calibration in use; extra cost of paged KV reads", false),
@@ -94,8 +96,18 @@ pub fn value(key: &str, m: &MetricsInput<'_>) -> (String, Option<String>) {
         // A latency is never exactly 0 (every step takes time): 0 means no request has one yet.
         "ttft" if r.latency_ms.ttft_p95 == 0.0 => ("—".into(), Some("no first token yet".into())),
         "tpot" if r.latency_ms.tpot_p95 == 0.0 => ("—".into(), Some("no second token yet".into())),
-        "ttft" => (format!("{} ms", ms(r.latency_ms.ttft_p50)), Some(format!("p95 {} ms", ms(r.latency_ms.ttft_p95)))),
-        "tpot" => (format!("{} ms", ms(r.latency_ms.tpot_p50)), Some(format!("p95 {} ms", ms(r.latency_ms.tpot_p95)))),
+        "itl" if r.latency_ms.itl_p99 == 0.0 => ("—".into(), Some("no second token yet".into())),
+        "e2e" if r.latency_ms.e2e_p99 == 0.0 => ("—".into(), Some("no request finished yet".into())),
+        "ttft" => {
+            let l = &r.latency_ms;
+            (format!("{} ms", ms(l.ttft_mean)), Some(format!("p95 {} · p99 {} ms", ms(l.ttft_p95), ms(l.ttft_p99))))
+        }
+        "tpot" => {
+            let l = &r.latency_ms;
+            (format!("{} ms", ms(l.tpot_mean)), Some(format!("p95 {} · p99 {} ms", ms(l.tpot_p95), ms(l.tpot_p99))))
+        }
+        "itl" => (format!("{} ms", ms(r.latency_ms.itl_mean)), Some(format!("p99 {} ms", ms(r.latency_ms.itl_p99)))),
+        "e2e" => (format!("{} ms", ms(r.latency_ms.e2e_mean)), Some(format!("p99 {} ms", ms(r.latency_ms.e2e_p99)))),
         "tokens" => {
             // The report divides by the whole duration; mid-run, show the rate so far.
             let rate = if m.elapsed_s > 0.0 { r.output_tokens_per_s * m.duration_s / m.elapsed_s } else { 0.0 };
