@@ -86,6 +86,16 @@ async fn a_refused_setting_stays_in_its_control_with_the_reason_beside_it_in_vie
         json!(131072),
         "32 layers × 8 KV heads × 128 × 2 × 2 bytes"
     );
+    // A fixed prompt length shows in both class fields and edits as a length, not refused.
+    set_control(c, "model", "llama-3-8b").await;
+    let mut preset = js(c, "return kvlab.state().preset").await;
+    preset["workload"]["classes"][0]["prompt_tokens"] = json!({"fixed": 512});
+    js(c, &format!("kvlab.loadPreset({}); return null", json!(preset.to_string()))).await;
+    assert_eq!(control_state(c, "workload.classes[0].prompt_tokens.p99").await["value"], "512");
+    set_control(c, "workload.classes[0].prompt_tokens.mean", "1024").await;
+    let s = control_state(c, "workload.classes[0].prompt_tokens.mean").await;
+    assert_eq!((s["value"].as_str(), s["invalid"].as_str()), (Some("1024"), None), "{s}");
+    assert_eq!(js(c, "return kvlab.state().preset.workload.classes[0].prompt_tokens").await, json!({"fixed": 1024}));
     set_control(c, "model", "meta-llama/Llama-3.1-70B-Instruct").await;
     let s = control_state(c, "model").await;
     assert_eq!(s["invalid"], "true", "{s}");

@@ -287,3 +287,27 @@ fn the_sweep_offers_only_the_knobs_the_preset_has_a_place_for() {
     assert!(in_mission.iter().all(|k| kvlab::session::control_edit::control_unlocked(m3.knobs(), k)), "{in_mission:?}");
     assert!(in_mission.len() < KNOBS.len(), "mission 3 locks some knobs: {in_mission:?}");
 }
+
+/// A fixed class length (`{"fixed": N}`) through the class controls: both fields show N; a new
+/// mean keeps it fixed at that length, a new p99 makes it the log-normal of mean N and that p99;
+/// every result is a preset the engine accepts.
+#[test]
+fn a_fixed_length_is_shown_and_edited_through_the_mean_and_p99_fields() {
+    let mut dto = presets::dto("paged-default").unwrap();
+    dto.workload.classes[0].prompt_tokens = kvlab::formats::preset::DistDto { mean: None, p99: None, fixed: Some(512) };
+    let state = LabState::new(dto);
+    let (mean, p99) = ("workload.classes[0].prompt_tokens.mean", "workload.classes[0].prompt_tokens.p99");
+    assert_eq!((value_for(&state, mean), value_for(&state, p99)), (Some(json!(512)), Some(json!(512))));
+    let longer = edit(&state, mean, json!("1024")).unwrap();
+    assert_eq!(longer.preset.workload.classes[0].prompt_tokens.fixed, Some(1024));
+    longer.preset.to_config().unwrap();
+    let spread = edit(&state, p99, json!(2048)).unwrap();
+    let d = spread.preset.workload.classes[0].prompt_tokens;
+    assert_eq!((d.mean, d.p99, d.fixed), (Some(512.0), Some(2048.0), None));
+    spread.preset.to_config().unwrap();
+    let e = edit(&state, mean, json!(16.5)).unwrap_err();
+    assert!(e.contains("16.5 is not a whole number of tokens"), "{e}");
+    // The output length is untouched, and a log-normal length edits as before.
+    let out = edit(&state, "workload.classes[0].output_tokens.mean", json!(300)).unwrap();
+    assert_eq!(out.preset.workload.classes[0].output_tokens.mean, Some(300.0));
+}

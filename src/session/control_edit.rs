@@ -102,9 +102,49 @@ fn coerce(path: &str, value: Value) -> Result<Value, String> {
     }
 }
 
+/// The class length a path of the class controls names (`workload.classes[i].prompt_tokens.mean`
+/// or `….p99`, likewise `output_tokens`), when that length is fixed (`{"fixed": N}`): the class
+/// index, whether it is the output length, and whether the field is the p99.
+fn fixed_length_field(state: &LabState, path: &str) -> Option<(usize, bool, bool)> {
+    let rest = path.strip_prefix("workload.classes[")?;
+    let (index, rest) = rest.split_once("].")?;
+    let (dist, field) = rest.split_once('.')?;
+    let i: usize = index.parse().ok()?;
+    let output = match dist {
+        "prompt_tokens" => false,
+        "output_tokens" => true,
+        _ => return None,
+    };
+    let p99 = match field {
+        "mean" => false,
+        "p99" => true,
+        _ => return None,
+    };
+    let class = state.preset.workload.classes.get(i)?;
+    let d = if output { &class.output_tokens } else { &class.prompt_tokens };
+    d.fixed.map(|_| (i, output, p99))
+}
+
 /// The state after setting the field at `path` to `value` (not yet validated as a config).
 pub fn edit(state: &LabState, path: &str, value: Value) -> Result<LabState, String> {
     let mut next = state.clone();
+    // A fixed length (a log-normal whose mean and p99 are both N): a new mean keeps it fixed at
+    // that length, a new p99 makes it the log-normal of mean N and that p99.
+    if let Some((i, output, p99)) = fixed_length_field(state, path) {
+        let x =
+            coerce(path, value)?.as_f64().ok_or_else(|| format!("{}: enter a number of tokens", display_path(path)))?;
+        let class = &mut next.preset.workload.classes[i];
+        let d = if output { &mut class.output_tokens } else { &mut class.prompt_tokens };
+        let n = f64::from(d.fixed.unwrap_or(0));
+        *d = if p99 {
+            crate::formats::preset::DistDto::log_normal(n, x)
+        } else if x >= 1.0 && x.fract() == 0.0 && x <= f64::from(u32::MAX) {
+            crate::formats::preset::DistDto { mean: None, p99: None, fixed: Some(x as u32) }
+        } else {
+            return Err(format!("{}: {x} is not a whole number of tokens; enter one like 512", display_path(path)));
+        };
+        return Ok(next);
+    }
     if path == ATTENTION_BACKEND_PATH {
         // "" is vLLM's own choice: the field is left out.
         next.preset.attention_backend = match value {
@@ -188,6 +228,10 @@ pub fn value_for(state: &LabState, path: &str) -> Option<Value> {
     }
     if path == "calibration" {
         return Some(Value::from(state.preset.calibration.clone().unwrap_or_default()));
+    }
+    if let Some((i, output, _)) = fixed_length_field(state, path) {
+        let class = &state.preset.workload.classes[i];
+        return (if output { class.output_tokens } else { class.prompt_tokens }).fixed.map(Value::from);
     }
     let v = serde_json::to_value(&state.preset).ok()?;
     if path == "model" && v.get("model").is_some_and(Value::is_object) {
