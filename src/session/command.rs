@@ -1,7 +1,7 @@
 //! Every change a learner, the JS handle (`window.kvlab`) or a host page (`postMessage`) can
 //! make to the lab, as one serde-tagged type: the page's listeners, the handle and the host API
-//! only build a [`Command`]; [`super::dispatch::Session::apply`] is the one place that applies
-//! it. The JSON form (`{"type": "set", "path": "scheduler.max_num_seqs", "value": 64}`) is what
+//! only build a [`Command`]; `Session::apply` (the `dispatch` module) is the one place that
+//! applies it. The JSON form (`{"type": "set", "path": "scheduler.max_num_seqs", "value": 64}`) is what
 //! a host page posts (docs/EMBED.md) and what `kvlab.command()` takes.
 //!
 //! Paths are preset paths as `formats::paths` writes them (`workload.classes[0].n`), with two
