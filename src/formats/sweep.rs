@@ -170,19 +170,7 @@ pub fn plan(preset: &Value, knob: &Knob, values: &[Value]) -> Result<Vec<Planned
     config_of(preset)?;
     let variants = allocator_variants(preset);
     if let Some(first) = values.first() {
-        for (variant, _) in variants.iter().zip(ALLOCATORS).filter(|(_, a)| knob.applies_to(a)) {
-            let mut v = variant.clone();
-            if set_path(&mut v, &knob.segs, first.clone()).is_ok() {
-                if let Err(e) = config_of(&v) {
-                    if e.message.starts_with("unknown field") {
-                        return Err(ConfigError::new(
-                            knob.path(),
-                            format!("does not apply to this preset ({}: {}); sweep a field it has", e.field, e.message),
-                        ));
-                    }
-                }
-            }
-        }
+        has_a_place(&variants, knob, first)?;
     }
     let points = values
         .iter()
@@ -201,6 +189,26 @@ pub fn plan(preset: &Value, knob: &Knob, values: &[Value]) -> Result<Vec<Planned
     Ok(points)
 }
 
+/// Refuses `knob` when an allocator's variant it applies to has no field for it once set to
+/// `probe` (serde's "unknown field": a request rate on a trace's arrivals), naming the fields
+/// that object has. Only the document's shape is read, not the configuration.
+fn has_a_place(variants: &[Value], knob: &Knob, probe: &Value) -> Result<(), ConfigError> {
+    for (variant, _) in variants.iter().zip(ALLOCATORS).filter(|(_, a)| knob.applies_to(a)) {
+        let mut v = variant.clone();
+        if set_path(&mut v, &knob.segs, probe.clone()).is_ok() {
+            if let Err(e) = preset_dto_from_value(&v) {
+                if e.message.starts_with("unknown field") {
+                    return Err(ConfigError::new(
+                        knob.path(),
+                        format!("does not apply to this preset ({}: {}); sweep a field it has", e.field, e.message),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Whether `preset` has a place for `knob`: a request rate has none on a trace's arrivals. The
 /// page offers only the knobs that apply; [`plan`] refuses the others.
 pub fn knob_applies(preset: &Value, knob: &Knob) -> bool {
@@ -209,7 +217,7 @@ pub fn knob_applies(preset: &Value, knob: &Knob) -> bool {
         PathKind::Bool => Value::from(true),
         _ => Value::from(1),
     };
-    !matches!(plan(preset, knob, &[probe]), Err(e) if e.field == knob.path() && e.message.starts_with("does not apply"))
+    has_a_place(&allocator_variants(preset), knob, &probe).is_ok()
 }
 
 /// The smallest-KV search's default resolution, GiB.

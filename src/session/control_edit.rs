@@ -106,20 +106,25 @@ fn coerce(path: &str, value: Value) -> Result<Value, String> {
 /// or `….p99`, likewise `output_tokens`), when that length is fixed (`{"fixed": N}`): the class
 /// index, whether it is the output length, and whether the field is the p99.
 fn fixed_length_field(state: &LabState, path: &str) -> Option<(usize, bool, bool)> {
-    let rest = path.strip_prefix("workload.classes[")?;
-    let (index, rest) = rest.split_once("].")?;
-    let (dist, field) = rest.split_once('.')?;
-    let i: usize = index.parse().ok()?;
-    let output = match dist {
+    let segs = control_path_segments(path).ok()?;
+    let [Seg::Key(workload), Seg::Key(classes), Seg::Index(i), Seg::Key(dist), Seg::Key(field)] = segs.as_slice()
+    else {
+        return None;
+    };
+    if (workload.as_str(), classes.as_str()) != ("workload", "classes") {
+        return None;
+    }
+    let output = match dist.as_str() {
         "prompt_tokens" => false,
         "output_tokens" => true,
         _ => return None,
     };
-    let p99 = match field {
+    let p99 = match field.as_str() {
         "mean" => false,
         "p99" => true,
         _ => return None,
     };
+    let i = *i;
     let class = state.preset.workload.classes.get(i)?;
     let d = if output { &class.output_tokens } else { &class.prompt_tokens };
     d.fixed.map(|_| (i, output, p99))

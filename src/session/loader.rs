@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::formats::hf_config::{read_hf_config, Overrides};
 use crate::formats::preset::{parse_preset_dto, PresetDto, MAX_PRESET_BYTES};
-use crate::formats::sniff::{sniff_text, Document as Schema};
+use crate::formats::sniff::{sniff, sniff_text, Document as Schema};
 use crate::missions::check::check_mission;
 use crate::missions::mission::{parse_mission, Mission};
 
@@ -39,8 +39,8 @@ pub fn parse_document(text: &str) -> Result<Document, String> {
     if text.len() > MAX_PRESET_BYTES {
         return Err(format!("the document is {} bytes; the limit is {MAX_PRESET_BYTES} bytes", text.len()));
     }
-    if sniff_text(text) == Some(Schema::ModelConfig) {
-        let config: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    let json: Option<Value> = serde_json::from_str(text).ok();
+    if let Some(config) = json.filter(|v| sniff(v) == Schema::ModelConfig) {
         read_hf_config(&config, Overrides::default()).map_err(|e| {
             let at = if e.field.is_empty() { String::new() } else { format!("{}: ", e.field) };
             format!("config.json: {at}{}", e.message)
