@@ -257,8 +257,7 @@ impl App {
         let history = session.history();
         let form = controls::Form { kv_max_gib: kv_max, invalid: &self.invalid.borrow(), history };
         controls::sync(&lab.state, lab.mission.as_ref(), &lab.loaded, &form);
-        let preset = serde_json::to_value(&lab.state.preset).unwrap_or_default();
-        sweep_view::lock(&preset, lab.mission.as_ref());
+        sweep_view::lock(lab);
     }
 
     /// The query to keep in links: the page's, less the mission parameters once no mission is

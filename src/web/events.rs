@@ -490,6 +490,5 @@ fn wire_sweep(app: &Rc<App>) {
             }
         });
     }
-    let lab = app.lab();
-    sweep_view::lock(&serde_json::to_value(&lab.state.preset).unwrap_or_default(), lab.mission.as_ref());
+    sweep_view::lock(&app.lab());
 }

@@ -12,7 +12,7 @@ use plotters::prelude::*;
 use web_sys::{Element, HtmlCanvasElement};
 
 use crate::formats::sweep::ALLOCATORS;
-use crate::missions::mission::Mission;
+use crate::session::lab::Lab;
 
 use crate::engine::numbers::show_number;
 use crate::engine::sweep::SweepMetrics;
@@ -40,7 +40,9 @@ pub fn fill() -> bool {
 
 /// Disables the knobs a mission locks or the preset has no place for (and Run when none is
 /// left), and the KV search when the mission locks the KV memory.
-pub fn lock(preset: &serde_json::Value, mission: Option<&Mission>) {
+pub fn lock(lab: &Lab) {
+    let preset = serde_json::to_value(&lab.state.preset).unwrap_or_default();
+    let (preset, mission) = (&preset, lab.mission.as_ref());
     let search_off = mission.is_some_and(|m| !control_unlocked(m.knobs(), SEARCH_KNOB));
     for id in ["sweep-search-run", "sweep-search-target", "sweep-search-range", "sweep-search-step"] {
         if let Some(el) = dom::by_id::<Element>(id) {
