@@ -51,6 +51,14 @@ pub const CALIBRATIONS: &[(&str, &str)] = &[
     ("host-xeon-2core", include_str!("../assets/calibration/host-xeon-2core.json")),
 ];
 
+/// The real vLLM runs `kvlab validate` replays (native only: the page shows their summary, which
+/// `engine::clock` keeps).
+#[cfg(not(target_arch = "wasm32"))]
+pub const VALIDATION_RUNS: &str = include_str!("../assets/validation/vllm-runs.json");
+/// Published benchmark figures, each with its source and how to replay it.
+#[cfg(not(target_arch = "wasm32"))]
+pub const PUBLISHED_RUNS: &str = include_str!("../assets/validation/published-runs.json");
+
 /// The text stored under `name` in one of the tables above.
 pub fn lookup(table: &'static [(&'static str, &'static str)], name: &str) -> Option<&'static str> {
     table.iter().find(|(n, _)| *n == name).map(|(_, text)| *text)

@@ -1,5 +1,5 @@
 //! The native command line: `kvlab run`, `kvlab plan`, `kvlab check`, `kvlab mission`,
-//! `kvlab calibrate`, `kvlab replay`, `kvlab sweep` and `kvlab fit`, over the same engine the browser lab runs. Bad input exits non-zero with a message naming the field.
+//! `kvlab calibrate`, `kvlab replay`, `kvlab sweep`, `kvlab fit` and `kvlab validate`, over the same engine the browser lab runs. Bad input exits non-zero with a message naming the field.
 
 mod benchmark;
 mod calibrate;
@@ -13,6 +13,7 @@ mod replay;
 mod run;
 mod sweep;
 mod trace_flags;
+mod validate;
 
 use std::process::ExitCode;
 
@@ -50,6 +51,9 @@ pub enum Command {
     /// Fit a preset's workload to a request trace (rates per interval, length distributions,
     /// shared prefixes from hash ids) and print the preset.
     Fit(fit::FitArgs),
+    /// Replay real vLLM runs (assets/validation/) and print the step-time model's error on each
+    /// latency and throughput figure; --fit fits each GPU's clock constants.
+    Validate(validate::ValidateArgs),
 }
 
 /// Parses `std::env::args` and runs the command; every error becomes a message and exit code 1.
@@ -65,6 +69,7 @@ pub fn main() -> ExitCode {
         Command::Replay(args) => replay::replay(&args),
         Command::Sweep(args) => sweep::sweep(&args),
         Command::Fit(args) => fit::fit(&args),
+        Command::Validate(args) => validate::validate(&args),
     });
     match result {
         Ok(Ok(())) => ExitCode::SUCCESS,

@@ -102,6 +102,8 @@ pub struct SimConfig {
     pub scheduler: SchedulerConfig,
     pub workload: WorkloadConfig,
     pub calibration: Option<StepTimeCalibration>,
+    /// vLLM's `--enforce-eager`: no CUDA graphs, every kernel launched one by one.
+    pub enforce_eager: bool,
 }
 
 impl Default for SimConfig {
@@ -135,6 +137,7 @@ impl Default for SimConfig {
                 }],
             },
             calibration: None,
+            enforce_eager: false,
         }
     }
 }
@@ -172,6 +175,22 @@ impl fmt::Display for ConfigError {
 }
 
 impl std::error::Error for ConfigError {}
+
+/// What attention computes per query–key pair, and the layers: a config.json's query heads ×
+/// their width (MLA: the query–key width), else the residual width (every preset model has
+/// `heads × head_dim = hidden`).
+fn model_shape(model: &ModelSpec) -> super::timing::ModelShape {
+    use super::model_arch::Attention;
+    let width = match model.arch.as_deref().map(|a| a.attention) {
+        Some(Attention::Grouped { heads, head_dim, .. }) => f64::from(heads) * f64::from(head_dim),
+        Some(Attention::Latent { heads, qk_nope_head_dim, qk_rope_head_dim, v_head_dim, .. }) => {
+            // QKᵀ over the query–key width, PV over the value width: their mean, per pair.
+            f64::from(heads) * f64::from(qk_nope_head_dim + qk_rope_head_dim + v_head_dim) / 2.0
+        }
+        None => hidden_size(model),
+    };
+    super::timing::ModelShape { attention_width_all_layers: width * f64::from(model.layers), layers: model.layers }
+}
 
 /// Width of a model's residual stream: the published value for shipped models, else the dense
 /// decoder estimate `sqrt(params / (12 × layers))`.
@@ -276,16 +295,34 @@ impl SimConfig {
     }
 
     fn single_gpu_step_time_model(&self) -> super::timing::StepTimeModel {
+        super::timing::StepTimeModel::new(&self.step_time_input())
+    }
+
+    /// What the step-time model reads of this configuration (one GPU; `step_time_model` adds
+    /// tensor parallelism).
+    pub fn step_time_input(&self) -> super::timing::StepTimeInput<'_> {
         let block_size = match self.allocator {
             AllocatorConfig::Paged { block_size, .. } => Some(block_size),
             AllocatorConfig::Contiguous { .. } => None,
         };
-        super::timing::StepTimeModel::new(
-            &self.model,
-            &self.gpu,
-            self.kv_bytes_per_token(),
-            block_size,
-            self.calibration.as_ref(),
+        super::timing::StepTimeInput {
+            model: &self.model,
+            shape: model_shape(&self.model),
+            gpu: &self.gpu,
+            kv_bytes_per_token: self.kv_bytes_per_token(),
+            paged_block_size: block_size,
+            calibration: self.calibration.as_ref(),
+            graphs: super::timing::CudaGraphs { enforce_eager: self.enforce_eager, ..Default::default() },
+        }
+    }
+
+    /// The step-time model under given per-GPU constants (`kvlab validate --fit`).
+    pub fn step_time_model_with(&self, constants: &super::clock::ClockConstants) -> super::timing::StepTimeModel {
+        super::timing::StepTimeModel::with_constants(&self.step_time_input(), constants).with_tensor_parallel(
+            self.tensor_parallel_size,
+            self.model.layers,
+            hidden_size(&self.model),
+            self.gpu.interconnect_gb_s,
         )
     }
 

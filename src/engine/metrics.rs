@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-mod latency;
+pub mod latency;
 mod series;
 pub use latency::{
     gap_bucket, percentile, percentile_of_sorted, round_to, sorted, GapHistogram, Summary, GAP_EXACT_BITS,

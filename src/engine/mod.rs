@@ -10,7 +10,10 @@
 
 pub mod alloc;
 pub mod bounds;
+pub mod clock;
+pub mod clock_fit;
 pub mod config;
+pub mod fidelity;
 pub mod gpu_fit;
 pub mod gpus;
 pub mod kv_spec;

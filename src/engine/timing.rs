@@ -1,15 +1,19 @@
-//! The step-time model: a roofline per scheduler step. Decode streams the weights once plus every
-//! scheduled sequence's KV at the GPU's effective bandwidth; paged attention reads pay a
-//! block-size-dependent overhead (the PagedAttention paper measured 20–26% at the kernel level);
-//! prefill is bound by compute; swaps cross the host link. A measured `StepTimeCalibration` replaces the defaults.
+//! The step-time model: what one vLLM scheduler step costs. The host's share (a fixed cost per
+//! step, a cost per scheduled sequence, kernel launches when no CUDA graph runs the batch); the
+//! linear layers (weights streamed once, or their FLOPs at a GEMM efficiency that grows with the
+//! step's tokens, over the batch padded to its CUDA-graph size); attention (every scheduled
+//! sequence's KV read, paged reads paying a block-size-dependent overhead, and prefill's causal
+//! FLOPs, quadratic in the context); swaps over the host link; tensor-parallel all-reduces.
+//! Constants per GPU live in `clock.rs`; a measured `StepTimeCalibration` replaces the
+//! bandwidth, fixed cost and paged overheads.
 
 use serde::{Deserialize, Serialize};
 
+use super::clock::ClockConstants;
 use super::model::{gpu_preset, GpuSpec, ModelSpec};
 
-/// Paged-attention overhead at block size 16 that the defaults aim for (the paper's 20–26%).
-pub const DEFAULT_BANDWIDTH_EFFICIENCY: f64 = 0.8;
-pub const DEFAULT_COMPUTE_EFFICIENCY: f64 = 0.5;
+/// The fixed step cost a calibration file states when its measurement (a gather of KV blocks)
+/// cannot see one, µs.
 pub const DEFAULT_FIXED_STEP_US: f64 = 300.0;
 /// Default paged overhead = BASE + PER_BLOCK / block_size: 0.20 at 16, 1.42 at 1, 0.125 at 256.
 pub const DEFAULT_PAGED_OVERHEAD_BASE: f64 = 0.12;
@@ -82,7 +86,61 @@ pub struct StepWork {
     pub decode_tokens: u64,
     /// Context tokens attention reads (each scheduled sequence's whole context).
     pub kv_read_tokens: u64,
+    /// Query–key pairs prefill attention computes: a chunk of `c` tokens after `o` computed ones
+    /// (causal) is `c·o + c(c+1)/2`.
+    pub prefill_attention_pairs: u64,
+    /// Sequences scheduled in the step.
+    pub num_seqs: u64,
     pub swap_blocks: u64,
+}
+
+impl StepWork {
+    /// Adds one scheduled sequence's chunk: `new_tokens` computed, ending at `context_tokens`.
+    pub fn add(&mut self, new_tokens: u32, context_tokens: u32, prefill: bool) {
+        let (c, ctx) = (u64::from(new_tokens), u64::from(context_tokens));
+        if prefill {
+            self.prefill_tokens += c;
+            let offset = ctx.saturating_sub(c);
+            self.prefill_attention_pairs += c * offset + c * (c + 1) / 2;
+        } else {
+            self.decode_tokens += c;
+        }
+        self.kv_read_tokens += ctx;
+        self.num_seqs += 1;
+    }
+}
+
+/// CUDA graphs as vLLM v1 captures them: batches of up to `max_capture_size` tokens run a graph
+/// captured for the next size up (1, 2, 4, then every 8 to 256, then every 16), larger ones and
+/// every batch under `enforce_eager` launch their kernels one by one.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CudaGraphs {
+    pub enforce_eager: bool,
+    pub max_capture_size: u32,
+}
+
+/// vLLM's default `max_cudagraph_capture_size`.
+pub const DEFAULT_MAX_CUDAGRAPH_CAPTURE_SIZE: u32 = 512;
+
+impl Default for CudaGraphs {
+    fn default() -> Self {
+        CudaGraphs { enforce_eager: false, max_capture_size: DEFAULT_MAX_CUDAGRAPH_CAPTURE_SIZE }
+    }
+}
+
+impl CudaGraphs {
+    /// The captured size a batch of `tokens` runs at, or None when it runs eagerly.
+    pub fn padded(&self, tokens: u64) -> Option<u64> {
+        if self.enforce_eager || tokens > u64::from(self.max_capture_size) {
+            return None;
+        }
+        Some(match tokens {
+            0..=2 => tokens.max(1),
+            3..=4 => 4,
+            5..=256 => tokens.div_ceil(8) * 8,
+            _ => tokens.div_ceil(16) * 16,
+        })
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -93,14 +151,26 @@ pub struct StepTimeModel {
     /// each of a step's T tokens picks a share s of them, so `1 − (1 − s)^T` of them on average).
     expert_bytes: f64,
     expert_share_per_token: f64,
+    /// Linear-layer FLOPs per token (2 × active parameters).
     flops_per_token: f64,
+    /// Attention FLOPs per query–key pair (QKᵀ and PV over every layer's query heads).
+    attention_flops_per_pair: f64,
     bandwidth_bytes_per_s: f64,
-    flops_per_s: f64,
+    /// Dense tensor peak × the GEMM efficiency on large batches.
+    gemm_flops_per_s: f64,
+    gemm_ramp_tokens: f64,
+    attention_flops_per_s: f64,
     pcie_bytes_per_s: f64,
     fixed_step_us: f64,
+    per_seq_us: f64,
+    /// Launch cost of a step run without CUDA graphs (layers × per-layer launches), µs.
+    eager_launch_us: f64,
+    graphs: CudaGraphs,
     kv_bytes_per_token: f64,
-    /// Multiplier on KV reads (1 + overhead) for the configured allocator.
+    /// Multiplier on KV reads for the configured allocator, relative to paged blocks of 16.
     kv_read_factor: f64,
+    /// The allocator's paged overhead against contiguous memory (0 for contiguous).
+    paged_overhead: f64,
     swap_block_bytes: f64,
     /// Tensor parallelism: all-reduce latency per step (two per layer), and per scheduled token.
     allreduce_fixed_us: f64,
@@ -110,36 +180,69 @@ pub struct StepTimeModel {
 /// Latency of one small NCCL all-reduce between GPUs of a node, µs.
 pub const ALLREDUCE_LATENCY_US: f64 = 8.0;
 
+/// What a model brings to the step-time model beyond `ModelSpec`'s sizes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ModelShape {
+    /// Query heads × their width, summed over layers: attention FLOPs per pair are 4× this.
+    pub attention_width_all_layers: f64,
+    pub layers: u32,
+}
+
+/// The inputs of one GPU's step-time model.
+pub struct StepTimeInput<'a> {
+    pub model: &'a ModelSpec,
+    pub shape: ModelShape,
+    pub gpu: &'a GpuSpec,
+    pub kv_bytes_per_token: u64,
+    pub paged_block_size: Option<u32>,
+    pub calibration: Option<&'a StepTimeCalibration>,
+    pub graphs: CudaGraphs,
+}
+
 impl StepTimeModel {
-    pub fn new(
-        model: &ModelSpec,
-        gpu: &GpuSpec,
-        kv_bytes_per_token: u64,
-        paged_block_size: Option<u32>,
-        calibration: Option<&StepTimeCalibration>,
-    ) -> Self {
-        let (bw_eff, fixed) = calibration.map_or((DEFAULT_BANDWIDTH_EFFICIENCY, DEFAULT_FIXED_STEP_US), |c| {
-            (c.bandwidth_efficiency, c.fixed_step_us)
-        });
-        let overhead = paged_block_size.map_or(0.0, |bs| match calibration {
+    /// The clock of one GPU: the GPU catalogue's constants (`clock::clock_for`), with a
+    /// calibration's bandwidth efficiency, fixed cost and paged overheads where one is given.
+    pub fn new(input: &StepTimeInput<'_>) -> Self {
+        let (constants, _) = super::clock::clock_for(&input.gpu.id);
+        StepTimeModel::with_constants(input, &constants)
+    }
+
+    /// The clock of one GPU under given constants (`kvlab validate --fit` tries many).
+    pub fn with_constants(input: &StepTimeInput<'_>, k: &ClockConstants) -> Self {
+        let (model, gpu, calibration) = (input.model, input.gpu, input.calibration);
+        let (bw_eff, fixed) =
+            calibration.map_or((k.bandwidth_efficiency, k.fixed_step_us), |c| (c.bandwidth_efficiency, c.fixed_step_us));
+        let overhead_at = |bs: u32| match calibration {
             Some(c) => c.overhead_at(bs),
             None => default_paged_overhead(bs),
-        });
+        };
+        // The constants were measured on vLLM's paged KV at 16-token blocks: other sizes, and
+        // contiguous memory, read relative to it.
+        let reference = 1.0 + overhead_at(REFERENCE_BLOCK_SIZE);
+        let paged_overhead = input.paged_block_size.map_or(0.0, overhead_at);
         // A calibration measured on a known GPU brings that GPU's bandwidth with it.
         let measured_gpu = calibration.and_then(|c| c.gpu.as_deref()).and_then(gpu_preset);
         let nominal_gb_s = measured_gpu.map_or(gpu.mem_bandwidth_gb_s, |g| g.mem_bandwidth_gb_s);
+        let peak = tensor_tflops(model, gpu) * 1e12;
         StepTimeModel {
             weight_bytes: model.weight_bytes(),
             expert_bytes: model.routed_experts().0,
             expert_share_per_token: model.routed_experts().1,
             flops_per_token: model.flops_per_token(),
+            attention_flops_per_pair: 4.0 * input.shape.attention_width_all_layers,
             bandwidth_bytes_per_s: nominal_gb_s * 1e9 * bw_eff,
-            flops_per_s: tensor_tflops(model, gpu) * 1e12 * DEFAULT_COMPUTE_EFFICIENCY,
+            gemm_flops_per_s: peak * k.gemm_efficiency,
+            gemm_ramp_tokens: k.gemm_ramp_tokens,
+            attention_flops_per_s: peak * k.attention_efficiency,
             pcie_bytes_per_s: gpu.pcie_gb_s * 1e9,
             fixed_step_us: fixed,
-            kv_bytes_per_token: kv_bytes_per_token as f64,
-            kv_read_factor: 1.0 + overhead,
-            swap_block_bytes: kv_bytes_per_token as f64 * f64::from(paged_block_size.unwrap_or(1)),
+            per_seq_us: k.per_seq_us,
+            eager_launch_us: k.eager_launch_us_per_layer * f64::from(input.shape.layers),
+            graphs: input.graphs,
+            kv_bytes_per_token: input.kv_bytes_per_token as f64,
+            kv_read_factor: (1.0 + paged_overhead) / reference,
+            paged_overhead,
+            swap_block_bytes: input.kv_bytes_per_token as f64 * f64::from(input.paged_block_size.unwrap_or(1)),
             allreduce_fixed_us: 0.0,
             allreduce_us_per_token: 0.0,
         }
@@ -157,6 +260,7 @@ impl StepTimeModel {
         self.weight_bytes /= n;
         self.expert_bytes /= n;
         self.flops_per_token /= n;
+        self.attention_flops_per_pair /= n;
         self.kv_bytes_per_token /= n;
         self.swap_block_bytes /= n;
         let allreduces = 2.0 * f64::from(layers);
@@ -173,43 +277,64 @@ impl StepTimeModel {
     }
 
     /// A clock of a fixed cost per step plus a cost per scheduled token, µs (no memory reads,
-    /// no swaps): a run short enough to check its latencies by hand.
+    /// no swaps, no CUDA-graph padding): a run short enough to check its latencies by hand.
     pub fn fixed_and_per_token(fixed_step_us: f64, us_per_token: f64) -> Self {
         StepTimeModel {
             weight_bytes: 0.0,
             expert_bytes: 0.0,
             expert_share_per_token: 0.0,
             flops_per_token: us_per_token,
+            attention_flops_per_pair: 0.0,
             bandwidth_bytes_per_s: 1.0,
-            flops_per_s: 1e6,
+            gemm_flops_per_s: 1e6,
+            gemm_ramp_tokens: 0.0,
+            attention_flops_per_s: 1.0,
             pcie_bytes_per_s: 1.0,
             fixed_step_us,
+            per_seq_us: 0.0,
+            eager_launch_us: 0.0,
+            graphs: CudaGraphs { enforce_eager: false, max_capture_size: 0 },
             kv_bytes_per_token: 0.0,
             kv_read_factor: 1.0,
+            paged_overhead: 0.0,
             swap_block_bytes: 0.0,
             allreduce_fixed_us: 0.0,
             allreduce_us_per_token: 0.0,
         }
     }
 
-    /// The paged overhead this model applies (0 for contiguous).
+    /// The paged overhead this model applies against contiguous memory (0 for contiguous).
     pub fn paged_overhead(&self) -> f64 {
-        self.kv_read_factor - 1.0
+        self.paged_overhead
     }
 
-    /// Duration of one step in whole microseconds (at least 1).
+    /// Duration of one step in whole microseconds (at least 1): the host's share (fixed, per
+    /// sequence, and the launches of an eager step), the linear layers (weights streamed once or
+    /// the GEMMs' FLOPs, whichever is longer, over the CUDA graph's padded batch), attention
+    /// (KV reads, and prefill's FLOPs), swaps over the host link, and tensor-parallel all-reduces.
     pub fn step_us(&self, w: &StepWork) -> u64 {
-        let mem_bytes = self.weights_read(w) + w.kv_read_tokens as f64 * self.kv_bytes_per_token * self.kv_read_factor;
-        let mem_s = mem_bytes / self.bandwidth_bytes_per_s;
-        let compute_s = (w.prefill_tokens + w.decode_tokens) as f64 * self.flops_per_token / self.flops_per_s;
-        let swap_s = w.swap_blocks as f64 * self.swap_block_bytes / self.pcie_bytes_per_s;
         let tokens = (w.prefill_tokens + w.decode_tokens) as f64;
+        let (padded, launches_us) = match self.graphs.padded(w.prefill_tokens + w.decode_tokens) {
+            Some(p) => (p as f64, 0.0),
+            None if tokens > 0.0 => (tokens, self.eager_launch_us),
+            None => (0.0, 0.0),
+        };
+        let linear_mem_s = self.weights_read(w) / self.bandwidth_bytes_per_s;
+        let gemm_rate = self.gemm_flops_per_s * padded / (padded + self.gemm_ramp_tokens).max(f64::MIN_POSITIVE);
+        let linear_compute_s = if padded > 0.0 { padded * self.flops_per_token / gemm_rate } else { 0.0 };
+        let kv_s = w.kv_read_tokens as f64 * self.kv_bytes_per_token * self.kv_read_factor / self.bandwidth_bytes_per_s;
+        let attention_s = w.prefill_attention_pairs as f64 * self.attention_flops_per_pair / self.attention_flops_per_s;
+        let swap_s = w.swap_blocks as f64 * self.swap_block_bytes / self.pcie_bytes_per_s;
         let allreduce_us =
             if tokens > 0.0 { self.allreduce_fixed_us + tokens * self.allreduce_us_per_token } else { 0.0 };
-        let us = self.fixed_step_us + (mem_s.max(compute_s) + swap_s) * 1e6 + allreduce_us;
+        let host_us = self.fixed_step_us + self.per_seq_us * w.num_seqs as f64 + launches_us;
+        let us = host_us + (linear_mem_s.max(linear_compute_s) + kv_s + attention_s + swap_s) * 1e6 + allreduce_us;
         (libm::round(us) as u64).max(1)
     }
 }
+
+/// The block size the clock's constants were measured at (vLLM's default).
+pub const REFERENCE_BLOCK_SIZE: u32 = 16;
 
 /// The GPU's dense tensor TFLOPs for the model: FP8 (or INT8) where an 8-bit checkpoint runs its
 /// products in 8 bits and the GPU has such tensor cores, else 16-bit.

@@ -17,6 +17,8 @@
 //!   vLLM timed, Vidur, SplitwiseSim, BLIS, kvlab) into trace rows, with windows and sampling
 //! - [`trace_fit`]: a trace's traffic fitted as a preset workload (rates per interval, log-normal
 //!   lengths, shared-prefix classes from hash ids), for `kvlab fit` and the shipped trace presets
+//! - [`validation`]: the real vLLM runs `kvlab validate` replays (their lists, per-request
+//!   files and published figures) as configurations beside what they measured
 //! - [`step_trace`]: step-indexed trace CSV and the replay JSON `kvlab replay` and the vLLM
 //!   reference harness both write (docs/VLLM_PARITY.md)
 
@@ -36,3 +38,4 @@ pub mod sweep;
 pub mod sweep_results;
 pub mod trace;
 pub mod trace_fit;
+pub mod validation;

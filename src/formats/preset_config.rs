@@ -334,6 +334,7 @@ impl PresetDto {
                 .as_deref()
                 .map(|n| shipped_calibration(n).map(|c| c.step_time()))
                 .transpose()?,
+            enforce_eager: false,
         };
         // A refusal of the derived memory waits until every field is known to be valid: only a
         // well-formed setup is "refused by vLLM".

