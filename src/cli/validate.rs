@@ -131,7 +131,7 @@ fn print_fit(results: &[CaseResult]) -> Result<(), String> {
         let cases: Vec<FitCase<'_>> = results
             .iter()
             .filter(|r| r.case.role == Role::Fit && r.case.gpu == gpu)
-            .map(|r| FitCase { config: &r.case.config, real: &r.case.real })
+            .map(|r| FitCase { config: &r.case.config, real: &r.case.real, single_request: r.case.id.contains("@") })
             .collect();
         let (start, source) = clock_for(gpu);
         let start = match source {

@@ -53,9 +53,15 @@ fn measured(gpu_id: &str) -> Option<ClockConstants> {
         eager_launch_us_per_layer: EAGER_LAUNCH_US_PER_LAYER,
     };
     Some(match gpu_id {
-        "h100-sxm" => c(0.85, 0.6, 700.0, 10.0),
-        "rtx-4090" => c(0.85, 0.6, 700.0, 10.0),
-        "rtx-pro-6000" => c(0.85, 0.6, 700.0, 10.0),
+        // `kvlab validate --fit`: vLLM's batch-1 decode fit on an H100 (the vLLM blog, FP8 KV
+        // cache post: ITL = 6.44 ms + 4.37e-5 ms per context token), at five context lengths.
+        "h100-sxm" => c(0.895, 0.6, 1072.0, 10.0),
+        // The same post's B200 fit (FlashInfer): 3.93 ms + 1.80e-5 ms per token.
+        "b200" => c(0.91, 0.6, 1717.0, 10.0),
+        // LLMServingSim's RTX 4090 run (300 ShareGPT requests at 10/s, Llama-3.1-8B, 2,588 blocks).
+        "rtx-4090" => c(0.895, 1.0, 594.0, 8.9),
+        // LLMServingSim's RTX PRO 6000 run (the same requests, Llama-3.1-8B, 128 sequences).
+        "rtx-pro-6000" => c(0.753, 0.656, 720.0, 8.8),
         _ => return None,
     })
 }
@@ -75,8 +81,8 @@ fn sibling(gpu_id: &str) -> &'static str {
         "h100-pcie" | "h100-nvl" | "h200" | "h20" | "gh200" => "h100-sxm",
         // Ada Lovelace and Ampere's workstation/inference parts (GDDR, PCIe).
         "l4" | "l40s" | "a10g" => "rtx-4090",
-        // Blackwell.
-        "b200" => "rtx-pro-6000",
+        // Blackwell workstation parts.
+        "rtx-5090" => "rtx-pro-6000",
         // Data-centre Ampere and CDNA3 (HBM, NVLink / Infinity Fabric), and custom GPUs.
         _ => "h100-sxm",
     }
@@ -98,6 +104,7 @@ pub fn clock_for(gpu_id: &str) -> (ClockConstants, ClockSource) {
 pub fn measured_runs(gpu_id: &str) -> (u32, f64) {
     match gpu_id {
         "h100-sxm" => (0, 0.0),
+        "b200" => (0, 0.0),
         "rtx-4090" => (0, 0.0),
         "rtx-pro-6000" => (0, 0.0),
         _ => (0, 0.0),
@@ -105,7 +112,7 @@ pub fn measured_runs(gpu_id: &str) -> (u32, f64) {
 }
 
 /// The GPUs that have measured constants.
-pub const MEASURED_GPUS: &[&str] = &["h100-sxm", "rtx-4090", "rtx-pro-6000"];
+pub const MEASURED_GPUS: &[&str] = &["h100-sxm", "b200", "rtx-4090", "rtx-pro-6000"];
 
 impl ClockSource {
     /// The line the page shows beside the latencies.

@@ -1,4 +1,4 @@
-//! Fitting a GPU's clock constants to real runs: a coordinate search in log space over the
+//! Fitting a GPU's clock constants to real runs: a Nelder–Mead search in log space over the
 //! bandwidth efficiency, the GEMM efficiency, the fixed step cost and the cost per sequence,
 //! minimising the mean squared log error of every figure the runs measured (each run weighing
 //! the same). Deterministic: the same runs give the same constants, bit for bit.
@@ -11,6 +11,8 @@ use super::SimConfig;
 pub struct FitCase<'a> {
     pub config: &'a SimConfig,
     pub real: &'a [(Figure, f64)],
+    /// The run is one request at a time (a batch-1 decode point).
+    pub single_request: bool,
 }
 
 /// The bounds each fitted constant stays in (physical: efficiencies up to 1).
@@ -49,37 +51,68 @@ pub fn loss(cases: &[FitCase<'_>], k: &ClockConstants) -> f64 {
     total / cases.len().max(1) as f64
 }
 
-/// The constants that fit `cases` best, starting from `start`; rounded to the digits the
-/// catalogue keeps (3 significant for efficiencies, whole µs).
+/// Which constants the cases can tell apart: runs of one request at a time (batch-1 decode)
+/// pin the bandwidth and the per-step cost only; the rest keep their starting values.
+pub fn free_constants(cases: &[FitCase<'_>]) -> Vec<usize> {
+    if cases.iter().all(|c| c.single_request) {
+        vec![0, 2]
+    } else {
+        vec![0, 1, 2, 3]
+    }
+}
+
+/// The constants that fit `cases` best, starting from `start` (Nelder–Mead over the free
+/// constants, in log space, within `BOUNDS`); rounded to the digits the catalogue keeps.
 pub fn fit(cases: &[FitCase<'_>], start: ClockConstants) -> (ClockConstants, f64) {
-    let mut best = start;
-    let mut best_loss = loss(cases, &best);
-    let mut step = 0.25_f64;
-    while step > 0.004 {
-        let mut improved = false;
-        for i in 0..4 {
-            for dir in [1.0_f64, -1.0] {
-                let mut trial = best;
-                let v = get(&best, i);
-                // Per-sequence cost may be 0: move it additively from there.
-                let next = if v == 0.0 { dir.max(0.0) * 2.0 } else { v * (1.0 + dir * step) };
-                set(&mut trial, i, next);
-                if trial == best {
-                    continue;
-                }
-                let l = loss(cases, &trial);
-                if l < best_loss {
-                    (best, best_loss) = (trial, l);
-                    improved = true;
-                    break;
+    let free = free_constants(cases);
+    let n = free.len();
+    let at = |x: &[f64]| {
+        let mut k = start;
+        for (j, &i) in free.iter().enumerate() {
+            set(&mut k, i, x[j].exp());
+        }
+        k
+    };
+    let f = |x: &[f64]| loss(cases, &at(x));
+    let x0: Vec<f64> = free.iter().map(|&i| get(&start, i).max(1.0e-3).ln()).collect();
+    let mut simplex: Vec<(Vec<f64>, f64)> = vec![(x0.clone(), f(&x0))];
+    for j in 0..n {
+        let mut x = x0.clone();
+        x[j] += 0.2;
+        let v = f(&x);
+        simplex.push((x, v));
+    }
+    for _ in 0..200 * n {
+        simplex.sort_by(|a, b| a.1.total_cmp(&b.1));
+        if simplex[n].1 - simplex[0].1 < 1e-7 {
+            break;
+        }
+        let centroid: Vec<f64> = (0..n).map(|j| simplex[..n].iter().map(|p| p.0[j]).sum::<f64>() / n as f64).collect();
+        let towards = |t: f64| -> Vec<f64> { (0..n).map(|j| centroid[j] + t * (simplex[n].0[j] - centroid[j])).collect() };
+        let reflected = towards(-1.0);
+        let fr = f(&reflected);
+        if fr < simplex[0].1 {
+            let expanded = towards(-2.0);
+            let fe = f(&expanded);
+            simplex[n] = if fe < fr { (expanded, fe) } else { (reflected, fr) };
+        } else if fr < simplex[n - 1].1 {
+            simplex[n] = (reflected, fr);
+        } else {
+            let contracted = towards(0.5);
+            let fc = f(&contracted);
+            if fc < simplex[n].1 {
+                simplex[n] = (contracted, fc);
+            } else {
+                let best = simplex[0].0.clone();
+                for p in simplex.iter_mut().skip(1) {
+                    p.0 = (0..n).map(|j| best[j] + 0.5 * (p.0[j] - best[j])).collect();
+                    p.1 = f(&p.0);
                 }
             }
         }
-        if !improved {
-            step /= 2.0;
-        }
     }
-    let rounded = round_constants(best);
+    simplex.sort_by(|a, b| a.1.total_cmp(&b.1));
+    let rounded = round_constants(at(&simplex[0].0));
     let l = loss(cases, &rounded);
     (rounded, l)
 }

@@ -2,14 +2,37 @@
 //! log-normal prompt and output lengths fitted to a mean and a p99, and trace replay (the rows are
 //! read by `formats::trace`).
 //!
-//! Every draw comes from one seeded RNG in a fixed order, and every transcendental function comes
+//! Every draw comes from one seeded RNG in a fixed order (`WorkloadRng`: ChaCha8, whose stream
+//! its crate keeps the same across versions, with an explicit conversion to floats), and every transcendental function comes
 //! from `libm`, so the same seed produces the same requests bit for bit on native and wasm.
 
-use rand::rngs::StdRng;
-use rand::{RngExt, SeedableRng};
+use rand_chacha::rand_core::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 use std::sync::Arc;
 
 pub use super::alloc::PromptBlocks;
+
+/// The workload's random numbers: ChaCha8 keyed by the seed (SplitMix64 expands the 64-bit seed
+/// to the 256-bit key), each uniform the top 53 bits of one `u64` over 2^53. Every step of it
+/// is written down here, so the stream depends on no crate's choice of algorithm.
+pub struct WorkloadRng(ChaCha8Rng);
+
+impl WorkloadRng {
+    pub fn new(seed: u64) -> WorkloadRng {
+        let mut key = [0u8; 32];
+        let mut state = seed;
+        for chunk in key.chunks_exact_mut(8) {
+            state = super::alloc::ids::splitmix64(state);
+            chunk.copy_from_slice(&state.to_le_bytes());
+        }
+        WorkloadRng(ChaCha8Rng::from_seed(key))
+    }
+
+    /// A uniform draw from [0, 1).
+    pub fn uniform(&mut self) -> f64 {
+        (self.0.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+    }
+}
 
 /// z-score of the 99th percentile of a standard normal.
 const Z99: f64 = 2.326_347_874_040_841;
@@ -170,7 +193,7 @@ pub fn secs_to_us(s: f64) -> u64 {
 
 /// Draws every request that arrives in `[0, duration_us)`.
 pub fn generate(workload: &WorkloadConfig, duration_us: u64, seed: u64, max_model_len: u32) -> Vec<RequestSpec> {
-    let mut rng = StdRng::seed_from_u64(seed);
+    let mut rng = WorkloadRng::new(seed);
     match &workload.arrival {
         Arrival::Trace { rows, max_tokens, hash_block_tokens } => {
             trace_requests(rows, *max_tokens, *hash_block_tokens, duration_us, max_model_len)
@@ -248,7 +271,7 @@ fn trace_requests(
         .collect()
 }
 
-fn poisson_times(schedule: &[RateSegment], duration_us: u64, rng: &mut StdRng) -> Vec<u64> {
+fn poisson_times(schedule: &[RateSegment], duration_us: u64, rng: &mut WorkloadRng) -> Vec<u64> {
     let mut times = Vec::new();
     let mut t = 0.0_f64; // seconds
     let end = duration_us as f64 / 1e6;
@@ -260,7 +283,7 @@ fn poisson_times(schedule: &[RateSegment], duration_us: u64, rng: &mut StdRng) -
         }
         loop {
             // Exponential gaps; memorylessness lets the next segment restart at its boundary.
-            let u: f64 = 1.0 - rng.random::<f64>(); // (0, 1]
+            let u: f64 = 1.0 - rng.uniform(); // (0, 1]
             let next = t - libm::log(u) / seg.rate_per_s;
             if next >= seg_end {
                 t = seg_end;
@@ -273,8 +296,8 @@ fn poisson_times(schedule: &[RateSegment], duration_us: u64, rng: &mut StdRng) -
     times
 }
 
-fn pick_class(classes: &[UserClass], total_weight: f64, rng: &mut StdRng) -> usize {
-    let mut x = rng.random::<f64>() * total_weight;
+fn pick_class(classes: &[UserClass], total_weight: f64, rng: &mut WorkloadRng) -> usize {
+    let mut x = rng.uniform() * total_weight;
     for (i, c) in classes.iter().enumerate() {
         if x < c.weight {
             return i;
@@ -285,9 +308,9 @@ fn pick_class(classes: &[UserClass], total_weight: f64, rng: &mut StdRng) -> usi
 }
 
 /// One log-normal draw rounded to whole tokens (Box–Muller on two uniforms).
-fn draw_lognormal((mu, sigma): (f64, f64), rng: &mut StdRng) -> u32 {
-    let u1: f64 = 1.0 - rng.random::<f64>();
-    let u2: f64 = rng.random::<f64>();
+fn draw_lognormal((mu, sigma): (f64, f64), rng: &mut WorkloadRng) -> u32 {
+    let u1: f64 = 1.0 - rng.uniform();
+    let u2: f64 = rng.uniform();
     let z = libm::sqrt(-2.0 * libm::log(u1)) * libm::cos(2.0 * std::f64::consts::PI * u2);
     let x = libm::exp(mu + sigma * z);
     libm::round(x.min(4.0e9)).max(1.0) as u32
