@@ -177,6 +177,7 @@ pub fn summary(r: &Report) -> String {
         r.latency_ms.tpot_p95,
         r.output_tokens_per_s
     );
+    s += &format!("clock: {}\n", r.clock.line);
     if let Some(c) = &r.calibration {
         s += &format!("step-time calibration: {c}\n");
     }

@@ -3,15 +3,14 @@
 //! `--fit` fits each GPU's clock constants to the runs marked "fit" and prints them as
 //! `engine/clock.rs` writes them.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
 
 use crate::engine::clock::{clock_for, ClockConstants, ClockSource};
 use crate::engine::clock_fit::{fit, FitCase};
-use crate::engine::fidelity::{compare, median_abs_error_pct, simulate, FigureError};
-use crate::formats::validation::{all_cases, Role, ValidationCase};
+use crate::engine::fidelity::{median_abs_error_pct, FigureError};
+use crate::formats::validation::{all_cases, per_gpu, replay_all, CaseResult, Role};
 use crate::shipped::{PUBLISHED_RUNS, VALIDATION_RUNS};
 
 #[derive(Args, Debug)]
@@ -27,12 +26,6 @@ pub struct ValidateArgs {
     pub fit: bool,
 }
 
-/// One case's errors.
-pub struct CaseResult {
-    pub case: ValidationCase,
-    pub errors: Vec<FigureError>,
-}
-
 /// Every case, read from `data`, replayed with the clock's constants; and the runs left out.
 pub fn validate_all(data: &Path) -> Result<(Vec<CaseResult>, Vec<(String, String)>), String> {
     let read = |rel: &str| {
@@ -40,28 +33,7 @@ pub fn validate_all(data: &Path) -> Result<(Vec<CaseResult>, Vec<(String, String
         std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e} (--data names the folder)", path.display()))
     };
     let (cases, skipped) = all_cases(VALIDATION_RUNS, PUBLISHED_RUNS, &read)?;
-    let results = cases
-        .into_iter()
-        .map(|case| {
-            let report = simulate(&case.config, None);
-            let errors = compare(&case.real, &report);
-            CaseResult { case, errors }
-        })
-        .collect();
-    Ok((results, skipped.into_iter().map(|s| (s.id, s.reason)).collect()))
-}
-
-/// Per GPU: distinct runs and the median absolute error over all their figures.
-pub fn per_gpu(results: &[CaseResult]) -> BTreeMap<String, (u32, f64)> {
-    let mut by_gpu: BTreeMap<String, (Vec<&str>, Vec<FigureError>)> = BTreeMap::new();
-    for r in results {
-        let e = by_gpu.entry(r.case.gpu.clone()).or_default();
-        if !e.0.contains(&r.case.run.as_str()) {
-            e.0.push(&r.case.run);
-        }
-        e.1.extend(r.errors.iter().cloned());
-    }
-    by_gpu.into_iter().map(|(g, (runs, errs))| (g, (runs.len() as u32, median_abs_error_pct(&errs)))).collect()
+    Ok((replay_all(cases), skipped.into_iter().map(|s| (s.id, s.reason)).collect()))
 }
 
 pub fn validate(args: &ValidateArgs) -> Result<(), String> {

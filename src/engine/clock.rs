@@ -128,3 +128,24 @@ impl ClockSource {
         }
     }
 }
+
+impl ClockSource {
+    /// The report's account of it.
+    pub fn report(&self, gpu_name: &str) -> super::metrics::ClockReport {
+        let line = self.describe(gpu_name);
+        match *self {
+            ClockSource::Measured { runs, median_abs_error_pct } => super::metrics::ClockReport {
+                measured_runs: runs,
+                median_abs_error_pct: Some(median_abs_error_pct),
+                extrapolated_from: None,
+                line,
+            },
+            ClockSource::Extrapolated { from } => super::metrics::ClockReport {
+                measured_runs: 0,
+                median_abs_error_pct: None,
+                extrapolated_from: Some(from.to_string()),
+                line,
+            },
+        }
+    }
+}

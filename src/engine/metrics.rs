@@ -191,6 +191,8 @@ pub struct Report {
     pub throughput: Throughput,
     pub paged_overhead: f64,
     pub calibration: Option<String>,
+    /// How good the step times are on this GPU (`engine::clock`).
+    pub clock: ClockReport,
     pub rejections: Vec<Rejection>,
     /// Present when the block size is not one vLLM's default attention backend runs.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -198,6 +200,19 @@ pub struct Report {
     /// Present when the KV memory was derived from the GPU (`gpu_memory_utilization`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gpu_memory: Option<GpuMemoryReport>,
+}
+
+/// How far the step times can be trusted on the run's GPU.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ClockReport {
+    /// Real vLLM runs on this GPU that the clock was fitted to or checked on (0: extrapolated).
+    pub measured_runs: u32,
+    /// Their median absolute error over every figure compared, percent (None: extrapolated).
+    pub median_abs_error_pct: Option<f64>,
+    /// The measured GPU whose constants this one takes, when it has no runs of its own.
+    pub extrapolated_from: Option<String>,
+    /// The sentence the page and `kvlab run` print.
+    pub line: String,
 }
 
 /// The memory budget vLLM's worker computed on each GPU of the replica, and its startup lines.

@@ -4,12 +4,12 @@
 //! how to replay it), the per-request files those name (read from `../shared/validation/`), and
 //! each run as a configuration to simulate beside the figures it measured.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use serde::Deserialize;
 
-use crate::engine::fidelity::{measured_figures, Figure, MeasuredRequest};
+use crate::engine::fidelity::{compare, measured_figures, median_abs_error_pct, simulate, Figure, FigureError, MeasuredRequest};
 use crate::engine::workload::{Arrival, TraceRow};
 use crate::engine::model::GIB;
 use crate::engine::SimConfig;
@@ -363,4 +363,35 @@ pub fn all_cases(
         }
     }
     Ok((cases, skipped))
+}
+
+/// One case's errors.
+pub struct CaseResult {
+    pub case: ValidationCase,
+    pub errors: Vec<FigureError>,
+}
+
+/// Per GPU: distinct runs and the median absolute error over all their figures.
+pub fn per_gpu(results: &[CaseResult]) -> BTreeMap<String, (u32, f64)> {
+    let mut by_gpu: BTreeMap<String, (Vec<&str>, Vec<FigureError>)> = BTreeMap::new();
+    for r in results {
+        let e = by_gpu.entry(r.case.gpu.clone()).or_default();
+        if !e.0.contains(&r.case.run.as_str()) {
+            e.0.push(&r.case.run);
+        }
+        e.1.extend(r.errors.iter().cloned());
+    }
+    by_gpu.into_iter().map(|(g, (runs, errs))| (g, (runs.len() as u32, median_abs_error_pct(&errs)))).collect()
+}
+
+/// Every case replayed under the clock's constants for its GPU.
+pub fn replay_all(cases: Vec<ValidationCase>) -> Vec<CaseResult> {
+    cases
+        .into_iter()
+        .map(|case| {
+            let report = simulate(&case.config, None);
+            let errors = compare(&case.real, &report);
+            CaseResult { case, errors }
+        })
+        .collect()
 }

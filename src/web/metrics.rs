@@ -37,8 +37,21 @@ const ROWS: &[(&str, &str, &str, bool)] = &[
     ("e2e", "end-to-end mean", "arrival to last token, finished requests (p99)", false),
     ("tokens", "output tokens/s", "generated so far, per simulated second", false),
     ("requests", "requests finished / arrived", "so far", false),
+    ("clock", "step times", "how close the latencies come to real vLLM runs on this GPU", false),
     ("calibration", "step-time model", "calibration in use; extra cost of paged KV reads", false),
 ];
+
+/// How good the step times are (`Report::clock`), as a cell: runs and error, or where from.
+fn clock_cell(c: &crate::engine::metrics::ClockReport) -> (String, Option<String>) {
+    match (&c.extrapolated_from, c.median_abs_error_pct) {
+        (Some(from), _) => ("extrapolated".into(), Some(format!("no run on this GPU: from the {from}"))),
+        (None, Some(err)) => (
+            format!("{} real run{}", c.measured_runs, if c.measured_runs == 1 { "" } else { "s" }),
+            Some(format!("median error {err:.1}%")),
+        ),
+        (None, None) => (c.line.clone(), None),
+    }
+}
 
 pub struct MetricsView {
     table: HtmlElement,
@@ -121,6 +134,7 @@ pub fn value(key: &str, m: &MetricsInput<'_>) -> (String, Option<String>) {
             ),
             (r.requests.rejected > 0).then(|| format!("{} rejected", r.requests.rejected)),
         ),
+        "clock" => clock_cell(&r.clock),
         "calibration" => (
             r.calibration.clone().unwrap_or_else(|| "default".into()),
             Some(if r.paged_overhead > 0.0 {

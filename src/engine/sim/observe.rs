@@ -65,7 +65,8 @@ impl Simulation {
                 capacity + self.config.reserved_blocks() * self.kv.block_tokens(),
                 self.config.scheduler.max_model_len,
             ),
-            sim_time_s: round_to(self.now_us.min(self.duration_us) as f64 / 1e6, 6),
+            // To the end of the last step, which may run past the end of the run.
+            sim_time_s: round_to(self.now_us as f64 / 1e6, 6),
             steps: self.steps,
             requests: RequestCounts {
                 arrived: self.groups.len() as u32,
@@ -106,6 +107,7 @@ impl Simulation {
             ),
             paged_overhead: round_to(self.timing.paged_overhead(), 4),
             calibration: self.config.calibration.as_ref().map(|c| c.name.clone()),
+            clock: crate::engine::clock::clock_for(&self.config.gpu.id).1.report(&self.config.gpu.name),
             rejections: self.rejections.clone(),
         }
     }

@@ -1,0 +1,119 @@
+//! The step-time model against real vLLM runs (`kvlab validate`): every replayed figure's error
+//! may not grow past the committed expectation (tests/golden/clock_fidelity.json, plus one
+//! percentage point of slack), so a change that worsens fidelity fails; the constants in
+//! `engine/clock.rs` are what `kvlab validate --fit` gives on the runs marked "fit"; and the
+//! run counts and median errors the page quotes (`clock::measured_runs`) are today's.
+//! Regenerate the expectations on purpose with `KVLAB_BLESS=1 cargo test --test clock_fidelity`.
+//! Reads the real runs from `../shared/validation/` (CI has it).
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use kvlab::engine::clock::{clock_for, measured_runs, ClockSource, MEASURED_GPUS};
+use kvlab::engine::clock_fit::{fit, FitCase};
+use kvlab::formats::validation::{all_cases, per_gpu, replay_all, CaseResult, Role};
+use kvlab::shipped::{PUBLISHED_RUNS, VALIDATION_RUNS};
+
+const EXPECTATIONS: &str = "tests/golden/clock_fidelity.json";
+/// Percentage points a figure's error may grow before the test fails.
+const SLACK_PP: f64 = 1.0;
+
+fn results() -> Vec<CaseResult> {
+    let data = common::repo_path("../shared/validation");
+    assert!(data.is_dir(), "{} is missing: the real vLLM runs live there (CI has ../shared)", data.display());
+    let read = |rel: &str| std::fs::read_to_string(data.join(rel)).map_err(|e| format!("{rel}: {e}"));
+    let (cases, skipped) = all_cases(VALIDATION_RUNS, PUBLISHED_RUNS, &read).expect("the validation lists read");
+    for s in &skipped {
+        assert!(!s.reason.is_empty(), "{} is left out without a reason", s.id);
+    }
+    replay_all(cases)
+}
+
+#[test]
+fn no_figure_is_further_from_real_vllm_than_committed() {
+    let results = results();
+    let actual: BTreeMap<String, BTreeMap<String, f64>> = results
+        .iter()
+        .map(|r| {
+            let figures = r.errors.iter().map(|e| (e.figure.key().to_string(), (e.error_pct() * 10.0).round() / 10.0));
+            (r.case.id.clone(), figures.collect())
+        })
+        .collect();
+    let path = common::repo_path(EXPECTATIONS);
+    if std::env::var_os("KVLAB_BLESS").is_some() {
+        std::fs::write(&path, serde_json::to_string_pretty(&actual).unwrap() + "\n").unwrap();
+        return;
+    }
+    let text = std::fs::read_to_string(&path).expect("expectations file; create it with KVLAB_BLESS=1");
+    let expected: BTreeMap<String, BTreeMap<String, f64>> = serde_json::from_str(&text).unwrap();
+    let mut worse = Vec::new();
+    for (id, figures) in &actual {
+        let Some(pinned) = expected.get(id) else {
+            worse.push(format!("{id}: not in {EXPECTATIONS}"));
+            continue;
+        };
+        for (figure, err) in figures {
+            match pinned.get(figure) {
+                Some(e) if err.abs() <= e.abs() + SLACK_PP => {}
+                Some(e) => worse.push(format!("{id} {figure}: {err:+.1}% (was {e:+.1}%)")),
+                None => worse.push(format!("{id} {figure}: {err:+.1}%, not pinned")),
+            }
+        }
+    }
+    for id in expected.keys().filter(|id| !actual.contains_key(*id)) {
+        worse.push(format!("{id}: pinned but no longer replayed"));
+    }
+    assert!(
+        worse.is_empty(),
+        "fidelity against real vLLM runs got worse:\n{}\nIf intended, regenerate with KVLAB_BLESS=1 cargo test --test clock_fidelity and update docs/FIDELITY.md",
+        worse.join("\n")
+    );
+}
+
+#[test]
+fn runs_fitted_on_agree_within_five_percent() {
+    for r in results().iter().filter(|r| r.case.role == Role::Fit) {
+        for e in &r.errors {
+            assert!(e.error_pct().abs() < 5.0, "{} {}: {:+.1}% on a run the clock was fitted to", r.case.id, e.figure.key(), e.error_pct());
+        }
+    }
+}
+
+#[test]
+fn the_page_quotes_todays_run_counts_and_errors() {
+    let summary = per_gpu(&results());
+    for gpu in MEASURED_GPUS {
+        let (runs, err) = summary.get(*gpu).copied().unwrap_or_else(|| panic!("no replayed run on {gpu}"));
+        assert_eq!(measured_runs(gpu), (runs, (err * 10.0).round() / 10.0), "engine/clock.rs measured_runs({gpu:?})");
+        assert!(matches!(clock_for(gpu).1, ClockSource::Measured { .. }));
+    }
+    for gpu in summary.keys() {
+        assert!(MEASURED_GPUS.contains(&gpu.as_str()), "{gpu} has replayed runs but no measured constants");
+    }
+}
+
+#[test]
+fn the_constants_are_what_the_fit_gives() {
+    let results = results();
+    for gpu in MEASURED_GPUS {
+        let cases: Vec<FitCase<'_>> = results
+            .iter()
+            .filter(|r| r.case.role == Role::Fit && r.case.gpu == *gpu)
+            .map(|r| FitCase { config: &r.case.config, real: &r.case.real, single_request: r.case.id.contains('@') })
+            .collect();
+        assert!(!cases.is_empty(), "{gpu}: no run to fit on");
+        let (committed, _) = clock_for(gpu);
+        // Fitting again from the committed constants stays there (the fit is deterministic and
+        // the committed values are its rounded optimum).
+        let (refit, _) = fit(&cases, committed);
+        let close = |a: f64, b: f64| (a - b).abs() <= 0.01 * a.abs().max(b.abs()).max(1.0);
+        assert!(
+            close(refit.bandwidth_efficiency, committed.bandwidth_efficiency)
+                && close(refit.gemm_efficiency, committed.gemm_efficiency)
+                && close(refit.fixed_step_us, committed.fixed_step_us)
+                && close(refit.per_seq_us, committed.per_seq_us),
+            "{gpu}: engine/clock.rs has {committed:?}, the fit gives {refit:?}; run kvlab validate --fit"
+        );
+    }
+}
