@@ -266,7 +266,8 @@ fn the_chart_series_never_runs_past_the_time_shown() {
 }
 
 /// The Sweep panel offers only the knobs that apply: a request rate has no place on a trace's
-/// arrivals (sweeping it would fail every point), and a mission's locked knobs are not offered.
+/// arrivals or a closed loop's, nor a number of clients on Poisson or trace arrivals (sweeping
+/// it would fail every point), and a mission's locked knobs are not offered.
 #[test]
 fn the_sweep_offers_only_the_knobs_the_preset_has_a_place_for() {
     use kvlab::session::sweep::{SweepJob, KNOBS};
@@ -274,13 +275,19 @@ fn the_sweep_offers_only_the_knobs_the_preset_has_a_place_for() {
     let mut trace = poisson.clone();
     trace["workload"]["arrival"] =
         serde_json::json!({"kind": "trace", "csv": "arrival_s,prompt_tokens,output_tokens\n0,100,10\n1,100,10\n"});
+    let mut closed = poisson.clone();
+    closed["workload"]["arrival"] =
+        serde_json::json!({"kind": "concurrency", "max_concurrency": 8, "num_requests": 50});
     let offered = |p: &serde_json::Value| -> Vec<&str> {
         KNOBS.iter().map(|(k, _)| *k).filter(|k| SweepJob::offered(p, None, k)).collect()
     };
-    assert_eq!(offered(&poisson), KNOBS.iter().map(|(k, _)| *k).collect::<Vec<_>>());
+    let all_but =
+        |skip: &[&str]| -> Vec<&str> { KNOBS.iter().map(|(k, _)| *k).filter(|k| !skip.contains(k)).collect() };
+    let (rate, clients) = ("workload.arrival.rate_per_s", "workload.arrival.max_concurrency");
+    assert_eq!(offered(&poisson), all_but(&[clients]));
     let on_trace = offered(&trace);
-    assert!(!on_trace.contains(&"workload.arrival.rate_per_s"), "{on_trace:?}");
-    assert_eq!(on_trace.len(), KNOBS.len() - 1, "{on_trace:?}");
+    assert_eq!(on_trace, all_but(&[rate, clients]), "{on_trace:?}");
+    assert_eq!(offered(&closed), all_but(&[rate]));
     let m3 = kvlab::missions::shipped::mission("m3-preemption-storm").unwrap();
     let in_mission: Vec<&str> =
         KNOBS.iter().map(|(k, _)| *k).filter(|k| SweepJob::offered(&poisson, Some(&m3), k)).collect();
