@@ -318,3 +318,49 @@ fn a_fixed_length_is_shown_and_edited_through_the_mean_and_p99_fields() {
     let out = edit(&state, "workload.classes[0].output_tokens.mean", json!(300)).unwrap();
     assert_eq!(out.preset.workload.classes[0].output_tokens.mean, Some(300.0));
 }
+
+/// A run with `until_all_finished` in the lab: its length is `duration_s` or the time reached
+/// until it ends, then its end (kept when going back); the End button goes to its end, playback
+/// stops there, and a drained Poisson run shows the time past `duration_s`.
+#[test]
+fn a_run_until_all_finished_is_as_long_as_it_turns_out() {
+    let mut lab = Lab::new(LabState::new(preset("bench-concurrency")), PageOptions::default()).unwrap();
+    assert_eq!(lab.duration_us(), 60_000_000, "duration_s until the end is known");
+    lab.seek(5_000_000);
+    assert!(!lab.is_at_end());
+    lab.seek(lab.end_limit_us());
+    let end = lab.runs[0].sim.now_us();
+    assert!(end > 5_000_000 && end < 60_000_000, "{end}");
+    assert_eq!((lab.t_us, lab.duration_us()), (end, end));
+    assert!(lab.is_at_end());
+    assert_eq!(lab.runs[0].report().requests.finished, 200);
+    lab.seek(2_000_000);
+    assert_eq!((lab.t_us, lab.duration_us()), (2_000_000, end), "the end stays known");
+    lab.seek(u64::MAX);
+    assert_eq!(lab.t_us, end);
+    // Playback as fast as it goes stops at the end.
+    lab.seek(0);
+    lab.speed = 0.0;
+    lab.play();
+    let mut ticks = 0;
+    while lab.playing && ticks < 10_000 {
+        lab.tick(ticks as f64 * 16.0, 1e9, &|| 0.0);
+        ticks += 1;
+    }
+    assert!(!lab.playing && lab.is_at_end() && lab.t_us == end, "{} of {end}", lab.t_us);
+
+    // A Poisson run drained past duration_s on a small pool.
+    let mut dto = preset("paged-default");
+    dto.until_all_finished = true;
+    dto.kv_memory_gib = Some(2.0);
+    let mut lab = Lab::new(LabState::new(dto), PageOptions::default()).unwrap();
+    lab.seek(61_000_000);
+    assert_eq!(lab.t_us, 61_000_000, "time goes past duration_s");
+    assert!(lab.duration_us() >= 61_000_000 && !lab.is_at_end());
+    lab.seek(lab.end_limit_us());
+    let end = lab.runs[0].sim.now_us();
+    assert!(end > 61_000_000 && lab.is_at_end() && lab.duration_us() == end, "{end}");
+    assert!(lab.runs[0].sim.all_finished());
+    let series = lab.runs[0].chart_series();
+    assert_eq!(series.last().map(|p| p.t_us), Some(end), "the chart covers the run");
+}
