@@ -324,6 +324,15 @@ fn a_fixed_length_is_shown_and_edited_through_the_mean_and_p99_fields() {
 /// stops there, and a drained Poisson run shows the time past `duration_s`.
 #[test]
 fn a_run_until_all_finished_is_as_long_as_it_turns_out() {
+    // The clients control reads and edits the closed loop.
+    let state = LabState::new(preset("bench-concurrency"));
+    let clients = "workload.arrival.max_concurrency";
+    assert_eq!(value_for(&state, clients), Some(json!(16)));
+    let more = edit(&state, clients, json!("32")).unwrap();
+    assert_eq!(value_for(&more, clients), Some(json!(32)));
+    more.preset.to_config().unwrap();
+    assert_eq!(value_for(&LabState::new(preset("paged-default")), clients), None);
+
     let mut lab = Lab::new(LabState::new(preset("bench-concurrency")), PageOptions::default()).unwrap();
     assert_eq!(lab.duration_us(), 60_000_000, "duration_s until the end is known");
     lab.seek(5_000_000);
