@@ -16,6 +16,7 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("long-report-2gb", include_str!("../assets/presets/long-report-2gb.json")),
     ("long-report-chunked-512", include_str!("../assets/presets/long-report-chunked-512.json")),
     ("h200-scale", include_str!("../assets/presets/h200-scale.json")),
+    ("bench-concurrency", include_str!("../assets/presets/bench-concurrency.json")),
     ("azure-conversation", include_str!("../assets/presets/azure-conversation.json")),
     ("azure-code", include_str!("../assets/presets/azure-code.json")),
     ("mooncake-conversation", include_str!("../assets/presets/mooncake-conversation.json")),

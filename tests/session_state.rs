@@ -266,7 +266,8 @@ fn the_chart_series_never_runs_past_the_time_shown() {
 }
 
 /// The Sweep panel offers only the knobs that apply: a request rate has no place on a trace's
-/// arrivals (sweeping it would fail every point), and a mission's locked knobs are not offered.
+/// arrivals or a closed loop's, nor a number of clients on Poisson or trace arrivals (sweeping
+/// it would fail every point), and a mission's locked knobs are not offered.
 #[test]
 fn the_sweep_offers_only_the_knobs_the_preset_has_a_place_for() {
     use kvlab::session::sweep::{SweepJob, KNOBS};
@@ -274,13 +275,19 @@ fn the_sweep_offers_only_the_knobs_the_preset_has_a_place_for() {
     let mut trace = poisson.clone();
     trace["workload"]["arrival"] =
         serde_json::json!({"kind": "trace", "csv": "arrival_s,prompt_tokens,output_tokens\n0,100,10\n1,100,10\n"});
+    let mut closed = poisson.clone();
+    closed["workload"]["arrival"] =
+        serde_json::json!({"kind": "concurrency", "max_concurrency": 8, "num_requests": 50});
     let offered = |p: &serde_json::Value| -> Vec<&str> {
         KNOBS.iter().map(|(k, _)| *k).filter(|k| SweepJob::offered(p, None, k)).collect()
     };
-    assert_eq!(offered(&poisson), KNOBS.iter().map(|(k, _)| *k).collect::<Vec<_>>());
+    let all_but =
+        |skip: &[&str]| -> Vec<&str> { KNOBS.iter().map(|(k, _)| *k).filter(|k| !skip.contains(k)).collect() };
+    let (rate, clients) = ("workload.arrival.rate_per_s", "workload.arrival.max_concurrency");
+    assert_eq!(offered(&poisson), all_but(&[clients]));
     let on_trace = offered(&trace);
-    assert!(!on_trace.contains(&"workload.arrival.rate_per_s"), "{on_trace:?}");
-    assert_eq!(on_trace.len(), KNOBS.len() - 1, "{on_trace:?}");
+    assert_eq!(on_trace, all_but(&[rate, clients]), "{on_trace:?}");
+    assert_eq!(offered(&closed), all_but(&[rate]));
     let m3 = kvlab::missions::shipped::mission("m3-preemption-storm").unwrap();
     let in_mission: Vec<&str> =
         KNOBS.iter().map(|(k, _)| *k).filter(|k| SweepJob::offered(&poisson, Some(&m3), k)).collect();
@@ -310,4 +317,59 @@ fn a_fixed_length_is_shown_and_edited_through_the_mean_and_p99_fields() {
     // The output length is untouched, and a log-normal length edits as before.
     let out = edit(&state, "workload.classes[0].output_tokens.mean", json!(300)).unwrap();
     assert_eq!(out.preset.workload.classes[0].output_tokens.mean, Some(300.0));
+}
+
+/// A run with `until_all_finished` in the lab: its length is `duration_s` or the time reached
+/// until it ends, then its end (kept when going back); the End button goes to its end, playback
+/// stops there, and a drained Poisson run shows the time past `duration_s`.
+#[test]
+fn a_run_until_all_finished_is_as_long_as_it_turns_out() {
+    // The clients control reads and edits the closed loop.
+    let state = LabState::new(preset("bench-concurrency"));
+    let clients = "workload.arrival.max_concurrency";
+    assert_eq!(value_for(&state, clients), Some(json!(16)));
+    let more = edit(&state, clients, json!("32")).unwrap();
+    assert_eq!(value_for(&more, clients), Some(json!(32)));
+    more.preset.to_config().unwrap();
+    assert_eq!(value_for(&LabState::new(preset("paged-default")), clients), None);
+
+    let mut lab = Lab::new(LabState::new(preset("bench-concurrency")), PageOptions::default()).unwrap();
+    assert_eq!(lab.duration_us(), 60_000_000, "duration_s until the end is known");
+    lab.seek(5_000_000);
+    assert!(!lab.is_at_end());
+    lab.seek(lab.end_limit_us());
+    let end = lab.runs[0].sim.now_us();
+    assert!(end > 5_000_000 && end < 60_000_000, "{end}");
+    assert_eq!((lab.t_us, lab.duration_us()), (end, end));
+    assert!(lab.is_at_end());
+    assert_eq!(lab.runs[0].report().requests.finished, 200);
+    lab.seek(2_000_000);
+    assert_eq!((lab.t_us, lab.duration_us()), (2_000_000, end), "the end stays known");
+    lab.seek(u64::MAX);
+    assert_eq!(lab.t_us, end);
+    // Playback as fast as it goes stops at the end.
+    lab.seek(0);
+    lab.speed = 0.0;
+    lab.play();
+    let mut ticks = 0;
+    while lab.playing && ticks < 10_000 {
+        lab.tick(ticks as f64 * 16.0, 1e9, &|| 0.0);
+        ticks += 1;
+    }
+    assert!(!lab.playing && lab.is_at_end() && lab.t_us == end, "{} of {end}", lab.t_us);
+
+    // A Poisson run drained past duration_s on a small pool.
+    let mut dto = preset("paged-default");
+    dto.until_all_finished = true;
+    dto.kv_memory_gib = Some(2.0);
+    let mut lab = Lab::new(LabState::new(dto), PageOptions::default()).unwrap();
+    lab.seek(61_000_000);
+    assert_eq!(lab.t_us, 61_000_000, "time goes past duration_s");
+    assert!(lab.duration_us() >= 61_000_000 && !lab.is_at_end());
+    lab.seek(lab.end_limit_us());
+    let end = lab.runs[0].sim.now_us();
+    assert!(end > 61_000_000 && lab.is_at_end() && lab.duration_us() == end, "{end}");
+    assert!(lab.runs[0].sim.all_finished());
+    let series = lab.runs[0].chart_series();
+    assert_eq!(series.last().map(|p| p.t_us), Some(end), "the chart covers the run");
 }

@@ -13,6 +13,7 @@ mod fuzz_gen;
 use common::{preset, shipped_presets};
 use kvlab::engine::alloc::{splitmix64, Fit};
 use kvlab::engine::scheduler::Scheduler;
+use kvlab::engine::workload::Arrival;
 use kvlab::engine::{AllocatorConfig, Reserve, SimConfig, Simulation, Stepping};
 use kvlab::formats::preset::parse_preset;
 use kvlab::formats::report::digest;
@@ -172,6 +173,61 @@ fn contiguous_variants_run_the_same_in_both_modes() {
             }
         }
     }
+}
+
+/// Closed loops (`{"kind": "concurrency"}`) and `until_all_finished` runs: arrivals known only
+/// as requests end, in every engine and allocator, tight pools that preempt, parallel sampling,
+/// requests refused at admission, runs that stop at `duration_s` and runs that drain past it.
+#[test]
+fn closed_loops_and_drained_runs_run_the_same_in_both_modes() {
+    let closed = |id: &str, clients: u32, requests: u32, drain: bool| {
+        let mut c = preset(id);
+        c.workload.arrival = Arrival::Concurrency { max_concurrency: clients, num_requests: requests };
+        c.until_all_finished = drain;
+        c
+    };
+    let mut cases = vec![
+        ("bench-concurrency".to_string(), preset("bench-concurrency")),
+        ("paged-default, 24 clients, drained".into(), closed("paged-default", 24, 300, true)),
+        ("paged-default, 64 clients, to 60 s".into(), closed("paged-default", 64, 5_000, false)),
+        ("paged-default, 1 client".into(), closed("paged-default", 1, 40, true)),
+        ("prefix-caching, 16 clients".into(), closed("prefix-caching", 16, 200, true)),
+        ("parallel-sampling, 8 clients".into(), closed("parallel-sampling", 8, 120, true)),
+        ("contiguous-default, 32 clients".into(), closed("contiguous-default", 32, 400, true)),
+        ("long-report-chunked-512, 12 clients".into(), closed("long-report-chunked-512", 12, 60, true)),
+    ];
+    // Tight pools: preemptions (and v0's swaps) decide when requests end.
+    let mut tight = closed("paged-default", 48, 400, true);
+    tight.kv_memory_gib *= 0.3;
+    cases.push(("paged-default, 48 clients on 30% of the pool".into(), tight));
+    let mut v0 = closed("paged-default", 32, 300, true);
+    v0.scheduler.engine = kvlab::engine::EngineVersion::V0;
+    v0.kv_memory_gib *= 0.4;
+    cases.push(("paged-default v0, 32 clients on 40% of the pool".into(), v0));
+    // Prompts longer than a step (v0 without chunked prefill), refused at admission, free their
+    // clients at once.
+    let mut refused = closed("contiguous-default", 8, 150, true);
+    refused.scheduler.max_num_batched_tokens = 1_500;
+    cases.push(("contiguous-default, 8 clients, long prompts refused".into(), refused));
+    // Poisson and trace arrivals drained past duration_s.
+    for id in ["paged-default", "bursty", "contiguous-default", "azure-conversation"] {
+        let mut c = preset(id);
+        c.until_all_finished = true;
+        c.kv_memory_gib *= 0.5;
+        cases.push((format!("{id} drained on half the pool"), c));
+    }
+    let (mut preempted, mut rejected) = (0, 0);
+    for (what, config) in cases {
+        config.validate().unwrap_or_else(|e| panic!("{what}: {e}"));
+        let sim = assert_modes_agree(&what, &config);
+        let r = sim.report();
+        if config.until_all_finished {
+            assert!(sim.all_finished(), "{what}: {:?}", r.requests);
+        }
+        preempted += r.preemptions;
+        rejected += r.requests.rejected;
+    }
+    assert!(preempted > 0 && rejected > 0, "{preempted} preemptions, {rejected} refusals");
 }
 
 #[test]

@@ -23,6 +23,13 @@ pub const MAX_ARRIVALS: u64 = MAX_REQUESTS + MAX_REQUESTS / 5;
 /// Most scheduler steps in one run: the duration over the shortest step the timing model takes
 /// (a day of steps of 4.3 ms and more).
 pub const MAX_STEPS: u64 = 20_000_000;
+/// Most clients of a closed loop (`workload.arrival.max_concurrency`): far above any server's
+/// `max_num_seqs` (4,096 at most), so that every client's request can be waiting at once.
+pub const MAX_CONCURRENCY: u64 = 1 << 16;
+/// How long a run with `until_all_finished` may go on past `duration_s`, simulated µs (24 h), and
+/// never past `MAX_STEPS` of the shortest step (`SimConfig::end_limit_us`): a run that has not
+/// drained by then ends there, its unfinished requests counted as running or waiting.
+pub const MAX_DRAIN_US: u64 = 24 * 3600 * 1_000_000;
 /// Most points of the step series: one per step and idle gap up to this many, then one per time
 /// bucket (`metrics::Series`); the copy here keeps this file free of engine imports, and
 /// `tests/bounds.rs` checks the two agree.
@@ -40,17 +47,29 @@ pub struct RunBounds {
     pub block_size: Option<u32>,
     pub kv_memory_gib: f64,
     pub kv_bytes_per_token: u64,
-    /// Expected requests (Poisson mean, rounded up) or trace rows inside the run.
+    /// Expected requests (Poisson mean, rounded up), a closed loop's `num_requests`, or trace
+    /// rows inside the run.
     pub expected_requests: u64,
-    /// Expected samples: the requests' `n` summed (Poisson: the classes' mean `n`).
+    /// Expected samples: the requests' `n` summed (Poisson and closed loop: the classes' mean `n`).
     pub expected_samples: u64,
-    /// The requests come from a CSV trace.
-    pub trace: bool,
+    /// Where the requests come from.
+    pub traffic: Traffic,
     pub duration_s: f64,
     /// The shortest step the timing model can take, µs (an empty batch).
     pub min_step_us: u64,
-    /// Steps the run can take at most: `ceil(duration / min_step_us)`.
+    /// Steps the run can take at most: `ceil(end / min_step_us)`, the end being `duration_s` or,
+    /// with `until_all_finished`, `SimConfig::end_limit_us`.
     pub max_steps: u64,
+}
+
+/// Where a run's requests come from (what a refusal tells the learner to change).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Traffic {
+    Poisson,
+    /// A closed loop of clients (`workload.arrival.kind` "concurrency").
+    Concurrency,
+    /// A trace's rows.
+    Trace,
 }
 
 /// A refusal: the preset path of the field to change, and the message.
@@ -105,21 +124,28 @@ pub fn check(b: &RunBounds) -> Result<(), OverLimit> {
         }
         _ => {}
     }
-    let (field, what) = if b.trace {
-        ("workload.arrival", "use fewer trace rows (a time window or 1-in-k sampling) or shorten duration_s")
-    } else {
-        ("workload.arrival.rate_per_s", "lower rate_per_s or the bursts' rates, or shorten duration_s")
+    let (field, what) = match b.traffic {
+        Traffic::Trace => {
+            ("workload.arrival", "use fewer trace rows (a time window or 1-in-k sampling) or shorten duration_s")
+        }
+        Traffic::Poisson => {
+            ("workload.arrival.rate_per_s", "lower rate_per_s or the bursts' rates, or shorten duration_s")
+        }
+        Traffic::Concurrency => ("workload.arrival.num_requests", "lower num_requests"),
     };
     let traffic = [
         (b.expected_requests, MAX_REQUESTS, "requests", ""),
         (b.expected_samples, MAX_SAMPLES, "samples (n per request)", ", or lower n"),
     ];
     if let Some(&(count, limit, unit, also)) = traffic.iter().find(|(count, limit, ..)| count > limit) {
+        let run = match b.traffic {
+            Traffic::Concurrency => format!("{} requests of this traffic", count_words(b.expected_requests)),
+            Traffic::Poisson | Traffic::Trace => format!("{} s of this traffic", b.duration_s),
+        };
         return Err(OverLimit {
             field,
             message: format!(
-                "{} s of this traffic is {} {unit}; the lab handles up to {}; {what}{also}",
-                b.duration_s,
+                "{run} is {} {unit}; the lab handles up to {}; {what}{also}",
                 count_words(count),
                 count_words(limit)
             ),

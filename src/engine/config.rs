@@ -102,6 +102,9 @@ pub struct SimConfig {
     pub scheduler: SchedulerConfig,
     pub workload: WorkloadConfig,
     pub calibration: Option<StepTimeCalibration>,
+    /// The run goes on past `duration_s` until every request that arrived has finished (a
+    /// closed loop: all `num_requests`), up to `end_limit_us`.
+    pub until_all_finished: bool,
     /// vLLM's `--enforce-eager`: no CUDA graphs, every kernel launched one by one.
     pub enforce_eager: bool,
 }
@@ -137,6 +140,7 @@ impl Default for SimConfig {
                 }],
             },
             calibration: None,
+            until_all_finished: false,
             enforce_eager: false,
         }
     }
@@ -330,6 +334,27 @@ impl SimConfig {
         super::workload::secs_to_us(self.duration_s)
     }
 
+    /// The shortest step the timing model takes (an empty batch), µs.
+    fn min_step_us(&self) -> u64 {
+        self.step_time_model().step_us(&super::timing::StepWork::default()).max(1)
+    }
+
+    /// When the run stops at the latest: `duration_s`; with `until_all_finished`, up to
+    /// `bounds::MAX_DRAIN_US` later, but never past `bounds::MAX_STEPS` of the shortest step
+    /// (the run itself ends earlier, once every request has finished: `Simulation::is_done`).
+    pub fn end_limit_us(&self) -> u64 {
+        self.end_limit_with(self.min_step_us())
+    }
+
+    fn end_limit_with(&self, min_step_us: u64) -> u64 {
+        let duration_us = self.duration_us();
+        if !self.until_all_finished {
+            return duration_us;
+        }
+        let steps_cap = super::bounds::MAX_STEPS.saturating_mul(min_step_us);
+        duration_us.saturating_add(super::bounds::MAX_DRAIN_US).min(steps_cap.max(duration_us))
+    }
+
     /// What this configuration's run can reach at most: pool cells, expected requests, steps.
     pub fn run_bounds(&self) -> super::bounds::RunBounds {
         let capacity_tokens = self.capacity_tokens();
@@ -339,7 +364,13 @@ impl SimConfig {
         };
         let cell = block_size.map_or(super::bounds::MAP_CELL_TOKENS, |bs| u64::from(bs.max(1)));
         let duration_us = self.duration_us();
-        let (expected_requests, expected_samples, trace) = match &self.workload.arrival {
+        let weight: f64 = self.workload.classes.iter().map(|c| c.weight).sum();
+        let mean_n = if weight > 0.0 {
+            self.workload.classes.iter().map(|c| c.weight * f64::from(c.n.max(1))).sum::<f64>() / weight
+        } else {
+            1.0
+        };
+        let (expected_requests, expected_samples, traffic) = match &self.workload.arrival {
             Arrival::Poisson { rate_per_s, bursts } => {
                 let schedule = super::workload::rate_schedule(*rate_per_s, bursts, duration_us);
                 let mut mean = 0.0;
@@ -347,22 +378,20 @@ impl SimConfig {
                     let end = schedule.get(i + 1).map_or(duration_us, |next| next.start_us);
                     mean += seg.rate_per_s * end.saturating_sub(seg.start_us) as f64 / 1e6;
                 }
-                let weight: f64 = self.workload.classes.iter().map(|c| c.weight).sum();
-                let mean_n = if weight > 0.0 {
-                    self.workload.classes.iter().map(|c| c.weight * f64::from(c.n.max(1))).sum::<f64>() / weight
-                } else {
-                    1.0
-                };
-                (libm::ceil(mean) as u64, libm::ceil(mean * mean_n) as u64, false)
+                (libm::ceil(mean) as u64, libm::ceil(mean * mean_n) as u64, super::bounds::Traffic::Poisson)
+            }
+            Arrival::Concurrency { num_requests, .. } => {
+                let n = f64::from(*num_requests);
+                (u64::from(*num_requests), libm::ceil(n * mean_n) as u64, super::bounds::Traffic::Concurrency)
             }
             Arrival::Trace { rows, .. } => {
                 // Rows are sorted by arrival.
                 let inside = &rows[..rows.partition_point(|r| super::workload::secs_to_us(r.arrival_s) < duration_us)];
-                (inside.len() as u64, inside.iter().map(|r| u64::from(r.n.max(1))).sum(), true)
+                (inside.len() as u64, inside.iter().map(|r| u64::from(r.n.max(1))).sum(), super::bounds::Traffic::Trace)
             }
         };
-        let timing = self.step_time_model();
-        let min_step_us = timing.step_us(&super::timing::StepWork::default()).max(1);
+        let min_step_us = self.min_step_us();
+        let end_limit_us = self.end_limit_with(min_step_us);
         super::bounds::RunBounds {
             // Paged: every block of the pool, v1's null block included.
             kv_cells: match self.num_gpu_blocks() {
@@ -375,10 +404,10 @@ impl SimConfig {
             kv_bytes_per_token: self.kv_bytes_per_token(),
             expected_requests,
             expected_samples,
-            trace,
+            traffic,
             duration_s: self.duration_s,
             min_step_us,
-            max_steps: duration_us.div_ceil(min_step_us),
+            max_steps: end_limit_us.div_ceil(min_step_us),
         }
     }
 

@@ -1,6 +1,10 @@
 //! `Simulation`: one seeded run of one configuration. `step()` admits arrivals, asks the
 //! scheduler for a batch, advances simulated time by the step-time model, and applies the results
 //! (prompts fork into samples, tokens are sampled, finished sequences free their KV).
+//!
+//! Arrivals are known up front (Poisson, a trace) or, in a closed loop
+//! (`Arrival::Concurrency`), as the run goes: each request that ends (finished or refused) frees
+//! its client, whose next request arrives then.
 
 use super::alloc::{ContiguousAllocator, KvCacheManager, PagedAllocator, RequestId, SeqId};
 use super::config::{AllocatorConfig, ConfigError, SimConfig};
@@ -10,7 +14,8 @@ use super::model::GIB;
 use super::request::{GroupStatus, Sequence, SequenceGroup};
 use super::scheduler::Scheduler;
 use super::timing::{StepTimeModel, StepWork};
-use super::workload::{generate, RequestSpec};
+use super::workload::{generate, Arrival, RequestSpec};
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 mod apply;
@@ -46,6 +51,12 @@ pub struct Simulation {
     scheduler: Scheduler,
     timing: StepTimeModel,
     duration_us: u64,
+    /// When the run stops at the latest (`SimConfig::end_limit_us`): `duration_us`, or later with
+    /// `until_all_finished`.
+    end_limit_us: u64,
+    /// Closed loop: when each free client sends its next request, in the order the clients came
+    /// free (the next request to arrive takes the front). None for arrivals known up front.
+    clients: Option<VecDeque<u64>>,
     now_us: u64,
     steps: u64,
     series: Series,
@@ -112,10 +123,18 @@ impl Simulation {
             Some(bs) => (config.scheduler.swap_space_gib * GIB as f64) as u64 / (bpt * u64::from(bs)),
             None => 0,
         };
+        let clients = match config.workload.arrival {
+            Arrival::Concurrency { max_concurrency, .. } => {
+                Some(VecDeque::from(vec![0; (max_concurrency as usize).min(requests.len())]))
+            }
+            Arrival::Poisson { .. } | Arrival::Trace { .. } => None,
+        };
         Simulation {
             scheduler: Scheduler::new(config.scheduler.clone(), config.paged_v1(), reserve, swap_blocks),
             timing,
             duration_us: config.duration_us(),
+            end_limit_us: config.end_limit_us(),
+            clients,
             config,
             groups: Vec::with_capacity(requests.len()),
             requests: Arc::new(requests),
@@ -152,11 +171,26 @@ impl Simulation {
     pub fn now_us(&self) -> u64 {
         self.now_us
     }
+    /// The configured `duration_s`, µs: arrivals of a Poisson or trace workload fall before it,
+    /// and a run without `until_all_finished` ends there.
     pub fn duration_us(&self) -> u64 {
         self.duration_us
     }
+    /// When the run stops at the latest: `duration_us`, or with `until_all_finished` the drain
+    /// limit (`SimConfig::end_limit_us`); such a run ends earlier, once all its requests finish.
+    pub fn end_limit_us(&self) -> u64 {
+        self.end_limit_us
+    }
+    /// When the run ends, as far as is known now: its end once done, else `end_limit_us`.
+    pub fn end_us(&self) -> u64 {
+        if self.is_done() {
+            self.now_us.min(self.end_limit_us)
+        } else {
+            self.end_limit_us
+        }
+    }
     pub fn is_done(&self) -> bool {
-        self.now_us >= self.duration_us
+        self.now_us >= self.end_limit_us || (self.config.until_all_finished && self.all_finished())
     }
     pub fn steps(&self) -> u64 {
         self.steps
@@ -212,14 +246,12 @@ impl Simulation {
 
     /// Runs steps until simulated time reaches `t_us` (or the end).
     pub fn run_until(&mut self, t_us: u64) {
-        while self.now_us < t_us.min(self.duration_us) {
-            self.advance();
-        }
+        while self.now_us < t_us.min(self.end_limit_us) && self.advance() {}
         self.sync();
     }
 
     pub fn run_to_end(&mut self) -> Report {
-        self.run_until(self.duration_us);
+        self.run_until(self.end_limit_us);
         self.report()
     }
 
@@ -234,13 +266,47 @@ impl Simulation {
                 }
             }
         }
+        if let Arrival::Concurrency { max_concurrency, .. } = self.config.workload.arrival {
+            // A closed loop: every client has one request out or is free to send one.
+            let ended = |g: &&SequenceGroup| matches!(g.status, GroupStatus::Finished | GroupStatus::Rejected);
+            let in_flight = self.groups.len() - self.groups.iter().filter(ended).count();
+            let free = self.clients.as_ref().map_or(0, VecDeque::len);
+            let clients = (max_concurrency as usize).min(self.requests.len());
+            if in_flight + free != clients {
+                return Err(format!(
+                    "closed loop of {max_concurrency} clients: {in_flight} requests in flight, {free} clients free"
+                ));
+            }
+        }
         Ok(())
     }
 
+    /// When the next request arrives, if that is known yet (a closed loop knows it once a client
+    /// is free); None once every request has arrived.
+    pub fn next_arrival_us(&self) -> Option<u64> {
+        let spec = self.requests.get(self.groups.len())?;
+        match &self.clients {
+            Some(free) => free.front().copied(),
+            None => Some(spec.arrival_us),
+        }
+    }
+
+    /// A request ended (finished or refused): in a closed loop its client sends the next now.
+    fn client_free(&mut self) {
+        if let Some(free) = &mut self.clients {
+            free.push_back(self.now_us);
+        }
+    }
+
     fn admit_arrivals(&mut self) {
-        while let Some(spec) = self.requests.get(self.groups.len()) {
-            if spec.arrival_us > self.now_us {
+        let requests = Arc::clone(&self.requests);
+        while let Some(spec) = requests.get(self.groups.len()) {
+            let Some(arrival_us) = self.next_arrival_us() else { break };
+            if arrival_us > self.now_us || arrival_us >= self.end_limit_us {
                 break;
+            }
+            if let Some(free) = &mut self.clients {
+                free.pop_front();
             }
             let n = spec.n();
             let samples = (0..n)
@@ -258,7 +324,7 @@ impl Simulation {
             self.next_seq += n;
             let mut g = SequenceGroup {
                 request: spec.id,
-                arrival_us: spec.arrival_us,
+                arrival_us,
                 class: spec.class,
                 prompt_tokens: spec.prompt_tokens,
                 max_tokens: spec.max_tokens,
@@ -278,6 +344,7 @@ impl Simulation {
                 g.status = GroupStatus::Rejected;
                 self.rejections.push(Rejection { request: spec.id, reason: reason.clone() });
                 g.reject_reason = Some(reason);
+                self.client_free();
             } else {
                 self.scheduler.add_request(&g);
             }
@@ -311,6 +378,7 @@ impl Simulation {
             g.status = GroupStatus::Rejected;
             g.reject_reason = Some(reason.to_string());
             self.rejections.push(Rejection { request: r, reason: reason.to_string() });
+            self.client_free();
         }
     }
 
@@ -328,8 +396,10 @@ impl Simulation {
         }
         self.admit_arrivals();
         if self.scheduler.is_idle() {
-            let next = self.requests.get(self.groups.len()).map_or(self.duration_us, |r| r.arrival_us);
-            self.advance_idle(next.min(self.duration_us));
+            // Nothing runs: on to the next arrival, or to the end when none is known (a closed
+            // loop whose requests all arrived).
+            let next = self.next_arrival_us().unwrap_or(self.end_limit_us);
+            self.advance_idle(next.min(self.end_limit_us));
             if self.is_done() {
                 self.admit_arrivals();
             }
@@ -347,6 +417,7 @@ impl Simulation {
             let reason = "aborted: CPU swap space is full (vLLM v0 raises an error); raise scheduler.swap_space_gib";
             self.groups[r as usize].reject_reason = Some(reason.to_string());
             self.rejections.push(Rejection { request: r, reason: reason.to_string() });
+            self.client_free();
         }
         let did_something = out.preempted > 0 || out.swapped_blocks > 0 || !out.aborted.is_empty();
         if out.work.is_empty() && !did_something {
@@ -354,7 +425,7 @@ impl Simulation {
                 self.reject_head("cannot be admitted even into an empty KV cache");
             } else {
                 let next = self.now_us + self.timing.step_us(&StepWork::default());
-                self.advance_idle(next.min(self.duration_us));
+                self.advance_idle(next.min(self.end_limit_us));
             }
             return true;
         }

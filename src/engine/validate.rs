@@ -207,6 +207,14 @@ impl SimConfig {
                     return Err(ConfigError::new("workload.classes", "add at least one user class"));
                 }
             }
+            Arrival::Concurrency { max_concurrency, num_requests } => {
+                let (most_clients, most_requests) = (super::bounds::MAX_CONCURRENCY, super::bounds::MAX_REQUESTS);
+                check_range("workload.arrival.max_concurrency", u64::from(*max_concurrency), 1, most_clients)?;
+                check_range("workload.arrival.num_requests", u64::from(*num_requests), 1, most_requests)?;
+                if self.workload.classes.is_empty() {
+                    return Err(ConfigError::new("workload.classes", "add at least one user class"));
+                }
+            }
             Arrival::Trace { max_tokens, .. } => {
                 check_range("workload.arrival.max_tokens", *max_tokens, 1, s.max_model_len)?;
             }

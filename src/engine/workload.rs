@@ -1,6 +1,7 @@
-//! Synthetic traffic: Poisson arrivals under a piecewise rate schedule, weighted user classes,
-//! log-normal prompt and output lengths fitted to a mean and a p99, and trace replay (the rows are
-//! read by `formats::trace`).
+//! Synthetic traffic: Poisson arrivals under a piecewise rate schedule, or a closed loop of
+//! clients (`vllm bench serve --max-concurrency`), weighted user classes, log-normal prompt and
+//! output lengths fitted to a mean and a p99, and trace replay (the rows are read by
+//! `formats::trace`).
 //!
 //! Every draw comes from one seeded RNG in a fixed order (`WorkloadRng`: ChaCha8, whose stream
 //! its crate keeps the same across versions, with an explicit conversion to floats), and every transcendental function comes
@@ -129,6 +130,15 @@ pub enum Arrival {
         rate_per_s: f64,
         bursts: Vec<Burst>,
     },
+    /// A closed loop, as `vllm bench serve --max-concurrency C --num-prompts N` runs with an
+    /// infinite request rate: `max_concurrency` clients, each sending its next request as soon as
+    /// its previous one finished or was refused. Requests `0..C` arrive at 0; request `C + k`
+    /// arrives when the run's `(k + 1)`-th request ends, a time only the simulation knows
+    /// (`Simulation` keeps the clients' free times).
+    Concurrency {
+        max_concurrency: u32,
+        num_requests: u32,
+    },
     /// Rows sorted by arrival, shared (a day of traffic is not copied with the configuration).
     Trace {
         rows: Arc<[TraceRow]>,
@@ -149,6 +159,8 @@ pub struct WorkloadConfig {
 #[derive(Clone, Debug, PartialEq)]
 pub struct RequestSpec {
     pub id: u32,
+    /// When it arrives. Under a closed loop (`Arrival::Concurrency`) this is 0, the earliest it
+    /// can: its real arrival is known only as the run goes (`SequenceGroup::arrival_us`).
     pub arrival_us: u64,
     pub class: u16,
     pub prompt_tokens: u32,
@@ -191,7 +203,8 @@ pub fn secs_to_us(s: f64) -> u64 {
     libm::round(s * 1e6).max(0.0) as u64
 }
 
-/// Draws every request that arrives in `[0, duration_us)`.
+/// Draws every request that arrives in `[0, duration_us)` (a closed loop: all its requests,
+/// each arriving at 0 as far as this list says).
 pub fn generate(workload: &WorkloadConfig, duration_us: u64, seed: u64, max_model_len: u32) -> Vec<RequestSpec> {
     let mut rng = WorkloadRng::new(seed);
     match &workload.arrival {
@@ -200,43 +213,51 @@ pub fn generate(workload: &WorkloadConfig, duration_us: u64, seed: u64, max_mode
         }
         Arrival::Poisson { rate_per_s, bursts } => {
             let schedule = rate_schedule(*rate_per_s, bursts, duration_us);
-            let params: Vec<((f64, f64), (f64, f64))> = workload
-                .classes
-                .iter()
-                .map(|c| {
-                    (
-                        c.prompt_tokens.lognormal_params().unwrap_or((0.0, 0.0)),
-                        c.output_tokens.lognormal_params().unwrap_or((0.0, 0.0)),
-                    )
-                })
-                .collect();
-            let total_weight: f64 = workload.classes.iter().map(|c| c.weight).sum();
             let mut times = poisson_times(&schedule, duration_us, &mut rng);
             times.truncate(super::bounds::MAX_ARRIVALS as usize);
-            let mut out = Vec::with_capacity(times.len());
-            for (t, id) in times.into_iter().zip(0u32..) {
-                let class = pick_class(&workload.classes, total_weight, &mut rng);
-                let c = &workload.classes[class];
-                let (p, o) = params[class];
-                let min_prompt = (c.shared_prefix_tokens + 1).min(max_model_len.saturating_sub(1));
-                let prompt =
-                    draw_lognormal(p, &mut rng).clamp(min_prompt.max(1), max_model_len.saturating_sub(1).max(1));
-                let cap = c.max_tokens.min(max_model_len.saturating_sub(prompt)).max(1);
-                let outputs = (0..c.n.max(1)).map(|_| draw_lognormal(o, &mut rng).clamp(1, cap)).collect();
-                out.push(RequestSpec {
-                    id,
-                    arrival_us: t,
-                    class: class as u16,
-                    prompt_tokens: prompt,
-                    output_tokens: outputs,
-                    max_tokens: c.max_tokens,
-                    shared_prefix_tokens: c.shared_prefix_tokens.min(prompt),
-                    prompt_blocks: None,
-                });
-            }
-            out
+            draw_requests(&workload.classes, times, &mut rng, max_model_len)
+        }
+        Arrival::Concurrency { num_requests, .. } => {
+            let count = u64::from(*num_requests).min(super::bounds::MAX_ARRIVALS) as usize;
+            draw_requests(&workload.classes, vec![0; count], &mut rng, max_model_len)
         }
     }
+}
+
+/// One request per arrival time, in order: its class, then its prompt and its samples' output
+/// lengths, drawn from `rng`.
+fn draw_requests(classes: &[UserClass], times: Vec<u64>, rng: &mut WorkloadRng, max_model_len: u32) -> Vec<RequestSpec> {
+    let params: Vec<((f64, f64), (f64, f64))> = classes
+        .iter()
+        .map(|c| {
+            (
+                c.prompt_tokens.lognormal_params().unwrap_or((0.0, 0.0)),
+                c.output_tokens.lognormal_params().unwrap_or((0.0, 0.0)),
+            )
+        })
+        .collect();
+    let total_weight: f64 = classes.iter().map(|c| c.weight).sum();
+    let mut out = Vec::with_capacity(times.len());
+    for (t, id) in times.into_iter().zip(0u32..) {
+        let class = pick_class(classes, total_weight, rng);
+        let c = &classes[class];
+        let (p, o) = params[class];
+        let min_prompt = (c.shared_prefix_tokens + 1).min(max_model_len.saturating_sub(1));
+        let prompt = draw_lognormal(p, rng).clamp(min_prompt.max(1), max_model_len.saturating_sub(1).max(1));
+        let cap = c.max_tokens.min(max_model_len.saturating_sub(prompt)).max(1);
+        let outputs = (0..c.n.max(1)).map(|_| draw_lognormal(o, rng).clamp(1, cap)).collect();
+        out.push(RequestSpec {
+            id,
+            arrival_us: t,
+            class: class as u16,
+            prompt_tokens: prompt,
+            output_tokens: outputs,
+            max_tokens: c.max_tokens,
+            shared_prefix_tokens: c.shared_prefix_tokens.min(prompt),
+            prompt_blocks: None,
+        });
+    }
+    out
 }
 
 /// A trace's rows that arrive within the run, as requests: prompts and outputs clamped to

@@ -63,6 +63,12 @@ pub struct PresetDto {
     /// default roofline constants.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub calibration: Option<String>,
+    /// The run goes on past `duration_s` until every request that arrived has finished.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub until_all_finished: bool,
+    /// vLLM's `--enforce-eager`: no CUDA graphs.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub enforce_eager: bool,
 }
 
 // Defaults come from `SimConfig::default()`, the one source of the lab's defaults.
@@ -134,6 +140,9 @@ fn is_one(v: &u32) -> bool {
 }
 fn is_zero(v: &f64) -> bool {
     *v == 0.0
+}
+fn is_false(v: &bool) -> bool {
+    !*v
 }
 
 /// One JSON spelling per engine enum: `enum_pair!(Dto <-> Engine { A, B })` declares the DTO's
@@ -284,6 +293,12 @@ pub enum ArrivalDto {
         #[serde(default)]
         bursts: Vec<BurstDto>,
     },
+    /// `vllm bench serve --max-concurrency C --num-prompts N` at an infinite request rate: C
+    /// clients, each sending its next request when its previous one ends.
+    Concurrency {
+        max_concurrency: u32,
+        num_requests: u32,
+    },
     Trace(TraceArrivalDto),
 }
 
@@ -323,7 +338,7 @@ impl Default for ArrivalDto {
     fn default() -> Self {
         match SimConfig::default().workload.arrival {
             Arrival::Poisson { rate_per_s, .. } => ArrivalDto::Poisson { rate_per_s, bursts: Vec::new() },
-            Arrival::Trace { .. } => unreachable!("the default workload is Poisson"),
+            Arrival::Trace { .. } | Arrival::Concurrency { .. } => unreachable!("the default workload is Poisson"),
         }
     }
 }
@@ -509,6 +524,9 @@ mod tests {
                     "end_s": 2, "speed": 2, "sample_one_in": 3, "replica": {"index": 0, "of": 2},
                     "drop_failed": false, "seconds_per_unit": 0.001, "hash_block_tokens": 512}, "classes": []}}"#,
             r#"{"schema": "kvlab/preset@1", "workload": {"arrival": {"kind": "poisson", "rate_per_s": 1},
+                "classes": [{"prompt_tokens": {"fixed": 9}, "output_tokens": {"fixed": 9}}]}}"#,
+            r#"{"schema": "kvlab/preset@1", "until_all_finished": true, "enforce_eager": true,
+                "workload": {"arrival": {"kind": "concurrency", "max_concurrency": 4, "num_requests": 9},
                 "classes": [{"prompt_tokens": {"fixed": 9}, "output_tokens": {"fixed": 9}}]}}"#,
         ];
         let mut found = BTreeSet::new();

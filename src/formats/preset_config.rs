@@ -115,6 +115,9 @@ impl ArrivalDto {
                     .map(|b| Burst { start_s: b.start_s, end_s: b.end_s, rate_per_s: b.rate_per_s })
                     .collect(),
             },
+            ArrivalDto::Concurrency { max_concurrency, num_requests } => {
+                Arrival::Concurrency { max_concurrency: *max_concurrency, num_requests: *num_requests }
+            }
             ArrivalDto::Trace(t) => {
                 let trace = t.read()?;
                 Arrival::Trace {
@@ -172,7 +175,7 @@ impl PresetDto {
     pub fn to_config_with_trace(&self) -> Result<(SimConfig, Option<String>), ConfigError> {
         let line = match &self.workload.arrival {
             ArrivalDto::Trace(t) => Some(t.read()?.describe()),
-            ArrivalDto::Poisson { .. } => None,
+            ArrivalDto::Poisson { .. } | ArrivalDto::Concurrency { .. } => None,
         };
         Ok((self.to_config()?, line))
     }
@@ -334,7 +337,8 @@ impl PresetDto {
                 .as_deref()
                 .map(|n| shipped_calibration(n).map(|c| c.step_time()))
                 .transpose()?,
-            enforce_eager: false,
+            until_all_finished: self.until_all_finished,
+            enforce_eager: self.enforce_eager,
         };
         // A refusal of the derived memory waits until every field is known to be valid: only a
         // well-formed setup is "refused by vLLM".

@@ -87,7 +87,7 @@ impl Session {
             }
             Command::SeekEnd => {
                 lab.pause();
-                let end = lab.duration_us();
+                let end = lab.end_limit_us();
                 lab.seek(end);
                 Ok(self.time_moved())
             }

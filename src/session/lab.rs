@@ -41,6 +41,22 @@ pub struct Run {
     checkpoints: Checkpoints,
     target_us: u64,
     pub class_names: Vec<String>,
+    /// Where the run ends, once it has been simulated that far (a run with `until_all_finished`
+    /// ends when its last request finishes; going back in time keeps what was learned).
+    known_end_us: Option<u64>,
+}
+
+/// How long a run shows as being: `duration_s`; with `until_all_finished`, its end once it is
+/// done, and until then `duration_s` or the time simulated so far, whichever is later (the
+/// chart's axis and the time slider grow with the run).
+pub fn shown_end_us(sim: &Simulation) -> u64 {
+    if !sim.config().until_all_finished {
+        sim.duration_us()
+    } else if sim.is_done() {
+        sim.end_us()
+    } else {
+        sim.duration_us().max(sim.now_us())
+    }
 }
 
 impl Run {
@@ -59,7 +75,29 @@ impl Run {
             sim,
             checkpoints,
             target_us: 0,
+            known_end_us: None,
         })
+    }
+
+    /// How long this run shows as being (`shown_end_us`), its end once it was reached.
+    pub fn shown_end_us(&self) -> u64 {
+        self.known_end_us.unwrap_or_else(|| shown_end_us(&self.sim))
+    }
+
+    /// Where time can go in this run: its end when known, else its latest possible end.
+    fn end_limit_us(&self) -> u64 {
+        self.known_end_us.unwrap_or_else(|| self.sim.end_limit_us())
+    }
+
+    /// The run's end is known: it was reached, or it is `duration_s`.
+    fn end_known(&self) -> bool {
+        self.known_end_us.is_some() || !self.sim.config().until_all_finished
+    }
+
+    fn note_end(&mut self) {
+        if self.known_end_us.is_none() && self.sim.is_done() {
+            self.known_end_us = Some(self.sim.end_us());
+        }
     }
 
     pub fn is_paged(&self) -> bool {
@@ -70,12 +108,14 @@ impl Run {
     pub fn seek(&mut self, t_us: u64) {
         self.target_us = t_us;
         self.checkpoints.seek(&mut self.sim, t_us);
+        self.note_end();
     }
 
     /// One engine step; the new time becomes the target.
     pub fn step(&mut self) {
         self.sim.step();
         self.target_us = self.sim.now_us();
+        self.note_end();
     }
 
     /// What the chart draws: the series up to the time shown, never beyond it (after going
@@ -114,6 +154,15 @@ pub fn check_page_limits(config: &SimConfig) -> Result<(), String> {
             group_thousands(cells),
             group_thousands(MAX_MAP_CELLS)
         ));
+    }
+    if let Arrival::Concurrency { num_requests, .. } = config.workload.arrival {
+        if f64::from(num_requests) > MAX_PAGE_REQUESTS {
+            return Err(format!(
+                "workload.arrival.num_requests: {} requests is more than the page simulates ({}); lower it (the native `kvlab run` has no such limit)",
+                group_thousands(u64::from(num_requests)),
+                group_thousands(MAX_PAGE_REQUESTS as u64)
+            ));
+        }
     }
     if let Arrival::Poisson { rate_per_s, bursts } = &config.workload.arrival {
         let expected = rate_per_s * config.duration_s
@@ -206,14 +255,21 @@ impl Lab {
         Ok(lab)
     }
 
-    /// The run's length (the setup's, when vLLM refused to start it).
+    /// The runs' length (the setup's, when vLLM refused to start it): the longest run's, as
+    /// `shown_end_us` says (with `until_all_finished`, known once the run got there).
     pub fn duration_us(&self) -> u64 {
-        self.runs.first().map_or_else(|| secs_to_us(self.state.preset.duration_s), |r| r.sim.duration_us())
+        self.runs.iter().map(Run::shown_end_us).max().unwrap_or_else(|| secs_to_us(self.state.preset.duration_s))
+    }
+
+    /// The latest time the runs can reach: their ends where known, else their latest possible
+    /// ends (`Simulation::end_limit_us`); the End button seeks there.
+    pub fn end_limit_us(&self) -> u64 {
+        self.runs.iter().map(Run::end_limit_us).max().unwrap_or(0)
     }
 
     /// At the end of the run; a setup vLLM refused to start is over before it began.
     pub fn is_at_end(&self) -> bool {
-        self.refusal.is_some() || self.t_us >= self.duration_us()
+        self.refusal.is_some() || (self.runs.iter().all(Run::end_known) && self.t_us >= self.duration_us())
     }
 
     /// Replaces the state when every run of it validates; otherwise keeps everything as it was
@@ -271,11 +327,12 @@ impl Lab {
 
     /// Shows time `t_us` (clamped to the run).
     pub fn seek(&mut self, t_us: u64) {
-        let t = if self.runs.is_empty() { 0 } else { t_us.min(self.duration_us()) };
+        let t = if self.runs.is_empty() { 0 } else { t_us.min(self.end_limit_us()) };
         for run in &mut self.runs {
             run.seek(t);
         }
-        self.t_us = t;
+        // A run with `until_all_finished` may have ended before `t`.
+        self.t_us = t.min(self.duration_us());
         if self.is_at_end() {
             self.playing = false;
         }
@@ -289,7 +346,7 @@ impl Lab {
         }
         let Some((first, rest)) = self.runs.split_first_mut() else { return };
         first.step();
-        let t = first.sim.now_us().min(first.sim.duration_us());
+        let t = first.sim.now_us().min(first.sim.end_limit_us());
         for run in rest {
             run.seek(t);
         }

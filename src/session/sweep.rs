@@ -21,6 +21,7 @@ pub const KNOBS: &[(&str, &str)] = &[
     ("allocator.block_size", "Block size (paged)"),
     ("kv_memory_gib", "KV memory (GiB)"),
     ("workload.arrival.rate_per_s", "Request rate (/s)"),
+    ("workload.arrival.max_concurrency", "Clients (max concurrency)"),
     ("scheduler.max_num_seqs", "max_num_seqs"),
     ("scheduler.max_num_batched_tokens", "max_num_batched_tokens"),
     ("scheduler.engine", "Engine version"),

@@ -93,11 +93,11 @@ pub fn expected_requests(preset: &PresetDto) -> Result<u64, String> {
     Ok(preset.to_config().map_err(|e| e.to_string())?.run_bounds().expected_requests)
 }
 
-/// The bytes of trace a preset carries inline (0 for Poisson traffic).
+/// The bytes of trace a preset carries inline (0 for Poisson traffic and closed loops).
 pub fn trace_bytes(preset: &PresetDto) -> usize {
     match &preset.workload.arrival {
         ArrivalDto::Trace(t) => t.text.as_ref().or(t.csv.as_ref()).map_or(0, String::len),
-        ArrivalDto::Poisson { .. } => 0,
+        ArrivalDto::Poisson { .. } | ArrivalDto::Concurrency { .. } => 0,
     }
 }
 
@@ -152,7 +152,7 @@ pub fn window_preset(preset: &PresetDto, csv: &str, len_s: f64) -> PresetDto {
     let mut p = preset.clone();
     let max_tokens = match &p.workload.arrival {
         ArrivalDto::Trace(t) => t.max_tokens,
-        ArrivalDto::Poisson { .. } => DEFAULT_TRACE_MAX_TOKENS,
+        ArrivalDto::Poisson { .. } | ArrivalDto::Concurrency { .. } => DEFAULT_TRACE_MAX_TOKENS,
     };
     p.workload.arrival = trace_arrival(csv, max_tokens);
     p.duration_s = len_s;

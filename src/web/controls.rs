@@ -196,9 +196,10 @@ pub fn sync(state: &LabState, mission: Option<&Mission>, loaded: &PresetDto, for
             dom::replace_children(&box_, (0..classes).map(|i| class_row(i, classes > 1)));
         }
     }
-    let (poisson, bursts) = match &state.preset.workload.arrival {
-        ArrivalDto::Poisson { bursts, .. } => (true, bursts.len()),
-        ArrivalDto::Trace(_) => (false, 0),
+    let (poisson, concurrency, bursts) = match &state.preset.workload.arrival {
+        ArrivalDto::Poisson { bursts, .. } => (true, false, bursts.len()),
+        ArrivalDto::Concurrency { .. } => (false, true, 0),
+        ArrivalDto::Trace(_) => (false, false, 0),
     };
     if let Some(box_) = dom::by_id::<HtmlElement>("bursts") {
         if box_.child_element_count() as usize != bursts {
@@ -209,7 +210,10 @@ pub fn sync(state: &LabState, mission: Option<&Mission>, loaded: &PresetDto, for
         dom::set_hidden(&el, !poisson);
     }
     if let Some(el) = dom::by_id::<HtmlElement>("arrival-trace") {
-        dom::set_hidden(&el, poisson);
+        dom::set_hidden(&el, poisson || concurrency);
+    }
+    if let Some(el) = dom::by_id::<HtmlElement>("arrival-concurrency") {
+        dom::set_hidden(&el, !concurrency);
     }
     let from_gpu = state.preset.gpu_memory_utilization.is_some();
     if let Some(el) = dom::by_id::<HtmlElement>("kvmem-gib") {

@@ -66,9 +66,11 @@ impl DayRun {
         self.sim.now_us() as f64 / 1e6
     }
 
+    /// The run's length: `duration_s`; with `until_all_finished`, its end once it is done, and
+    /// until then the time simulated so far or `duration_s`, whichever is later.
     #[wasm_bindgen(getter, js_name = durationS)]
     pub fn duration_s(&self) -> f64 {
-        self.sim.duration_us() as f64 / 1e6
+        crate::session::lab::shown_end_us(&self.sim) as f64 / 1e6
     }
 
     /// Requests arrived so far.
@@ -104,7 +106,8 @@ impl DayRun {
     /// allocated_tokens, live_tokens, running, waiting, swapped, preemptions` per point.
     #[wasm_bindgen(js_name = chartPoints)]
     pub fn chart_points(&self, buckets: usize) -> Vec<f64> {
-        let s = crate::render::downsample(self.sim.series(), self.sim.duration_us(), buckets.max(2));
+        let end = crate::session::lab::shown_end_us(&self.sim);
+        let s = crate::render::downsample(self.sim.series(), end, buckets.max(2));
         s.iter()
             .flat_map(|p| {
                 [
@@ -123,7 +126,13 @@ impl DayRun {
     /// The start of the busiest `len_s` window of arrivals, whole seconds.
     #[wasm_bindgen(js_name = busiestWindowS)]
     pub fn busiest_window_s(&self, len_s: f64) -> f64 {
-        let arrivals: Vec<u64> = self.sim.requests().iter().map(|r| r.arrival_us).collect();
+        // The arrivals so far (a closed loop's are known only once they happen), then those the
+        // workload knows up front.
+        let arrived = self.sim.groups().len();
+        let known_ahead = !matches!(self.sim.config().workload.arrival, Arrival::Concurrency { .. });
+        let ahead = if known_ahead { &self.sim.requests()[arrived..] } else { &[] };
+        let arrivals: Vec<u64> =
+            self.sim.groups().iter().map(|g| g.arrival_us).chain(ahead.iter().map(|r| r.arrival_us)).collect();
         trace_file::busiest_window_s(&arrivals, len_s)
     }
 
@@ -133,7 +142,7 @@ impl DayRun {
     pub fn window_csv(&self, start_s: f64, len_s: f64) -> String {
         match &self.sim.config().workload.arrival {
             Arrival::Trace { rows, .. } => trace_file::window_csv(rows, start_s, len_s),
-            Arrival::Poisson { .. } => String::new(),
+            Arrival::Poisson { .. } | Arrival::Concurrency { .. } => String::new(),
         }
     }
 }

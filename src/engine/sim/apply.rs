@@ -31,7 +31,7 @@ impl Simulation {
         let dt = self.timing.step_us(work);
         let end = self.now_us + dt;
         let sample = self.sample(end);
-        let counted = end.min(self.duration_us) - self.now_us;
+        let counted = end.min(self.end_limit_us) - self.now_us;
         self.integrals.add(counted, &sample, self.kv.capacity_tokens());
         self.series.push(sample);
         self.running_max = self.running_max.max(sample.running);
@@ -143,6 +143,7 @@ impl Simulation {
                 self.tpot_us.push((now - first) as f64 / f64::from(max_gen - 1));
             }
             self.finished += 1;
+            self.client_free();
         }
         self.scheduler.finish_sample(&mut self.groups, r, k);
     }

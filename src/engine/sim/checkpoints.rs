@@ -149,7 +149,7 @@ impl Checkpoints {
     /// spacing.
     pub fn seek(&mut self, sim: &mut Simulation, t_us: u64) {
         self.keep_series(sim);
-        let t = t_us.min(sim.duration_us());
+        let t = t_us.min(sim.end_limit_us());
         // The latest snapshot at or before `t` is restored when it is closer than where the run
         // stands: always going back, and going forward past a snapshot.
         let snap = self.snapshots.iter().rev().find(|s| s.now_us() <= t).expect("the first snapshot is at 0");
@@ -165,10 +165,10 @@ impl Checkpoints {
             if !full && self.work_since_last(sim) >= self.work_per_snapshot && !sim.is_done() {
                 full = !self.record(sim);
             }
-            if sim.now_us() >= t {
+            // A run with `until_all_finished` may end before `t`.
+            if sim.now_us() >= t || !sim.advance() {
                 break;
             }
-            sim.advance();
         }
         sim.sync();
         self.keep_series(sim);

@@ -44,6 +44,16 @@ impl Simulation {
         round_to(percentile_of_sorted(&all, 95.0) / 1000.0, 2)
     }
 
+    /// The length `output_tokens_per_s` divides by: `duration_s`, or with `until_all_finished`
+    /// the time simulated so far (the run's length once it is done), at least 1 µs.
+    fn run_length_us(&self) -> u64 {
+        if self.config.until_all_finished {
+            self.now_us.min(self.end_limit_us).max(1)
+        } else {
+            self.duration_us
+        }
+    }
+
     pub fn report(&self) -> Report {
         let i = &self.integrals;
         let ratio = |num: f64, den: f64| if den > 0.0 { round_to(num / den, 4) } else { 0.0 };
@@ -97,7 +107,7 @@ impl Simulation {
                 self.itl.summary(),
                 Summary::of_sorted_us(&sorted(&self.e2e_us)),
             ),
-            output_tokens_per_s: round_to(self.output_tokens as f64 / (self.duration_us as f64 / 1e6), 2),
+            output_tokens_per_s: round_to(self.output_tokens as f64 / (self.run_length_us() as f64 / 1e6), 2),
             throughput: Throughput::new(
                 self.finished,
                 self.finished_input_tokens,
