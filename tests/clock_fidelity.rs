@@ -107,7 +107,7 @@ fn the_constants_are_what_the_fit_gives() {
         // Fitting again from the committed constants stays there (the fit is deterministic and
         // the committed values are its rounded optimum).
         let (refit, _) = fit(&cases, committed);
-        let close = |a: f64, b: f64| (a - b).abs() <= 0.01 * a.abs().max(b.abs()).max(1.0);
+        let close = |a: f64, b: f64| (a - b).abs() <= 0.02 * a.abs().max(b.abs()).max(1.0);
         assert!(
             close(refit.bandwidth_efficiency, committed.bandwidth_efficiency)
                 && close(refit.gemm_efficiency, committed.gemm_efficiency)

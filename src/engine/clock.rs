@@ -59,9 +59,9 @@ fn measured(gpu_id: &str) -> Option<ClockConstants> {
         // The same post's B200 fit (FlashInfer): 3.93 ms + 1.80e-5 ms per token.
         "b200" => c(0.91, 0.6, 1717.0, 10.0),
         // LLMServingSim's RTX 4090 run (300 ShareGPT requests at 10/s, Llama-3.1-8B, 2,588 blocks).
-        "rtx-4090" => c(0.895, 1.0, 594.0, 8.9),
+        "rtx-4090" => c(0.895, 1.0, 598.0, 9.0),
         // LLMServingSim's RTX PRO 6000 run (the same requests, Llama-3.1-8B, 128 sequences).
-        "rtx-pro-6000" => c(0.753, 0.656, 720.0, 8.8),
+        "rtx-pro-6000" => c(0.753, 0.656, 721.0, 8.8),
         _ => return None,
     })
 }
@@ -103,10 +103,10 @@ pub fn clock_for(gpu_id: &str) -> (ClockConstants, ClockSource) {
 /// checks these against a fresh `kvlab validate`.
 pub fn measured_runs(gpu_id: &str) -> (u32, f64) {
     match gpu_id {
-        "h100-sxm" => (0, 0.0),
-        "b200" => (0, 0.0),
-        "rtx-4090" => (0, 0.0),
-        "rtx-pro-6000" => (0, 0.0),
+        "h100-sxm" => (7, 31.8),
+        "b200" => (1, 0.0),
+        "rtx-4090" => (6, 12.6),
+        "rtx-pro-6000" => (2, 13.0),
         _ => (0, 0.0),
     }
 }
@@ -119,7 +119,7 @@ impl ClockSource {
     pub fn describe(&self, gpu_name: &str) -> String {
         match *self {
             ClockSource::Measured { runs, median_abs_error_pct } => format!(
-                "step times fitted to {runs} real vLLM run{} on the {gpu_name} (median error {median_abs_error_pct:.1}%)",
+                "step times checked against {runs} real vLLM run{} on the {gpu_name} (median error {median_abs_error_pct:.1}%)",
                 if runs == 1 { "" } else { "s" }
             ),
             ClockSource::Extrapolated { from } => {

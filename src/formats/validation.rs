@@ -10,7 +10,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 
 use crate::engine::fidelity::{compare, measured_figures, median_abs_error_pct, simulate, Figure, FigureError, MeasuredRequest};
-use crate::engine::workload::{Arrival, TraceRow};
+use crate::engine::workload::{Arrival, LengthDist, TraceRow, UserClass, WorkloadConfig};
 use crate::engine::model::GIB;
 use crate::engine::SimConfig;
 
@@ -141,7 +141,7 @@ pub fn published_runs(json: &str) -> Result<Vec<PublishedRun>, String> {
 /// The configuration a replay describes, with no traffic yet (an empty trace).
 fn base_config(id: &str, r: &ReplayDto) -> Result<SimConfig, String> {
     let mut preset = serde_json::json!({
-        "schema": "kvlab/preset@1", "id": id, "seed": 1, "duration_s": 600,
+        "schema": "kvlab/preset@1", "id": id, "seed": 1, "duration_s": 600, "until_all_finished": true,
         "model": r.model, "gpu": r.gpu, "kv_dtype": r.kv_dtype.as_deref().unwrap_or("fp16"),
         "gpu_memory_utilization": r.gpu_memory_utilization.unwrap_or(0.9),
         "tensor_parallel_size": r.tensor_parallel_size,
@@ -318,6 +318,32 @@ pub fn published_cases(run: &PublishedRun) -> Result<Vec<ValidationCase>, Skippe
             };
             let rows = (0..n).map(|_| TraceRow::new(0.0, input as u32, output as u32, 1)).collect();
             let config = with_rows(base, rows).map_err(skip)?;
+            Ok(vec![case(run.id.clone(), config, published_figures(run))])
+        }
+        "concurrency" => {
+            let (Some(clients), Some(n), Some(input), Some(output)) = (
+                run.workload.max_concurrency,
+                run.workload.num_prompts,
+                run.workload.input_len.as_ref().and_then(|v| v.as_f64()),
+                run.workload.output_len,
+            ) else {
+                return Err(skip("the clients, the number of prompts or their lengths are not published".into()));
+            };
+            let mut config = base;
+            let fixed = |x: f64| LengthDist { mean: x.round(), p99: x.round() };
+            config.workload = WorkloadConfig {
+                arrival: Arrival::Concurrency { max_concurrency: clients, num_requests: n },
+                classes: vec![UserClass {
+                    name: "bench".into(),
+                    weight: 1.0,
+                    prompt_tokens: fixed(input),
+                    output_tokens: fixed(output),
+                    max_tokens: output.round() as u32,
+                    n: 1,
+                    shared_prefix_tokens: 0,
+                }],
+            };
+            config.validate().map_err(|e| skip(format!("{}: {e}", config.id)))?;
             Ok(vec![case(run.id.clone(), config, published_figures(run))])
         }
         other => Err(skip(format!("a {other:?} workload is not replayed yet"))),
