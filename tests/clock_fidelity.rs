@@ -75,7 +75,13 @@ fn no_figure_is_further_from_real_vllm_than_committed() {
 fn runs_fitted_on_agree_within_five_percent() {
     for r in results().iter().filter(|r| r.case.role == Role::Fit) {
         for e in &r.errors {
-            assert!(e.error_pct().abs() < 5.0, "{} {}: {:+.1}% on a run the clock was fitted to", r.case.id, e.figure.key(), e.error_pct());
+            assert!(
+                e.error_pct().abs() < 5.0,
+                "{} {}: {:+.1}% on a run the clock was fitted to",
+                r.case.id,
+                e.figure.key(),
+                e.error_pct()
+            );
         }
     }
 }

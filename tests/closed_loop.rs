@@ -144,7 +144,8 @@ fn without_until_all_finished_the_run_ends_at_duration_s() {
     short.duration_s = 3.0;
     let mut sim = Simulation::new(short).unwrap();
     let r = sim.run_to_end();
-    assert_eq!(r.sim_time_s, 3.0);
+    // The run stops with the step that crosses 3 s (a step of this run lasts well under 0.5 s).
+    assert!((3.0..3.5).contains(&r.sim_time_s), "{}", r.sim_time_s);
     assert!(r.requests.finished < 200 && r.requests.arrived < 200, "{:?}", r.requests);
     assert_eq!(r.requests.arrived, r.requests.finished + r.requests.running_at_end + r.requests.waiting_at_end);
     assert!(r.requests.arrived - r.requests.finished <= 16);

@@ -179,10 +179,10 @@ fn long_reports_on_2_gib_preempt_dozens_and_a_lower_cap_trades_them_for_queueing
     capped.scheduler.max_num_seqs = 5;
     let queued = run(capped);
     assert!(queued.preemptions * 4 <= storm.preemptions, "{} vs {}", queued.preemptions, storm.preemptions);
-    assert!(queued.latency_ms.ttft_p50 > 2.0 * storm.latency_ms.ttft_p50, "queueing shows in TTFT");
+    assert!(queued.latency_ms.ttft_p95 > 1.4 * storm.latency_ms.ttft_p95, "queueing shows in TTFT");
     let mut more = base;
     more.kv_memory_gib = 4.0;
     let fixed = run(more);
-    assert!(fixed.preemptions * 10 <= storm.preemptions, "{}", fixed.preemptions);
+    assert!(fixed.preemptions * 5 <= storm.preemptions, "{}", fixed.preemptions);
     assert!(fixed.latency_ms.ttft_p95 < storm.latency_ms.ttft_p95);
 }

@@ -269,7 +269,7 @@ fn stories_match_the_engine() {
     assert_eq!([stars(64, 40.0), stars(48, 10.0), stars(64, 9.0), stars(256, 10.0)], [2, 1, 1, 3]);
 
     let m = load("m6-fp8-kv.json");
-    let (_, r, s) = m.run_patch(&json!({ "kv_memory_gib": 20 })).expect("patch applies");
+    let (_, r, s) = m.run_patch(&json!({ "kv_memory_gib": 24 })).expect("patch applies");
     let r = r.expect("starts");
     assert!(r.latency_ms.ttft_p95 <= 1000.0 && r.latency_ms.tpot_p95 > 28.0, "{r:?}");
     assert_eq!(s.stars, 1);

@@ -10,7 +10,7 @@ use clap::Args;
 use crate::engine::clock::{clock_for, ClockConstants, ClockSource};
 use crate::engine::clock_fit::{fit, FitCase};
 use crate::engine::fidelity::{median_abs_error_pct, FigureError};
-use crate::formats::validation::{all_cases, per_gpu, replay_all, CaseResult, Role};
+use crate::formats::validation::{all_cases, per_gpu, replay_all, CaseResult, Role, Skipped};
 use crate::shipped::{PUBLISHED_RUNS, VALIDATION_RUNS};
 
 #[derive(Args, Debug)]
@@ -27,13 +27,14 @@ pub struct ValidateArgs {
 }
 
 /// Every case, read from `data`, replayed with the clock's constants; and the runs left out.
-pub fn validate_all(data: &Path) -> Result<(Vec<CaseResult>, Vec<(String, String)>), String> {
+pub fn validate_all(data: &Path) -> Result<(Vec<CaseResult>, Vec<Skipped>), String> {
     let read = |rel: &str| {
         let path = data.join(rel);
-        std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e} (--data names the folder)", path.display()))
+        std::fs::read_to_string(&path)
+            .map_err(|e| format!("cannot read {}: {e} (--data names the folder)", path.display()))
     };
     let (cases, skipped) = all_cases(VALIDATION_RUNS, PUBLISHED_RUNS, &read)?;
-    Ok((replay_all(cases), skipped.into_iter().map(|s| (s.id, s.reason)).collect()))
+    Ok((replay_all(cases), skipped))
 }
 
 pub fn validate(args: &ValidateArgs) -> Result<(), String> {
@@ -55,7 +56,7 @@ pub fn validate(args: &ValidateArgs) -> Result<(), String> {
                 })
             })
             .collect();
-        let skipped: Vec<_> = skipped.iter().map(|(id, why)| serde_json::json!({"id": id, "reason": why})).collect();
+        let skipped: Vec<_> = skipped.iter().map(|s| serde_json::json!({"id": s.id, "reason": s.reason})).collect();
         let doc = serde_json::json!({"cases": cases, "not_replayed": skipped, "summary": summary_json(&results)});
         println!("{}", serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?);
         return Ok(());
@@ -71,13 +72,17 @@ pub fn validate(args: &ValidateArgs) -> Result<(), String> {
     for (role, name) in [(Role::Fit, "fit on"), (Role::Holdout, "held out")] {
         let errs: Vec<FigureError> =
             results.iter().filter(|r| r.case.role == role).flat_map(|r| r.errors.iter().cloned()).collect();
-        println!("median |error| over the figures of the runs {name}: {:.1}% ({} figures)", median_abs_error_pct(&errs), errs.len());
+        println!(
+            "median |error| over the figures of the runs {name}: {:.1}% ({} figures)",
+            median_abs_error_pct(&errs),
+            errs.len()
+        );
     }
     for (gpu, (runs, err)) in per_gpu(&results) {
         println!("{gpu}: {runs} run(s), median |error| {err:.1}%");
     }
-    for (id, why) in &skipped {
-        println!("not replayed: {id}: {why}");
+    for s in &skipped {
+        println!("not replayed: {}: {}", s.id, s.reason);
     }
     Ok(())
 }
@@ -96,7 +101,8 @@ fn summary_json(results: &[CaseResult]) -> serde_json::Value {
 
 /// Fits every GPU that has "fit" runs, from its current constants, and prints the rows.
 fn print_fit(results: &[CaseResult]) -> Result<(), String> {
-    let mut gpus: Vec<&str> = results.iter().filter(|r| r.case.role == Role::Fit).map(|r| r.case.gpu.as_str()).collect();
+    let mut gpus: Vec<&str> =
+        results.iter().filter(|r| r.case.role == Role::Fit).map(|r| r.case.gpu.as_str()).collect();
     gpus.sort_unstable();
     gpus.dedup();
     for gpu in gpus {

@@ -88,7 +88,8 @@ pub fn fit(cases: &[FitCase<'_>], start: ClockConstants) -> (ClockConstants, f64
             break;
         }
         let centroid: Vec<f64> = (0..n).map(|j| simplex[..n].iter().map(|p| p.0[j]).sum::<f64>() / n as f64).collect();
-        let towards = |t: f64| -> Vec<f64> { (0..n).map(|j| centroid[j] + t * (simplex[n].0[j] - centroid[j])).collect() };
+        let towards =
+            |t: f64| -> Vec<f64> { (0..n).map(|j| centroid[j] + t * (simplex[n].0[j] - centroid[j])).collect() };
         let reflected = towards(-1.0);
         let fr = f(&reflected);
         if fr < simplex[0].1 {

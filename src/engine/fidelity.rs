@@ -143,8 +143,11 @@ pub fn measured_figures(requests: &[MeasuredRequest]) -> Vec<(Figure, f64)> {
         .filter(|r| r.output_tokens > 1)
         .map(|r| us(r.last_token_s - r.first_token_s) / f64::from(r.output_tokens - 1))
         .collect();
-    let (ttft, tpot, e2e) =
-        (Summary::of_sorted_us(&sorted(&ttft)), Summary::of_sorted_us(&sorted(&tpot)), Summary::of_sorted_us(&sorted(&e2e)));
+    let (ttft, tpot, e2e) = (
+        Summary::of_sorted_us(&sorted(&ttft)),
+        Summary::of_sorted_us(&sorted(&tpot)),
+        Summary::of_sorted_us(&sorted(&e2e)),
+    );
     let gaps: f64 = requests.iter().map(|r| r.last_token_s - r.first_token_s).sum();
     let gap_count: f64 = requests.iter().map(|r| f64::from(r.output_tokens.saturating_sub(1))).sum();
     let start = requests.iter().map(|r| r.arrival_s).fold(f64::INFINITY, f64::min);

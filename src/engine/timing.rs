@@ -210,8 +210,8 @@ impl StepTimeModel {
     /// The clock of one GPU under given constants (`kvlab validate --fit` tries many).
     pub fn with_constants(input: &StepTimeInput<'_>, k: &ClockConstants) -> Self {
         let (model, gpu, calibration) = (input.model, input.gpu, input.calibration);
-        let (bw_eff, fixed) =
-            calibration.map_or((k.bandwidth_efficiency, k.fixed_step_us), |c| (c.bandwidth_efficiency, c.fixed_step_us));
+        let (bw_eff, fixed) = calibration
+            .map_or((k.bandwidth_efficiency, k.fixed_step_us), |c| (c.bandwidth_efficiency, c.fixed_step_us));
         let overhead_at = |bs: u32| match calibration {
             Some(c) => c.overhead_at(bs),
             None => default_paged_overhead(bs),

@@ -226,7 +226,12 @@ pub fn generate(workload: &WorkloadConfig, duration_us: u64, seed: u64, max_mode
 
 /// One request per arrival time, in order: its class, then its prompt and its samples' output
 /// lengths, drawn from `rng`.
-fn draw_requests(classes: &[UserClass], times: Vec<u64>, rng: &mut WorkloadRng, max_model_len: u32) -> Vec<RequestSpec> {
+fn draw_requests(
+    classes: &[UserClass],
+    times: Vec<u64>,
+    rng: &mut WorkloadRng,
+    max_model_len: u32,
+) -> Vec<RequestSpec> {
     let params: Vec<((f64, f64), (f64, f64))> = classes
         .iter()
         .map(|c| {

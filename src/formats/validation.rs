@@ -9,9 +9,11 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use crate::engine::fidelity::{compare, measured_figures, median_abs_error_pct, simulate, Figure, FigureError, MeasuredRequest};
-use crate::engine::workload::{Arrival, LengthDist, TraceRow, UserClass, WorkloadConfig};
+use crate::engine::fidelity::{
+    compare, measured_figures, median_abs_error_pct, simulate, Figure, FigureError, MeasuredRequest,
+};
 use crate::engine::model::GIB;
+use crate::engine::workload::{Arrival, LengthDist, TraceRow, UserClass, WorkloadConfig};
 use crate::engine::SimConfig;
 
 /// Whether a run sets the clock's constants or only checks them.
@@ -194,7 +196,11 @@ struct RequestLine {
 /// first), the dataset's token ids as 16-token prefix blocks (for the prefix cache), and the
 /// measured figures with TTFT from arrival (the engine's monotonic stamps shifted by the
 /// smallest queueing offset, as the run's own validator converts them).
-pub fn per_request_case(run: &PerRequestRun, requests_jsonl: &str, workload_jsonl: &str) -> Result<ValidationCase, String> {
+pub fn per_request_case(
+    run: &PerRequestRun,
+    requests_jsonl: &str,
+    workload_jsonl: &str,
+) -> Result<ValidationCase, String> {
     let lines = |text: &str| text.lines().filter(|l| !l.trim().is_empty()).map(str::to_owned).collect::<Vec<_>>();
     let workload: Vec<WorkloadLine> = lines(workload_jsonl)
         .iter()
@@ -311,9 +317,11 @@ pub fn published_cases(run: &PublishedRun) -> Result<Vec<ValidationCase>, Skippe
                 .collect()
         }
         "rate" => {
-            let (Some(n), Some(input), Some(output)) =
-                (run.workload.num_prompts, run.workload.input_len.as_ref().and_then(|v| v.as_f64()), run.workload.output_len)
-            else {
+            let (Some(n), Some(input), Some(output)) = (
+                run.workload.num_prompts,
+                run.workload.input_len.as_ref().and_then(|v| v.as_f64()),
+                run.workload.output_len,
+            ) else {
                 return Err(skip("the number of prompts or their lengths are not published".into()));
             };
             let rows = (0..n).map(|_| TraceRow::new(0.0, input as u32, output as u32, 1)).collect();
