@@ -106,7 +106,7 @@ fn the_constants_are_what_the_fit_gives() {
         let cases: Vec<FitCase<'_>> = results
             .iter()
             .filter(|r| r.case.role == Role::Fit && r.case.gpu == *gpu)
-            .map(|r| FitCase { config: &r.case.config, real: &r.case.real, single_request: r.case.id.contains('@') })
+            .map(|r| FitCase { config: &r.case.config, real: &r.case.real, single_request: r.case.single_request })
             .collect();
         assert!(!cases.is_empty(), "{gpu}: no run to fit on");
         let (committed, _) = clock_for(gpu);

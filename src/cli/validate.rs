@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use crate::engine::clock::{clock_for, ClockConstants, ClockSource};
+use crate::engine::clock::{clock_for, ClockConstants};
 use crate::engine::clock_fit::{fit, FitCase};
 use crate::engine::fidelity::{median_abs_error_pct, FigureError};
 use crate::formats::validation::{all_cases, per_gpu, replay_all, CaseResult, Role, Skipped};
@@ -109,13 +109,10 @@ fn print_fit(results: &[CaseResult]) -> Result<(), String> {
         let cases: Vec<FitCase<'_>> = results
             .iter()
             .filter(|r| r.case.role == Role::Fit && r.case.gpu == gpu)
-            .map(|r| FitCase { config: &r.case.config, real: &r.case.real, single_request: r.case.id.contains("@") })
+            .map(|r| FitCase { config: &r.case.config, real: &r.case.real, single_request: r.case.single_request })
             .collect();
-        let (start, source) = clock_for(gpu);
-        let start = match source {
-            ClockSource::Measured { .. } => start,
-            ClockSource::Extrapolated { .. } => start,
-        };
+        // From the constants in force: a measured GPU's, or its sibling's.
+        let (start, _) = clock_for(gpu);
         let (k, loss) = fit(&cases, start);
         println!("{}", row(gpu, &k, loss, cases.len()));
     }
@@ -124,7 +121,7 @@ fn print_fit(results: &[CaseResult]) -> Result<(), String> {
 
 fn row(gpu: &str, k: &ClockConstants, loss: f64, cases: usize) -> String {
     format!(
-        "        {:?} => c({}, {}, {:.1}, {:.1}), // fitted on {cases} case(s), rms log error {:.3}",
+        "        {:?} => c({:?}, {:?}, {:.1}, {:.1}), // fitted on {cases} case(s), rms log error {:.3}",
         gpu,
         k.bandwidth_efficiency,
         k.gemm_efficiency,

@@ -123,6 +123,7 @@ impl ClockSource {
                 if runs == 1 { "" } else { "s" }
             ),
             ClockSource::Extrapolated { from } => {
+                let from = super::gpus::gpu_preset(from).map_or_else(|| from.to_string(), |g| g.name);
                 format!("no measured run on the {gpu_name}: step times extrapolated from the {from}")
             }
         }
@@ -143,7 +144,7 @@ impl ClockSource {
             ClockSource::Extrapolated { from } => super::metrics::ClockReport {
                 measured_runs: 0,
                 median_abs_error_pct: None,
-                extrapolated_from: Some(from.to_string()),
+                extrapolated_from: Some(super::gpus::gpu_preset(from).map_or_else(|| from.to_string(), |g| g.name)),
                 line,
             },
         }

@@ -121,6 +121,9 @@ pub struct ValidationCase {
     pub source: String,
     pub config: SimConfig,
     pub real: Vec<(Figure, f64)>,
+    /// One request at a time (a point of a batch-1 decode fit): it pins the bandwidth and the
+    /// fixed step cost, not the costs that grow with the batch.
+    pub single_request: bool,
 }
 
 /// A run left out, and why.
@@ -250,6 +253,7 @@ pub fn per_request_case(
         source: run.source.clone(),
         config,
         real: measured_figures(&real),
+        single_request: false,
     })
 }
 
@@ -294,6 +298,7 @@ pub fn published_cases(run: &PublishedRun) -> Result<Vec<ValidationCase>, Skippe
         source: source.clone(),
         config,
         real,
+        single_request: run.workload.kind == "batch1-decode",
     };
     let result = |key: &str| run.results.get(key).copied().flatten();
     let base = base_config(&run.id, replay).map_err(skip)?;
