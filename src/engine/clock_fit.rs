@@ -42,7 +42,7 @@ pub fn loss(cases: &[FitCase<'_>], k: &ClockConstants) -> f64 {
         total += errors
             .iter()
             .map(|e| {
-                let r = (e.simulated.max(1e-9) / e.real).ln();
+                let r = libm::log(e.simulated.max(1e-9) / e.real);
                 r * r
             })
             .sum::<f64>()
@@ -69,12 +69,12 @@ pub fn fit(cases: &[FitCase<'_>], start: ClockConstants) -> (ClockConstants, f64
     let at = |x: &[f64]| {
         let mut k = start;
         for (j, &i) in free.iter().enumerate() {
-            set(&mut k, i, x[j].exp());
+            set(&mut k, i, libm::exp(x[j]));
         }
         k
     };
     let f = |x: &[f64]| loss(cases, &at(x));
-    let x0: Vec<f64> = free.iter().map(|&i| get(&start, i).max(1.0e-3).ln()).collect();
+    let x0: Vec<f64> = free.iter().map(|&i| libm::log(get(&start, i).max(1.0e-3))).collect();
     let mut simplex: Vec<(Vec<f64>, f64)> = vec![(x0.clone(), f(&x0))];
     for j in 0..n {
         let mut x = x0.clone();
@@ -120,12 +120,12 @@ pub fn fit(cases: &[FitCase<'_>], start: ClockConstants) -> (ClockConstants, f64
 
 /// The constants as the catalogue writes them.
 pub fn round_constants(k: ClockConstants) -> ClockConstants {
-    let r3 = |x: f64| (x * 1000.0).round() / 1000.0;
+    let r3 = |x: f64| libm::round(x * 1000.0) / 1000.0;
     ClockConstants {
         bandwidth_efficiency: r3(k.bandwidth_efficiency),
         gemm_efficiency: r3(k.gemm_efficiency),
-        fixed_step_us: k.fixed_step_us.round(),
-        per_seq_us: (k.per_seq_us * 10.0).round() / 10.0,
+        fixed_step_us: libm::round(k.fixed_step_us),
+        per_seq_us: libm::round(k.per_seq_us * 10.0) / 10.0,
         ..k
     }
 }
