@@ -35,9 +35,9 @@ const ROWS: &[(&str, &str, &str, bool)] = &[
     ("tpot", "TPOT mean", "time per output token, per request (p95, p99)", false),
     ("itl", "ITL mean", "every gap between a request's tokens (p99)", false),
     ("e2e", "end-to-end mean", "arrival to last token, finished requests (p99)", false),
+    ("clock", "step times", "how close the latencies come to real vLLM runs on this GPU", false),
     ("tokens", "output tokens/s", "generated so far, per simulated second", false),
     ("requests", "requests finished / arrived", "so far", false),
-    ("clock", "step times", "how close the latencies come to real vLLM runs on this GPU", false),
     ("calibration", "step-time model", "calibration in use; extra cost of paged KV reads", false),
 ];
 
