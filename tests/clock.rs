@@ -123,3 +123,11 @@ fn the_report_says_where_the_clock_comes_from() {
         "no measured run on the NVIDIA L40S: step times extrapolated from the NVIDIA GeForce RTX 4090"
     );
 }
+
+#[test]
+fn enforce_eager_leaves_the_cuda_graphs_memory_to_the_kv_cache() {
+    let (graphs, eager) = (llama_h100(false), llama_h100(true));
+    let (g, e) = (graphs.memory_budget().unwrap(), eager.memory_budget().unwrap());
+    assert!(g.cuda_graph_bytes > 0 && e.cuda_graph_bytes == 0, "{g:?} {e:?}");
+    assert!(eager.kv_memory_gib > graphs.kv_memory_gib);
+}

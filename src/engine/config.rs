@@ -234,7 +234,8 @@ impl SimConfig {
             max_num_seqs: self.scheduler.max_num_seqs,
             max_model_len: self.scheduler.max_model_len,
             block_size,
-            cuda_graphs_in_budget: true,
+            // vLLM captures no graphs under --enforce-eager, so none of their memory is taken.
+            cuda_graphs_in_budget: !self.enforce_eager,
         }))
     }
 

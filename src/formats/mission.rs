@@ -142,7 +142,7 @@ pub const REPORT_METRICS: &[(&str, &str)] = &[
     ("latency_ms.e2e_p90", "90th percentile end-to-end latency, ms"),
     ("latency_ms.e2e_p95", "95th percentile end-to-end latency, ms"),
     ("latency_ms.e2e_p99", "99th percentile end-to-end latency, ms"),
-    ("throughput.requests_per_s", "finished requests per second over the benchmark's duration (first arrival to last finish)"),
+    ("throughput.requests_per_s", "finished requests per second, first arrival to last finish"),
     ("throughput.output_tokens_per_s", "output tokens per second over the benchmark's duration"),
     ("throughput.total_tokens_per_s", "prompt and output tokens per second over the benchmark's duration"),
     ("output_tokens_per_s", "output tokens per simulated second"),
