@@ -30,7 +30,8 @@ async fn contiguous_to_paged_lifts_utilisation_and_errors_keep_the_lab() {
     js(c, "kvlab.runToEnd(); return null").await;
     let contiguous = report(c).await;
     assert_eq!(contiguous["allocator"], "contiguous");
-    assert_eq!(contiguous["sim_time_s"], json!(60.0));
+    // The run ends with the step that crosses 60 s.
+    assert!(contiguous["sim_time_s"].as_f64().is_some_and(|t| (60.0..60.5).contains(&t)), "{contiguous}");
     let util_contiguous = contiguous["kv"]["utilization_mean"].as_f64().unwrap();
     assert!(util_contiguous < 0.6, "contiguous should waste memory: {util_contiguous}");
     assert_eq!(contiguous, native_report("contiguous-default"), "wasm and native runs differ");
