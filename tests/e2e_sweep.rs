@@ -229,12 +229,12 @@ async fn the_kv_search_in_the_page_answers_as_the_cli_does_and_can_be_cancelled(
         assert!(page["misses_because"].as_str().is_some_and(|w| w.contains("TTFT p95")), "{page}");
         assert_eq!(got["grid"], numbers_as_floats(cli["grid"].clone()), "{allocator}");
     }
-    // docs/SWEEP.md's example: paged-default meets 2 s from 8.75 GiB.
-    assert_eq!(got["paged"]["kv_memory_gib"], json!(8.75));
+    // docs/SWEEP.md's example: paged-default meets 2 s from 7.5 GiB.
+    assert_eq!(got["paged"]["kv_memory_gib"], json!(7.5));
     let text = |id: &str| format!("return document.getElementById('{id}').textContent");
     let paged = js(c, &text("sweep-search-paged")).await;
     assert!(
-        paged.as_str().unwrap().starts_with("paged: 8.75 GiB meets TTFT p95 ≤ 2000 ms and keeps up (p95 "),
+        paged.as_str().unwrap().starts_with("paged: 7.5 GiB meets TTFT p95 ≤ 2000 ms and keeps up (p95 "),
         "{paged}"
     );
     let line = js(c, &text("sweep-search-progress")).await;
@@ -329,7 +329,7 @@ async fn the_kv_search_takes_a_range_and_a_step_as_the_cli_does() {
         }
     }
     assert_eq!(got["contiguous"]["status"], json!("not_met"), "{}", got["contiguous"]);
-    assert_eq!(got["paged"]["kv_memory_gib"], json!(9.0), "the 0.5 GiB step above docs/SWEEP.md's 8.75 GiB");
+    assert_eq!(got["paged"]["kv_memory_gib"], json!(7.5), "a 0.5 GiB step lands on docs/SWEEP.md's 7.5 GiB");
 
     // A bad range or step: refused naming the field, which alone is marked invalid; the answer
     // and the other fields stay.
@@ -359,7 +359,7 @@ async fn the_kv_search_takes_a_range_and_a_step_as_the_cli_does() {
     wait_for(c, "kvlab.kvSearchResults().finished", "the default search").await;
     let defaults = numbers_as_floats(js(c, "return kvlab.kvSearchResults()").await);
     assert_eq!(defaults["grid"], json!({ "lo_gib": 0.25, "hi_gib": 62.75, "step_gib": 0.25 }));
-    assert_eq!(defaults["paged"]["kv_memory_gib"], json!(8.75));
+    assert_eq!(defaults["paged"]["kv_memory_gib"], json!(7.5));
     assert_eq!(js(c, invalid).await, json!([null, null, null]));
 }
 
