@@ -260,7 +260,7 @@ fn weight_bytes_follow_vllms_model_loading_lines() {
             q => q,
         };
         let a = read_hf_config(&cfg, Overrides { dtype, quantization }).unwrap_or_else(|e| panic!("{log}: {e}"));
-        let derived = a.weight_bytes() / f64::from(tp) / GIB;
+        let derived = a.loaded_bytes_per_gpu(tp) / GIB;
         let err = (derived - logged) / logged;
         worst = worst.max(err.abs());
         println!("{log:<56} {tp:>3} {logged:>8.2} {derived:>8.2} {:>+6.1}%", err * 100.0);
@@ -549,6 +549,7 @@ fn available_kv_from_the_gpu_up_follows_the_logs() {
             max_model_len: 8192,
             block_size: 16,
             cuda_graphs_in_budget: false,
+            switched_nvlink: true,
         });
         let kv = b.available_kv_gib();
         let (kv_err, tok_err) = ((kv - gib) / gib, (b.kv_cache_tokens as f64 - tokens as f64) / tokens as f64);

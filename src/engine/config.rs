@@ -6,7 +6,7 @@
 use std::fmt;
 
 use super::alloc::Fit;
-use super::memory_budget::{ActivationShape, MemoryBudget, MemoryBudgetInput};
+use super::memory_budget::{switched_nvlink, ActivationShape, MemoryBudget, MemoryBudgetInput};
 use super::model::{gpu_preset, model_preset, GpuSpec, KvDtype, ModelSpec, GIB};
 use super::startup_checks::AttentionBackend;
 use super::timing::StepTimeCalibration;
@@ -235,6 +235,7 @@ impl SimConfig {
             max_model_len: self.scheduler.max_model_len,
             block_size,
             cuda_graphs_in_budget: true,
+            switched_nvlink: switched_nvlink(&self.gpu.interconnect),
         }))
     }
 
