@@ -15,7 +15,9 @@
 //!
 //! - **Weights** = parameters × bytes per weight ÷ `tensor_parallel_size` (tensor parallelism
 //!   shards every matrix; the small replicated norms are ignored); a model read from a
-//!   config.json prices each module at its dtype or quantization (`model_arch.rs`).
+//!   config.json prices each module at its dtype or quantization (`model_arch.rs`) and adds the
+//!   rotary cos/sin caches vLLM builds whole on every GPU while it loads
+//!   (`ModelArch::loaded_bytes_per_gpu`).
 //! - **Non-torch memory** (NCCL, cuBLAS workspaces, allocator slack outside PyTorch) =
 //!   [`NON_TORCH_GIB`], plus, when `tensor_parallel_size` > 1, [`NON_TORCH_TP_NVLINK_GIB`] on
 //!   GPUs joined by switched NVLink (SXM parts: the communicators' buffers; vLLM 0.19 logs 2.06–2.21
@@ -44,8 +46,9 @@
 //! KV heads are split across the tensor-parallel GPUs and replicated when TP exceeds them
 //! (`max(1, kv_heads ÷ TP)`, as vLLM's `ModelConfig.get_num_kv_heads` does). Every rank holds the
 //! same number of blocks, so the KV cache size in tokens is per replica as well as per GPU.
-//! The constants were chosen once against the startup logs in `tests/golden/vllm-startup/`
-//! (one formula for all; `docs/VLLM_STARTUP.md` has the table).
+//! The constants were chosen once (one formula for all) against the startup logs of
+//! `tests/golden/vllm-startup/` and nine of llm-d-planner's vLLM 0.19.0 logs
+//! (`tests/golden/llm-d-planner/`, `sets_a_constant`); `docs/VLLM_STARTUP.md` has the tables.
 
 use serde::Serialize;
 
