@@ -261,7 +261,7 @@ fn a_mission_that_does_not_start_is_scored_with_vllms_words() {
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     assert!(out.contains("broken setup: 0 of 3 stars\n  0 stars: the server did not start: To serve at least one request with the model's max seq len (32768)"), "{out}");
-    assert!(out.contains("the estimated maximum model length is 7744"), "{out}");
+    assert!(out.contains("the estimated maximum model length is 6736"), "{out}");
     assert!(out.contains("3 of 3 stars"), "{out}");
     let o = kvlab(&["mission", path]);
     assert!(o.status.success(), "{}", stderr(&o));

@@ -115,9 +115,11 @@ fn hybrid_models_report_vllms_groups_and_overrides_change_the_weights() {
         let doc: serde_json::Value = serde_json::from_str(&text(&o.stdout)).unwrap();
         doc["budget"]["weights_bytes"].as_f64().unwrap() / (1u64 << 30) as f64
     };
-    assert!((weights(&[]) - 14.96).abs() < 0.01);
-    assert!((weights(&["--quantization", "fp8"]) - 8.46).abs() < 0.01);
-    assert!((weights(&["--dtype", "float32"]) - 29.92).abs() < 0.01);
+    // vLLM 0.19's "Model loading took" on an H100 (llm-d-planner's logs): 14.99, 8.49 and 29.98
+    // GiB, the weights and the 131,072-position rotary cache.
+    assert!((weights(&[]) - 14.99).abs() < 0.01);
+    assert!((weights(&["--quantization", "fp8"]) - 8.49).abs() < 0.01);
+    assert!((weights(&["--dtype", "float32"]) - 29.98).abs() < 0.01);
     let e = text(&plan(&llama, "h100-sxm", 1, &["--quantization", "int3"]).stderr);
     assert!(e.contains("--quantization: \"int3\" is not a method kvlab prices"), "{e}");
 }

@@ -302,8 +302,8 @@ async fn every_mission_loads_scores_zero_broken_and_three_with_its_fix() {
     )
     .await;
     let startup = text(c, "#startup-line").await;
-    assert!(startup.contains("Available KV cache memory: 36.5 GiB"), "{startup}");
-    assert!(startup.contains("per GPU (1 of 4): weights 32.88 GiB, KV 36.50 GiB, 2 KV heads"), "{startup}");
+    assert!(startup.contains("Available KV cache memory: 35.03 GiB"), "{startup}");
+    assert!(startup.contains("per GPU (1 of 4): weights 32.88 GiB, KV 35.03 GiB, 2 KV heads"), "{startup}");
 
     // One narrow look at a mission.
     set_viewport(c, 420, 900).await;

@@ -114,7 +114,7 @@ fn kv_in_gib_that_no_gpu_can_hold_is_refused_with_the_arithmetic() {
     let e = parse_preset(&preset(r#""gpu": "l4", "kv_memory_gib": 1000"#)).unwrap_err();
     assert_eq!(e.field, "kv_memory_gib");
     assert!(e.message.contains("1000 GiB of KV does not fit one l4"), "{e}");
-    assert!(e.message.contains("more than its 22.1 GiB; lower kv_memory_gib to 5.68 or less"), "{e}");
+    assert!(e.message.contains("more than its 22.1 GiB; lower kv_memory_gib to 5.93 or less"), "{e}");
     let e = parse_preset(&preset(r#""model": "llama-3-70b", "gpu": "h100-sxm", "kv_memory_gib": 10"#)).unwrap_err();
     assert_eq!(e.field, "model");
     assert!(e.message.contains("llama-3-70b needs 131.5 GiB of weights on one h100-sxm, which has 79.2 GiB"), "{e}");

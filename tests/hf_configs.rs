@@ -260,7 +260,7 @@ fn weight_bytes_follow_vllms_model_loading_lines() {
             q => q,
         };
         let a = read_hf_config(&cfg, Overrides { dtype, quantization }).unwrap_or_else(|e| panic!("{log}: {e}"));
-        let derived = a.weight_bytes() / f64::from(tp) / GIB;
+        let derived = a.loaded_bytes_per_gpu(tp) / GIB;
         let err = (derived - logged) / logged;
         worst = worst.max(err.abs());
         println!("{log:<56} {tp:>3} {logged:>8.2} {derived:>8.2} {:>+6.1}%", err * 100.0);
@@ -269,9 +269,9 @@ fn weight_bytes_follow_vllms_model_loading_lines() {
         }
     }
     println!("largest error {:.1}%", worst * 100.0);
-    // Within 1.3% except where vLLM loads more than the checkpoint's arithmetic: gpt-oss's MXFP4
-    // experts (padded for the kernels, −6% at TP 1, −9% at TP 2), gemma-3-4b (−7%) and
-    // Llama-4-Scout's vision encoder (−5% at TP 4). docs/MODELS.md has the table.
+    // Within 0.7% with the rotary caches every GPU builds (gemma-3's scaled 1M-position one,
+    // Scout's 10M positions), except gpt-oss's MXFP4 checkpoint (−6% at TP 1, −8% at TP 2: not
+    // explained; its Triton backend pads the expert intermediate to 64 only). docs/MODELS.md.
     assert!(failures.is_empty(), "beyond ±10%:\n{}", failures.join("\n"));
     assert!(worst < 0.10);
 }
@@ -387,8 +387,8 @@ fn hybrid_kv_groups_reproduce_vllms_blocks_tokens_and_concurrency() {
 }
 
 /// (log, config, dtype, quantization, TP, available KV GiB logged, KV tokens logged): the same
-/// llm-d-planner logs (vLLM 0.19.0, H100 80GB at 79.19 GiB, utilization 0.95, 8,192 batched
-/// tokens, 1,024 sequences, CUDA graph memory not counted, `max_model_len` 8192).
+/// llm-d-planner logs (vLLM 0.19.0, H100 80GB at 79.19 GiB, utilization 0.95 (gpt-oss 0.9), 8,192
+/// batched tokens, 1,024 sequences, CUDA graph memory not counted, `max_model_len` 8192).
 type Available = (&'static str, &'static str, Option<&'static str>, Option<&'static str>, u32, f64, u64);
 
 const AVAILABLE: &[Available] = &[
@@ -505,6 +505,7 @@ const AVAILABLE: &[Available] = &[
         28.44,
         465_936,
     ),
+    // This run kept vLLM's default utilization, 0.9 (71.27 GiB requested).
     ("openai-gpt-oss-20b--h100-80gb--tp2pp1dp1--8192", "openai__gpt-oss-20b", None, None, 2, 59.32, 2_591_776),
     ("qwen-qwen3-30b-a3b--h100-80gb--tp1pp1dp1--8192", "Qwen__Qwen3-30B-A3B", None, None, 1, 15.41, 168_288),
     (
@@ -542,13 +543,14 @@ fn available_kv_from_the_gpu_up_follows_the_logs() {
             },
             gpu_total_bytes: (79.19 * GIB) as u64,
             other_processes_bytes: 0,
-            gpu_memory_utilization: 0.95,
+            gpu_memory_utilization: if log.starts_with("openai-gpt-oss-20b") { 0.9 } else { 0.95 },
             tensor_parallel_size: tp,
             max_num_batched_tokens: 8192,
             max_num_seqs: 1024,
             max_model_len: 8192,
             block_size: 16,
             cuda_graphs_in_budget: false,
+            switched_nvlink: true,
         });
         let kv = b.available_kv_gib();
         let (kv_err, tok_err) = ((kv - gib) / gib, (b.kv_cache_tokens as f64 - tokens as f64) / tokens as f64);
@@ -558,11 +560,8 @@ fn available_kv_from_the_gpu_up_follows_the_logs() {
             b.kv_cache_tokens,
             tok_err * 100.0
         );
-        // Reported, not counted: Llama-4-Scout's profiling pass peaks at 3.19 GiB (its experts'
-        // workspaces), beyond the dense-decoder activation estimate, and gpt-oss's MXFP4
-        // experts load 9% larger than the checkpoint's arithmetic (the weights test).
-        let counted = !log.contains("scout") && !log.contains("gpt-oss");
-        if counted && (kv_err.abs() > 0.10 || tok_err.abs() > 0.10) {
+        // Every log counted (tests/llm_d_startup.rs holds all of them to ±3%).
+        if kv_err.abs() > 0.10 || tok_err.abs() > 0.10 {
             failures.push(format!("{log}: KV {kv:.2} vs {gib} GiB, tokens {} vs {tokens}", b.kv_cache_tokens));
         }
     }

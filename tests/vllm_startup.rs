@@ -65,6 +65,8 @@ fn input(inputs: &Value) -> MemoryBudgetInput {
             hidden_size: u(inputs, "hidden_size"),
             intermediate_size: u(inputs, "intermediate_size"),
             vocab_size: u(inputs, "vocab_size"),
+            activation_bytes: 2,
+            moe_workspace: None,
         },
         weight_bytes: f(inputs, "weight_bytes"),
         kv_dtype: kv_dtype(inputs),
@@ -77,6 +79,8 @@ fn input(inputs: &Value) -> MemoryBudgetInput {
         max_model_len: u(inputs, "max_model_len"),
         block_size: u(inputs, "block_size"),
         cuda_graphs_in_budget: inputs["cuda_graphs_in_budget"].as_bool().unwrap(),
+        // SXM data-centre GPUs (H100, A100) sit on switched NVLink; the GeForce cards on PCIe.
+        switched_nvlink: ["H100", "A100"].iter().any(|g| inputs["gpu"].as_str().unwrap_or("").contains(g)),
     }
 }
 
@@ -205,6 +209,7 @@ fn budget(model: &str, util: f64, tp: u32, max_model_len: u32) -> MemoryBudget {
         max_model_len,
         block_size: 16,
         cuda_graphs_in_budget: true,
+        switched_nvlink: true,
     })
 }
 
@@ -237,6 +242,7 @@ fn a_second_instance_needs_its_own_fraction() {
         max_model_len: 8192,
         block_size: 16,
         cuda_graphs_in_budget: true,
+        switched_nvlink: true,
     };
     let err = check_free_memory(&MemoryBudget::compute(&input_second)).unwrap_err();
     assert!(err.starts_with("Free memory on device cuda:0 (39.61/79.22 GiB) on startup is less than desired GPU memory utilization (0.9, 71.3 GiB)."), "{err}");

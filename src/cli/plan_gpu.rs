@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use crate::engine::memory_budget::{
-    format_gib, gpu_total_gib, ActivationShape, MemoryBudget, MemoryBudgetInput, DEFAULT_MAX_NUM_SEQS,
+    format_gib, gpu_total_gib, switched_nvlink, ActivationShape, MemoryBudget, MemoryBudgetInput, DEFAULT_MAX_NUM_SEQS,
     TENSOR_PARALLEL_SIZES,
 };
 use crate::engine::model::{gpu_preset, KvDtype, ModelSpec, GIB, GPU_IDS};
@@ -124,6 +124,7 @@ fn compute_budget_at(
         max_model_len: args.max_model_len,
         block_size: args.block_size,
         cuda_graphs_in_budget: !g.enforce_eager,
+        switched_nvlink: gpu_preset(gpu).is_some_and(|p| switched_nvlink(&p.interconnect)),
     });
     check_free_memory(&budget)?;
     // The smallest larger size at which vLLM would also find room for the KV cache.

@@ -6,7 +6,7 @@
 use std::fmt;
 
 use super::alloc::Fit;
-use super::memory_budget::{ActivationShape, MemoryBudget, MemoryBudgetInput};
+use super::memory_budget::{switched_nvlink, ActivationShape, MemoryBudget, MemoryBudgetInput};
 use super::model::{gpu_preset, model_preset, GpuSpec, KvDtype, ModelSpec, GIB};
 use super::startup_checks::AttentionBackend;
 use super::timing::StepTimeCalibration;
@@ -236,6 +236,7 @@ impl SimConfig {
             block_size,
             // vLLM captures no graphs under --enforce-eager, so none of their memory is taken.
             cuda_graphs_in_budget: !self.enforce_eager,
+            switched_nvlink: switched_nvlink(&self.gpu.interconnect),
         }))
     }
 

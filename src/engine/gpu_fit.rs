@@ -7,7 +7,7 @@
 
 use super::config::{ConfigError, SimConfig};
 use super::memory_budget::{
-    peak_activation_bytes, splits_kv_heads, ActivationShape, MemoryBudget, NON_TORCH_GIB, NON_TORCH_TP_GIB,
+    non_torch_gib, peak_activation_bytes, splits_kv_heads, switched_nvlink, ActivationShape, MemoryBudget,
     TENSOR_PARALLEL_SIZES,
 };
 use super::model::{ModelSpec, GIB};
@@ -34,11 +34,11 @@ impl GpuFit {
         });
         GpuFit {
             gpu_total_gib: config.gpu.total_memory_gib,
-            weights_gib: gib(m.weight_bytes()) / f64::from(tp),
+            weights_gib: gib(m.arch.as_ref().map_or(m.weight_bytes() / f64::from(tp), |a| a.loaded_bytes_per_gpu(tp))),
             // Every GPU holds the same share of the replica's KV (its heads, or a replicated copy).
             kv_gib: config.kv_memory_gib / f64::from(tp),
             activation_gib: gib(activation as f64),
-            non_torch_gib: NON_TORCH_GIB + if tp > 1 { NON_TORCH_TP_GIB } else { 0.0 },
+            non_torch_gib: non_torch_gib(tp, switched_nvlink(&config.gpu.interconnect)),
         }
     }
 

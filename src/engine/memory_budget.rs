@@ -15,16 +15,29 @@
 //!
 //! - **Weights** = parameters × bytes per weight ÷ `tensor_parallel_size` (tensor parallelism
 //!   shards every matrix; the small replicated norms are ignored); a model read from a
-//!   config.json prices each module at its dtype or quantization (`model_arch.rs`).
+//!   config.json prices each module at its dtype or quantization (`model_arch.rs`) and adds the
+//!   rotary cos/sin caches vLLM builds whole on every GPU while it loads
+//!   (`ModelArch::loaded_bytes_per_gpu`).
 //! - **Non-torch memory** (NCCL, cuBLAS workspaces, allocator slack outside PyTorch) =
-//!   [`NON_TORCH_GIB`], plus [`NON_TORCH_TP_GIB`] when `tensor_parallel_size` > 1 (NCCL and
-//!   custom all-reduce buffers). Logged values: 0.03–0.46 GiB on one GPU, 0.25–0.43 with TP.
-//! - **Peak activation** of the profiling pass over `max_num_batched_tokens` tokens (T) and
-//!   `min(max_num_seqs, T)` sampled rows (S), at 2-byte activations:
-//!   `T × (2 × hidden + 3 × intermediate ÷ TP) × 2` (residual and input of the gated MLP, its
-//!   gate-up output of 2 × intermediate and the activated intermediate, the largest live set)
-//!   `+ S × vocab × 4 × SAMPLER_COPIES` (float32 logits and the sampler's softmax, log-softmax
-//!   and sort buffers, about [`SAMPLER_COPIES`] logits-sized tensors).
+//!   [`NON_TORCH_GIB`], plus, when `tensor_parallel_size` > 1, [`NON_TORCH_TP_NVLINK_GIB`] on
+//!   GPUs joined by switched NVLink (SXM parts: the communicators' buffers; vLLM 0.19 logs 2.06–2.21
+//!   GiB in all on H100 SXM at TP 2 and 4) or [`NON_TORCH_TP_GIB`] over PCIe or an NVLink bridge.
+//!   Logged values on one GPU: 0.24–0.27 GiB (vLLM 0.19, H100), 0.03–0.46 in older builds.
+//! - **Peak activation** of the profiling pass: vLLM runs the forward pass over
+//!   `max_num_batched_tokens` tokens (T), then the sampler over `min(max_num_seqs, T)` rows (S)
+//!   (`gpu_model_runner.py::profile_run`, `_dummy_sampler_run`); the peak is the larger of the two,
+//!   plus the fused-MoE workspace that vLLM's workspace manager keeps between them
+//!   (`fused_moe/modular_kernel.py`, `v1/worker/workspace.py`). At `a` bytes per activation (2 for
+//!   bf16/fp16, 4 for float32):
+//!   - forward `T × (4 × hidden + 3 × intermediate ÷ TP) × a` (a gated MLP: residual, input, its
+//!     gate-up output of 2 × intermediate, the activated intermediate, the down projection's
+//!     output; intermediate of the dense layers or shared expert);
+//!   - sampler `S × vocab × (a + SAMPLER_BYTES_PER_LOGIT) + 2 × T × hidden × a` (the logits, the
+//!     sampler's float32 copies, sort values and indices, beside the pass's hidden states; every
+//!     rank samples the whole vocabulary);
+//!   - MoE workspace `T × top-k × (max(i, hidden) + max(2i, hidden)) × a`, i the expert intermediate
+//!     ÷ TP (`TritonExperts.workspace_shapes`), none for gpt-oss's MXFP4 experts, which vLLM runs
+//!     in a monolithic Triton kernel outside the workspace manager.
 //! - **CUDA graphs** (only when they count against the budget: vLLM ≥ 0.21 without
 //!   `--enforce-eager`) = [`CUDA_GRAPH_MIB_PER_LAYER`] MiB per layer.
 //!
@@ -33,21 +46,29 @@
 //! KV heads are split across the tensor-parallel GPUs and replicated when TP exceeds them
 //! (`max(1, kv_heads ÷ TP)`, as vLLM's `ModelConfig.get_num_kv_heads` does). Every rank holds the
 //! same number of blocks, so the KV cache size in tokens is per replica as well as per GPU.
-//! The constants were chosen once against the startup logs in `tests/golden/vllm-startup/`
-//! (one formula for all; `docs/VLLM_STARTUP.md` has the table).
+//! The constants were chosen once (one formula for all) against the startup logs of
+//! `tests/golden/vllm-startup/` and nine of llm-d-planner's vLLM 0.19.0 logs
+//! (`tests/golden/llm-d-planner/`, `sets_a_constant`); `docs/VLLM_STARTUP.md` has the tables.
 
 use serde::Serialize;
 
 use super::kv_spec::KvLayout;
 use super::model::{gpu_preset, KvDtype, ModelSpec, GIB};
+use super::model_arch::Quantization;
 use super::plan::group_thousands;
 
-/// Memory outside PyTorch's allocator on one GPU, GiB.
-pub const NON_TORCH_GIB: f64 = 0.2;
-/// Extra non-torch memory per GPU when tensor parallelism is on (NCCL, custom all-reduce), GiB.
+/// Memory outside PyTorch's allocator on one GPU, GiB (vLLM 0.19 on H100: 0.24–0.27).
+pub const NON_TORCH_GIB: f64 = 0.25;
+/// Extra non-torch memory per GPU under tensor parallelism over PCIe or an NVLink bridge, GiB
+/// (older builds logged 0.25–0.43 in all; vllm-project/vllm#13061's two RTX 4090s 0.25).
 pub const NON_TORCH_TP_GIB: f64 = 0.25;
-/// Logits-sized float32 tensors alive at the sampler's peak during profiling.
-pub const SAMPLER_COPIES: f64 = 3.5;
+/// Extra non-torch memory per GPU under tensor parallelism on switched NVLink (SXM GPUs), GiB:
+/// vLLM 0.19 on H100 SXM logs 2.06–2.21 GiB in all at TP 2 and 4 (llm-d-planner's logs).
+pub const NON_TORCH_TP_NVLINK_GIB: f64 = 1.85;
+/// Bytes the sampler holds per logit beside the logits themselves during profiling (float32
+/// copies, sort values and indices): vLLM 0.19's logs give 14.4–14.5 bytes per bf16 logit over
+/// eight dense models (Llama-3.1-8B/70B, Qwen2.5-7B, Gemma-7B, Gemma-2-2B/9B, Granite-3.1-2B).
+pub const SAMPLER_BYTES_PER_LOGIT: f64 = 12.5;
 /// CUDA graph pool per decoder layer, MiB, when graphs count against the budget.
 pub const CUDA_GRAPH_MIB_PER_LAYER: f64 = 6.0;
 /// vLLM's default `block_size` for CUDA attention backends.
@@ -55,12 +76,18 @@ pub const DEFAULT_BLOCK_SIZE: u32 = 16;
 /// vLLM's default `max_num_seqs` for GPUs under 70 GiB (and A100s).
 pub const DEFAULT_MAX_NUM_SEQS: u32 = 256;
 
-/// The dense-decoder dimensions the activation estimate needs (from the model's config.json).
+/// The dimensions the activation estimate needs (from the model's config.json).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ActivationShape {
     pub hidden_size: u32,
+    /// The gated MLP's intermediate of the dense layers (or of a MoE model's shared expert).
     pub intermediate_size: u32,
     pub vocab_size: u32,
+    /// Bytes per activation: 2 (bf16, fp16), 4 (float32).
+    pub activation_bytes: u32,
+    /// `(experts per token, expert intermediate)` of a MoE model whose experts run in vLLM's
+    /// modular fused-MoE kernel, which keeps its workspace.
+    pub moe_workspace: Option<(u32, u32)>,
 }
 
 impl ActivationShape {
@@ -69,8 +96,13 @@ impl ActivationShape {
         match &model.arch {
             Some(a) => Some(ActivationShape {
                 hidden_size: a.hidden_size,
-                intermediate_size: a.activation_intermediate(),
+                intermediate_size: a.dense_intermediate(),
                 vocab_size: a.vocab_size,
+                activation_bytes: a.dtype.bytes() as u32,
+                moe_workspace: a
+                    .experts
+                    .filter(|_| a.quantization != Some(Quantization::Mxfp4))
+                    .map(|e| (e.experts_per_token, e.expert_intermediate)),
             }),
             None => ActivationShape::for_model(&model.id),
         }
@@ -86,7 +118,7 @@ impl ActivationShape {
             "llama-2-7b" => (4096, 11008, 32_000),
             _ => return None,
         };
-        Some(ActivationShape { hidden_size, intermediate_size, vocab_size })
+        Some(ActivationShape { hidden_size, intermediate_size, vocab_size, activation_bytes: 2, moe_workspace: None })
     }
 }
 
@@ -115,6 +147,9 @@ pub struct MemoryBudgetInput {
     pub block_size: u32,
     /// Whether CUDA graph memory is taken from the budget (vLLM ≥ 0.21 without --enforce-eager).
     pub cuda_graphs_in_budget: bool,
+    /// Whether the GPUs sit on switched NVLink ([`switched_nvlink`]), which sets the non-torch
+    /// memory under tensor parallelism.
+    pub switched_nvlink: bool,
 }
 
 /// The derived budget of one GPU (one tensor-parallel rank) and of the replica it belongs to.
@@ -172,15 +207,36 @@ pub fn kv_heads_per_gpu(kv_heads: u32, tensor_parallel_size: u32) -> u32 {
     (kv_heads / tensor_parallel_size.max(1)).max(1)
 }
 
+/// Whether GPUs joined by `interconnect` (`GpuSpec::interconnect`) sit on switched NVLink (SXM
+/// parts), where tensor parallelism costs [`NON_TORCH_TP_NVLINK_GIB`] of non-torch memory.
+pub fn switched_nvlink(interconnect: &str) -> bool {
+    interconnect.starts_with("NVLink ") && interconnect != "NVLink bridge"
+}
+
+/// Non-torch memory of one GPU, GiB (see the module doc).
+pub fn non_torch_gib(tp: u32, switched_nvlink: bool) -> f64 {
+    NON_TORCH_GIB
+        + match (tp > 1, switched_nvlink) {
+            (false, _) => 0.0,
+            (true, true) => NON_TORCH_TP_NVLINK_GIB,
+            (true, false) => NON_TORCH_TP_GIB,
+        }
+}
+
 /// Peak activation estimate of vLLM's profiling pass on one GPU, bytes (see the module doc).
 pub fn peak_activation_bytes(shape: &ActivationShape, tp: u32, batched_tokens: u32, max_num_seqs: u32) -> u64 {
     let tp = f64::from(tp.max(1));
     let tokens = f64::from(batched_tokens);
-    let per_token = 2.0 * f64::from(shape.hidden_size) + 3.0 * f64::from(shape.intermediate_size) / tp;
-    let forward = tokens * per_token * 2.0;
+    let a = f64::from(shape.activation_bytes.max(1));
+    let hidden = f64::from(shape.hidden_size);
+    let forward = tokens * (4.0 * hidden + 3.0 * f64::from(shape.intermediate_size) / tp) * a;
     let rows = f64::from(max_num_seqs.min(batched_tokens));
-    let sampler = rows * f64::from(shape.vocab_size) * 4.0 * SAMPLER_COPIES;
-    (forward + sampler) as u64
+    let sampler = rows * f64::from(shape.vocab_size) * (a + SAMPLER_BYTES_PER_LOGIT) + 2.0 * tokens * hidden * a;
+    let moe = shape.moe_workspace.map_or(0.0, |(top_k, expert_intermediate)| {
+        let i = f64::from(expert_intermediate) / tp;
+        tokens * f64::from(top_k) * (i.max(hidden) + (2.0 * i).max(hidden)) * a
+    });
+    (forward.max(sampler) + moe) as u64
 }
 
 impl MemoryBudget {
@@ -188,10 +244,14 @@ impl MemoryBudget {
         let tp = input.tensor_parallel_size.max(1);
         let requested = (input.gpu_total_bytes as f64 * input.gpu_memory_utilization).ceil() as u64;
         let m = &input.model;
-        // A model read from a config.json knows its own bytes (dtype, quantization, experts).
-        let whole_weights = m.arch.as_ref().map_or(m.params_b * 1e9 * input.weight_bytes, |a| a.weight_bytes());
-        let weights = (whole_weights / f64::from(tp)) as u64;
-        let non_torch = gib_to_bytes(NON_TORCH_GIB + if tp > 1 { NON_TORCH_TP_GIB } else { 0.0 });
+        // A model read from a config.json knows its own bytes (dtype, quantization, experts),
+        // and the rotary caches every GPU builds whole.
+        let weights = m
+            .arch
+            .as_ref()
+            .map_or(m.params_b * 1e9 * input.weight_bytes / f64::from(tp), |a| a.loaded_bytes_per_gpu(tp))
+            as u64;
+        let non_torch = gib_to_bytes(non_torch_gib(tp, input.switched_nvlink));
         let activation = peak_activation_bytes(&input.shape, tp, input.max_num_batched_tokens, input.max_num_seqs);
         let cuda_graph = if input.cuda_graphs_in_budget {
             (f64::from(input.model.layers) * CUDA_GRAPH_MIB_PER_LAYER * 1024.0 * 1024.0) as u64

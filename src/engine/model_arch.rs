@@ -184,6 +184,11 @@ pub struct ModelArch {
     pub vision_params: u64,
     pub dtype: WeightDtype,
     pub quantization: Option<Quantization>,
+    /// Elements of the rotary embeddings' cos/sin caches vLLM builds at load time
+    /// (`RotaryEmbedding.cos_sin_cache`: positions × rotary dim, one per distinct RoPE setup), held
+    /// whole on every GPU at the model's dtype and counted in "Model loading took".
+    #[serde(skip)]
+    pub rope_cache_elements: u64,
 }
 
 /// Parameters by module, so that weight bytes can price each at its own width.
@@ -253,6 +258,17 @@ impl ModelArch {
     /// Bytes the weights take on the GPUs of one replica: quantized modules at the
     /// quantization's width, the rest (embeddings, head, norms, router, vision encoder, and
     /// under MXFP4 the attention and dense MLPs) at the checkpoint's dtype.
+    /// Bytes of the rotary caches on each GPU (`rope_cache_elements` at the model's dtype).
+    pub fn rope_cache_bytes(&self) -> f64 {
+        self.rope_cache_elements as f64 * self.dtype.bytes()
+    }
+
+    /// What "Model loading took" reports on each of `tp` GPUs: the weights' share plus the rotary
+    /// caches every GPU builds whole.
+    pub fn loaded_bytes_per_gpu(&self, tp: u32) -> f64 {
+        self.weight_bytes() / f64::from(tp.max(1)) + self.rope_cache_bytes()
+    }
+
     pub fn weight_bytes(&self) -> f64 {
         let c = self.param_counts();
         let wide = self.dtype.bytes();
@@ -312,11 +328,10 @@ impl ModelArch {
         }
     }
 
-    /// The MLP width the profiling pass's activation peak sees: the dense intermediate size, or
-    /// for experts the routed experts a token uses plus the shared ones, whichever is wider.
-    pub fn activation_intermediate(&self) -> u32 {
+    /// The gated-MLP intermediate of the dense layers, or of the shared expert of a model whose
+    /// every layer is MoE (0 without one): the forward pass's live set besides the experts.
+    pub fn dense_intermediate(&self) -> u32 {
         let dense = if self.experts.is_some_and(|e| e.moe_layers >= self.layers) { 0 } else { self.intermediate_size };
-        let moe = self.experts.map_or(0, |e| e.experts_per_token * e.expert_intermediate + e.shared_intermediate);
-        dense.max(moe)
+        dense.max(self.experts.map_or(0, |e| e.shared_intermediate))
     }
 }

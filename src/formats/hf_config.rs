@@ -176,6 +176,7 @@ pub fn read_hf_config(config: &Value, overrides: Overrides<'_>) -> Result<ModelA
             "head_dim" => 256,
             "vocab_size" => 262_208,
             "sliding_window_pattern" => 6,
+            "max_position_embeddings" => 131_072,
             _ => return None,
         })
     };
@@ -237,7 +238,48 @@ pub fn read_hf_config(config: &Value, overrides: Overrides<'_>) -> Result<ModelA
         vision_params: read_vision(top, hidden)?,
         dtype: read_dtype(top, text, overrides.dtype)?,
         quantization: super::hf_quant::read_quantization(top.map, overrides.quantization)?,
+        rope_cache_elements: read_rope_cache(fam, text, &attention, default_of("max_position_embeddings"))?,
     })
+}
+
+/// Elements of the cos/sin caches vLLM's `get_rope` builds (`rotary_embedding/`): positions ×
+/// rotary dim, positions `max_position_embeddings` for default and `llama3` RoPE, times the
+/// factor for `linear` and `dynamic`, `original_max_position_embeddings` × factor for `yarn`
+/// (DeepSeek's too). Gemma-3 builds two: its sliding layers' unscaled one and its global
+/// layers' scaled one. Without `max_position_embeddings` there is none to count.
+fn read_rope_cache(
+    fam: Family,
+    text: Obj<'_>,
+    attention: &Attention,
+    default_positions: Option<u32>,
+) -> Result<u64, ConfigError> {
+    let Some(positions) = text.u32("max_position_embeddings")?.or(default_positions) else { return Ok(0) };
+    let positions = u64::from(positions);
+    let rotary_dim = u64::from(match *attention {
+        Attention::Grouped { head_dim, .. } => head_dim,
+        Attention::Latent { qk_rope_head_dim, .. } => qk_rope_head_dim,
+    });
+    let scaled = match text.object("rope_scaling")? {
+        None => positions,
+        Some(map) => {
+            let r = Obj { map, at: "rope_scaling." };
+            let kind = match r.str("rope_type")? {
+                Some(k) => k,
+                None => r.str("type")?.unwrap_or("default"),
+            };
+            let factor = r.get("factor").and_then(Value::as_f64).unwrap_or(1.0);
+            match kind {
+                "linear" | "dynamic" => (positions as f64 * factor) as u64,
+                "yarn" | "deepseek_yarn" => {
+                    let original = r.u32("original_max_position_embeddings")?.map_or(positions, u64::from);
+                    (original as f64 * factor) as u64
+                }
+                _ => positions,
+            }
+        }
+    };
+    let local = if fam == Family::Gemma3 && scaled != positions { positions } else { 0 };
+    Ok((scaled + local) * rotary_dim)
 }
 
 fn read_experts(fam: Family, text: Obj<'_>, layers: u32) -> Result<Option<Experts>, ConfigError> {
