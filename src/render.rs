@@ -298,7 +298,7 @@ mod tests {
     use super::*;
 
     fn cell(owner: u32, live: u16, flags: u8) -> MapCell {
-        MapCell { owner, live_tokens: live, flags }
+        MapCell { owner, live_tokens: live, flags, group: 0 }
     }
 
     fn pixel(buf: &[u8], layout: &MapLayout, x: u32, y: u32) -> Rgba {
@@ -519,9 +519,9 @@ mod tests {
     #[test]
     fn the_dark_theme_keeps_the_meanings() {
         let cells = [
-            MapCell { owner: 1, live_tokens: 0, flags: MapCell::SLAB },
+            MapCell { owner: 1, live_tokens: 0, flags: MapCell::SLAB, group: 0 },
             MapCell::default(),
-            MapCell { owner: 2, live_tokens: 16, flags: 0 },
+            MapCell { owner: 2, live_tokens: 16, flags: 0, group: 0 },
         ];
         let l = MapLayout::with_pitch(3, 30, 10);
         let mut buf = Vec::new();

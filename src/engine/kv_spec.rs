@@ -117,3 +117,23 @@ impl KvLayout {
         num_gpu_blocks / u64::from(self.groups.max(1)) * u64::from(block_size)
     }
 }
+
+/// The attention of each KV cache group, in vLLM's group order: kinds in the order the model's
+/// layers first show them (gpt-oss's first layer slides, so its sliding group is group 0), each
+/// kind's groups together (`_get_kv_cache_groups_uniform_page_size`).
+pub fn kv_cache_group_kinds(layer_attention: &[LayerAttention]) -> Vec<LayerAttention> {
+    let layout = KvLayout::of(layer_attention);
+    let mut order: Vec<LayerAttention> = Vec::new();
+    for &a in layer_attention {
+        if !order.contains(&a) {
+            order.push(a);
+        }
+    }
+    order
+        .into_iter()
+        .flat_map(|a| {
+            let groups = layout.kinds.iter().find(|k| k.attention == a).map_or(1, |k| k.groups);
+            std::iter::repeat_n(a, groups as usize)
+        })
+        .collect()
+}

@@ -112,13 +112,13 @@ pub fn paint_swatches() {
         let Some(canvas) = list.item(i).and_then(|n| n.dyn_into::<HtmlCanvasElement>().ok()) else { continue };
         let kind = canvas.get_attribute("data-swatch").unwrap_or_default();
         let cell = match kind.as_str() {
-            "live" => MapCell { owner: 1, live_tokens: 16, flags: 0 },
-            "partial" => MapCell { owner: 4, live_tokens: 7, flags: 0 },
-            "empty" => MapCell { owner: 1, live_tokens: 0, flags: MapCell::SLAB },
-            "slab" => MapCell { owner: 3, live_tokens: 16, flags: MapCell::SLAB | MapCell::SLAB_START },
-            "shared" => MapCell { owner: 5, live_tokens: 16, flags: MapCell::SHARED },
-            "copied" => MapCell { owner: 6, live_tokens: 9, flags: MapCell::COPIED },
-            "cached" => MapCell { owner: 0, live_tokens: 0, flags: MapCell::CACHED },
+            "live" => MapCell { owner: 1, live_tokens: 16, flags: 0, group: 0 },
+            "partial" => MapCell { owner: 4, live_tokens: 7, flags: 0, group: 0 },
+            "empty" => MapCell { owner: 1, live_tokens: 0, flags: MapCell::SLAB, group: 0 },
+            "slab" => MapCell { owner: 3, live_tokens: 16, flags: MapCell::SLAB | MapCell::SLAB_START, group: 0 },
+            "shared" => MapCell { owner: 5, live_tokens: 16, flags: MapCell::SHARED, group: 0 },
+            "copied" => MapCell { owner: 6, live_tokens: 9, flags: MapCell::COPIED, group: 0 },
+            "cached" => MapCell { owner: 0, live_tokens: 0, flags: MapCell::CACHED, group: 0 },
             _ => MapCell::default(),
         };
         let layout = MapLayout::with_pitch(1, 15, 15);
