@@ -8,14 +8,15 @@
 use super::block_pool::BlockPool;
 
 mod block_table;
-pub mod groups;
+mod groups;
 mod records;
+pub mod single_type;
 use super::ids::{chain_hash, is_shared_content, RequestId, SeqId, TokenIdentity};
 use crate::engine::model_arch::LayerAttention;
 use crate::engine::version::EngineVersion;
 pub use block_table::BlockTable;
 use block_table::SeqTables;
-pub use groups::{KvCacheGroups, SingleTypeManager, NULL_BLOCK};
+pub use single_type::{KvCacheGroups, SingleTypeManager, NULL_BLOCK};
 
 /// Emptied block tables kept for reuse, at most (a bound on the memory they hold).
 const MAX_SPARE_TABLES: usize = 256;
