@@ -119,6 +119,8 @@ pub fn paint_swatches() {
             "shared" => MapCell { owner: 5, live_tokens: 16, flags: MapCell::SHARED, group: 0 },
             "copied" => MapCell { owner: 6, live_tokens: 9, flags: MapCell::COPIED, group: 0 },
             "cached" => MapCell { owner: 0, live_tokens: 0, flags: MapCell::CACHED, group: 0 },
+            "group" => MapCell { owner: 1, live_tokens: 16, flags: 0, group: 1 },
+            "window" => MapCell { owner: 0, live_tokens: 0, flags: MapCell::BEHIND_WINDOW, group: 0 },
             _ => MapCell::default(),
         };
         let layout = MapLayout::with_pitch(1, 15, 15);
@@ -149,12 +151,17 @@ pub fn describe_cell(
     let Some(request) = cell.request() else {
         let what = if cell.flags & MapCell::CACHED != 0 {
             "free, holding a cached prefix a later request can hit (a shared prompt, or a preempted request's own blocks)"
+        } else if cell.flags & MapCell::BEHIND_WINDOW != 0 {
+            "free, freed behind a sliding window or attention chunk (its tokens fell out of the layers' window)"
         } else {
             "free"
         };
         return vec![dom::node("p").class("insp-main").text(&format!("{where_}: ")).child(strong(what))];
     };
     where_.push_str(&format!(": {}/{ct} slots hold KV{}", cell.live_tokens, cell_flags(cell)));
+    if paged && cell.group > 0 {
+        where_.push_str(&format!(" · KV cache group {}", cell.group));
+    }
     let cell_line = dom::node("p").class("insp-cell").text(&where_);
     let Some(v) = view else {
         return vec![dom::node("p").class("insp-main").child(strong(&format!("Request #{request}"))), cell_line];
