@@ -272,14 +272,20 @@ impl SimConfig {
     }
 
     /// vLLM v1's hybrid KV cache groups (`kv_spec::kv_cache_group_kinds`): the attention of each
-    /// group, when the paged v1 allocator runs a model read from a config.json whose layers are
-    /// not all full attention; None otherwise (one group of full attention, as before).
+    /// group, when the paged v1 allocator runs a model read from a config.json with sliding-window
+    /// layers; None otherwise (one group of full attention, as before).
     pub fn kv_cache_group_kinds(&self) -> Option<Vec<LayerAttention>> {
         if !self.paged_v1() {
             return None;
         }
         let arch = self.model.arch.as_ref()?;
         if arch.layer_attention.iter().all(|&a| a == LayerAttention::Full) {
+            return None;
+        }
+        // vLLM 0.33.0 turns its hybrid KV cache manager off for chunked local attention unless
+        // VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1 (`VllmConfig.__post_init__`): a
+        // chunked model (Llama-4) runs every layer as full attention, as before.
+        if arch.layer_attention.iter().any(|a| matches!(a, LayerAttention::Chunked(_))) {
             return None;
         }
         Some(kv_cache_group_kinds(&arch.layer_attention))

@@ -240,6 +240,22 @@ mod tests {
         assert_eq!(p.live_tokens(), 0);
     }
 
+    /// A chunked group (vLLM's `ChunkedLocalAttentionManager`, run when
+    /// VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1) drops the blocks of finished chunks.
+    #[test]
+    fn a_chunked_group_frees_the_blocks_of_finished_chunks() {
+        let kinds = [LayerAttention::Chunked(8), LayerAttention::Full];
+        let mut p = PagedAllocator::new(64, 4, false, 0.0, EngineVersion::V1).with_kv_cache_groups(&kinds, 16, 1024);
+        admit(&mut p, 0, 7, 7).expect("fits");
+        p.allocate_slots(0, 1).expect("token 8"); // 7 computed: nothing skipped yet
+        assert!(!p.group_tables(0).get(0).unwrap().blocks.contains(&NULL_BLOCK));
+        p.allocate_slots(0, 1).expect("token 9"); // 8 computed: the first chunk is behind
+        p.check_invariants().expect("consistent");
+        assert_eq!(p.group_tables(0).get(0).unwrap().blocks[..2], [NULL_BLOCK; 2]);
+        assert_eq!(p.group_tables(1).get(0).unwrap().blocks.len(), 3);
+        assert_eq!(p.live_tokens(), 9 + 1, "9 tokens in the full group, 1 in the chunk's");
+    }
+
     #[test]
     fn admission_caps_a_window_groups_blocks_and_a_short_pool_refuses() {
         // 1,000 tokens known, 16-token chunks: full attention counts 250 blocks, the window
