@@ -145,3 +145,22 @@ fn prefix_caching_beside_hybrid_groups_is_refused_and_v0_runs_every_layer_full()
     let full = gpt_oss_window(every_layer_full).unwrap();
     assert_eq!(v0.num_gpu_blocks(), full.num_gpu_blocks());
 }
+
+/// The map's inspector reads every group's table of a request: at 20 s some running request of
+/// `gpt-oss-window` has freed blocks behind the window in its sliding group (group 0, nulls at
+/// its head) while its full-attention group (group 1) holds every block.
+#[test]
+fn a_requests_view_shows_each_groups_table() {
+    let mut sim = Simulation::new(preset("gpt-oss-window")).unwrap();
+    sim.run_until(20_000_000);
+    let views: Vec<_> = (0..sim.groups().len() as u32).filter_map(|r| sim.request_view(r)).collect();
+    let tables: Vec<&Vec<Vec<u32>>> =
+        views.iter().flat_map(|v| &v.samples).map(|s| &s.kv_cache_groups).filter(|t| !t.is_empty()).collect();
+    assert!(!tables.is_empty(), "running requests at 20 s");
+    for t in &tables {
+        assert_eq!(t.len(), 2);
+        assert_eq!(t[0].len(), t[1].len(), "both groups cover the request's tokens");
+        assert!(!t[1].contains(&0), "full attention keeps every block");
+    }
+    assert!(tables.iter().any(|t| t[0].first() == Some(&0)), "a sliding group freed blocks behind its window");
+}

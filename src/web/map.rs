@@ -199,6 +199,33 @@ fn cell_flags(cell: &MapCell) -> String {
     named.iter().filter(|(bit, _)| cell.flags & bit != 0).map(|(_, name)| format!(" · {name}")).collect()
 }
 
+/// A sample's block tables under hybrid KV cache groups: per group the blocks it holds, and how
+/// many it freed behind the window (the null block's places at the table's head).
+fn describe_groups(line: Node, who: &str, s: &SampleView) -> Node {
+    const SHOWN: usize = 12;
+    let tables: Vec<String> = s
+        .kv_cache_groups
+        .iter()
+        .enumerate()
+        .map(|(g, t)| {
+            let nulls = t.iter().take_while(|&&b| b == 0).count();
+            let held = &t[nulls..];
+            let mut ids: Vec<String> = held.iter().take(SHOWN).map(|b| b.to_string()).collect();
+            if held.len() > SHOWN {
+                ids.push(format!("… +{}", held.len() - SHOWN));
+            }
+            let freed = if nulls > 0 { format!(" ({nulls} freed behind the window)") } else { String::new() };
+            format!("group {g}{freed}: {}", ids.join(" "))
+        })
+        .collect();
+    let head = format!(
+        "{who}Block tables of {} KV cache groups ({} tokens): ",
+        s.kv_cache_groups.len(),
+        group_thousands(u64::from(s.kv_tokens)),
+    );
+    line.text(&head).child(dom::node("code").text(&tables.join(" · ")))
+}
+
 fn strong(text: &str) -> Node {
     dom::node("strong").text(text)
 }
@@ -222,6 +249,9 @@ fn describe_sample(s: &SampleView, many: bool) -> Node {
     }
     if s.block_table.is_empty() {
         return line.text(&format!("{who}no KV in memory (waiting, or swapped out)"));
+    }
+    if !s.kv_cache_groups.is_empty() {
+        return describe_groups(line, &who, s);
     }
     const SHOWN: usize = 24;
     let mut table: Vec<String> = s.block_table.iter().take(SHOWN).map(|b| b.to_string()).collect();

@@ -186,6 +186,9 @@ pub struct SampleView {
     pub copied_blocks: u32,
     /// Contiguous: [start, len, live] in token slots.
     pub slab: Option<[u32; 3]>,
+    /// Hybrid KV cache groups: every group's block table in group order (group 0's is also
+    /// `block_table`), with the null block (0) where a window freed a block; empty otherwise.
+    pub kv_cache_groups: Vec<Vec<u32>>,
 }
 
 impl Simulation {
@@ -209,6 +212,7 @@ impl Simulation {
                     shared_blocks: 0,
                     copied_blocks: 0,
                     slab: None,
+                    kv_cache_groups: Vec::new(),
                 };
                 match &self.kv {
                     KvCacheManager::Paged(p) => {
@@ -217,6 +221,11 @@ impl Simulation {
                             v.block_table = t.blocks.clone();
                             v.shared_blocks = t.blocks.iter().filter(|&&b| p.pool().holders(b) > 1).count() as u32;
                             v.copied_blocks = t.blocks.iter().filter(|&&b| p.pool().copied(b)).count() as u32;
+                        }
+                        if let Some(h) = p.kv_cache_groups() {
+                            v.kv_cache_groups = (0..h.len())
+                                .filter_map(|g| p.group_table(g, s.seq).map(|t| t.blocks.clone()))
+                                .collect();
                         }
                     }
                     KvCacheManager::Contiguous(c) => {

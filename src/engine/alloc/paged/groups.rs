@@ -30,6 +30,11 @@ impl PagedAllocator {
         self.groups.as_deref()
     }
 
+    /// `seq`'s block table in KV cache group `g` (group 0: the allocator's own tables).
+    pub fn group_table(&self, g: usize, seq: SeqId) -> Option<&BlockTable> {
+        self.group_tables(g).get(seq)
+    }
+
     /// Group `g`'s block tables.
     pub(super) fn group_tables(&self, g: usize) -> &SeqTables {
         match (g, &self.groups) {
