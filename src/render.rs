@@ -40,20 +40,29 @@ pub fn cell_colour(c: &MapCell, cell_tokens: u32) -> Rgba {
 pub fn cell_colour_in(c: &MapCell, cell_tokens: u32, theme: &MapTheme) -> Rgba {
     match c.request() {
         None if c.flags & MapCell::CACHED != 0 => mix_w(theme.free, palette::CACHED, 90),
+        None if c.flags & MapCell::BEHIND_WINDOW != 0 => mix_w(theme.free, palette::BEHIND_WINDOW, 90),
         None => theme.free,
         Some(r) => {
             let ct = cell_tokens.max(1);
             let live = u32::from(c.live_tokens);
+            let owner = group_shade(owner_colour(r), c.group);
             if live == 0 {
                 theme.empty
             } else if live >= ct {
-                owner_colour(r)
+                owner
             } else {
                 // 35% of the owner's colour for a first token, up to 100% for a full cell.
-                mix_w(theme.empty, owner_colour(r), 90 + 166 * live / ct)
+                mix_w(theme.empty, owner, 90 + 166 * live / ct)
             }
         }
     }
+}
+
+/// A request's colour in KV cache group `group` (hybrid models): group 0 as it is, each later
+/// group a step darker, so one request's blocks in its groups read as one hue in shades.
+pub fn group_shade(owner: Rgba, group: u8) -> Rgba {
+    const INK_W: [u32; 8] = [0, 70, 115, 145, 170, 190, 205, 215];
+    mix_w(owner, palette::INK, INK_W[usize::from(group.min(7))])
 }
 
 /// Rows of a `size`-pixel cell that show live tokens (bottom-up): at least one when any token
@@ -209,6 +218,9 @@ fn draw_cell(px: &mut Pixels<'_>, (x, y, w, h): (u32, u32, u32, u32), c: &MapCel
         if c.flags & MapCell::CACHED != 0 {
             dot(px, palette::CACHED, (s / 3).max(1));
         }
+        if c.flags & MapCell::BEHIND_WINDOW != 0 {
+            dot(px, palette::BEHIND_WINDOW, (s / 3).max(1));
+        }
         return;
     };
     let filled = filled_rows(c.live_tokens, cell_tokens, h);
@@ -228,7 +240,7 @@ fn draw_cell(px: &mut Pixels<'_>, (x, y, w, h): (u32, u32, u32, u32), c: &MapCel
         }
     }
     if filled > 0 {
-        px.fill(x, y + empty_rows, w, filled, fade(owner_colour(request), faded));
+        px.fill(x, y + empty_rows, w, filled, fade(group_shade(owner_colour(request), c.group), faded));
     }
     if c.flags & MapCell::SLAB_START != 0 {
         let bar = if w >= 5 { (w / 4).max(2) } else { 1 };
@@ -298,7 +310,7 @@ mod tests {
     use super::*;
 
     fn cell(owner: u32, live: u16, flags: u8) -> MapCell {
-        MapCell { owner, live_tokens: live, flags }
+        MapCell { owner, live_tokens: live, flags, group: 0 }
     }
 
     fn pixel(buf: &[u8], layout: &MapLayout, x: u32, y: u32) -> Rgba {
@@ -478,6 +490,23 @@ mod tests {
     }
 
     #[test]
+    fn hybrid_groups_shade_their_owner_and_blocks_behind_the_window_are_marked() {
+        let mut g1 = cell(3, 16, 0);
+        g1.group = 1;
+        let g0 = cell(3, 16, 0);
+        assert_ne!(cell_colour(&g0, 16), cell_colour(&g1, 16), "a later group is a shade of its own");
+        assert_eq!(cell_colour(&g0, 16), owner_colour(2), "group 0 keeps the owner's colour");
+        let behind = cell(0, 0, MapCell::BEHIND_WINDOW);
+        assert_ne!(cell_colour(&behind, 16), cell_colour(&cell(0, 0, 0), 16));
+        // Drawn large, the freed block carries a dot in the window's colour.
+        let l = MapLayout::with_pitch(1, 10, 10);
+        let mut buf = Vec::new();
+        render_map(&[behind], 16, &l, &RenderOptions::default(), &mut buf);
+        assert_eq!(pixel(&buf, &l, 4, 4), palette::BEHIND_WINDOW);
+        assert_eq!(pixel(&buf, &l, 0, 0), palette::FREE);
+    }
+
+    #[test]
     fn owner_colours_are_stable_and_differ_for_neighbours() {
         assert_eq!(owner_colour(5), owner_colour(5));
         for r in 0..64 {
@@ -519,9 +548,9 @@ mod tests {
     #[test]
     fn the_dark_theme_keeps_the_meanings() {
         let cells = [
-            MapCell { owner: 1, live_tokens: 0, flags: MapCell::SLAB },
+            MapCell { owner: 1, live_tokens: 0, flags: MapCell::SLAB, group: 0 },
             MapCell::default(),
-            MapCell { owner: 2, live_tokens: 16, flags: 0 },
+            MapCell { owner: 2, live_tokens: 16, flags: 0, group: 0 },
         ];
         let l = MapLayout::with_pitch(3, 30, 10);
         let mut buf = Vec::new();

@@ -20,6 +20,7 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("azure-conversation", include_str!("../assets/presets/azure-conversation.json")),
     ("azure-code", include_str!("../assets/presets/azure-code.json")),
     ("mooncake-conversation", include_str!("../assets/presets/mooncake-conversation.json")),
+    ("gpt-oss-window", include_str!("../assets/presets/gpt-oss-window.json")),
 ];
 
 /// The model catalogue (`kvlab/models@1`): Hugging Face ids with the config.json keys kvlab
@@ -44,6 +45,7 @@ pub const MISSIONS: &[(&str, &str)] = &[
     ("m8-max-model-len.json", include_str!("../assets/missions/m8-max-model-len.json")),
     ("m9-block-size-backend.json", include_str!("../assets/missions/m9-block-size-backend.json")),
     ("m10-code-traffic.json", include_str!("../assets/missions/m10-code-traffic.json")),
+    ("m11-sliding-window.json", include_str!("../assets/missions/m11-sliding-window.json")),
 ];
 
 /// (name, file text) of every shipped step-time calibration, in the order the lab lists them.

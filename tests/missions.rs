@@ -194,6 +194,11 @@ fn m10_code_traffic() {
 }
 
 #[test]
+fn m11_sliding_window() {
+    check("m11-sliding-window.json");
+}
+
+#[test]
 fn every_mission_file_has_a_test_and_an_index_entry() {
     let tested = [
         "m1-paging.json",
@@ -206,6 +211,7 @@ fn every_mission_file_has_a_test_and_an_index_entry() {
         "m8-max-model-len.json",
         "m9-block-size-backend.json",
         "m10-code-traffic.json",
+        "m11-sliding-window.json",
     ];
     let mut sorted = tested.to_vec();
     sorted.sort_unstable();

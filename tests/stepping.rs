@@ -255,6 +255,23 @@ fn switching_modes_mid_run_changes_nothing() {
     assert_eq!(digest(&mixed), digest(&reference));
 }
 
+/// vLLM v1's hybrid KV cache groups (gpt-oss's sliding window; gemma-3's seven groups) under
+/// memory pressure: event-driven stepping hands those runs to the step-by-step engine, and both
+/// modes agree bit for bit.
+#[test]
+fn hybrid_kv_cache_groups_run_the_same_in_both_modes() {
+    for (model, gib) in [("openai/gpt-oss-20b", 1.5), ("openai/gpt-oss-20b", 6.0), ("google/gemma-3-4b-it", 1.5)] {
+        let mut p: serde_json::Value = serde_json::from_str(&common::preset_text("gpt-oss-window")).unwrap();
+        p["model"] = serde_json::json!(model);
+        p["kv_memory_gib"] = serde_json::json!(gib);
+        p["duration_s"] = serde_json::json!(20);
+        let config = kvlab::formats::preset::parse_preset(&p.to_string()).unwrap();
+        assert!(config.kv_cache_group_kinds().is_some());
+        let sim = assert_modes_agree(&format!("{model} on {gib} GiB"), &config);
+        assert!(sim.report().requests.finished > 10);
+    }
+}
+
 #[test]
 fn the_cohort_takes_most_steps_of_busy_runs() {
     for id in ["paged-default", "h200-scale", "contiguous-default", "contiguous-max-model-len"] {

@@ -20,6 +20,8 @@ const GOLDENS: &[&str] = &[
     "burst_mixed",
     "n4_sampling",
     "held_out_mix",
+    "sliding_window",
+    "sliding_held_out",
 ];
 
 fn golden(name: &str) -> Value {
@@ -39,6 +41,7 @@ fn params(config: &Value) -> ReplayParams {
         watermark: config["watermark"].as_f64(),
         max_model_len: u("max_model_len"),
         engine: EngineVersion::V1,
+        sliding_window: config["sliding_window"].as_u64().map(|w| w as u32),
     }
 }
 

@@ -34,7 +34,7 @@ fn pixel(c: &HtmlCanvasElement, x: u32, y: u32) -> Rgba {
 }
 
 fn cell(owner: u32, live: u16, flags: u8) -> MapCell {
-    MapCell { owner, live_tokens: live, flags }
+    MapCell { owner, live_tokens: live, flags, group: 0 }
 }
 
 #[wasm_bindgen_test]

@@ -81,6 +81,12 @@ def parse_args(argv):
     p.add_argument("--prefix-caching", action="store_true")
     p.add_argument("--watermark", type=float, default=0.0, help="SchedulerConfig.watermark (vLLM default 0.0)")
     p.add_argument("--max-model-len", type=int, default=8192)
+    p.add_argument(
+        "--sliding-window",
+        type=int,
+        default=None,
+        help="every even layer is a SlidingWindowSpec of this many tokens (Gemma-2's layout): two KV cache groups",
+    )
     p.add_argument("--json", action="store_true", help="print the JSON report (the only output format)")
     return p.parse_args(argv)
 
@@ -210,7 +216,7 @@ def build_scheduler(args, model_dir):
         update_kv_cache_capacity,
     )
     from vllm.v1.core.single_type_kv_cache_manager import register_all_kvcache_specs
-    from vllm.v1.kv_cache_interface import FullAttentionSpec
+    from vllm.v1.kv_cache_interface import FullAttentionSpec, SlidingWindowSpec
     from vllm.v1.structured_output import StructuredOutputManager
 
     model_config = ModelConfig(
@@ -243,20 +249,35 @@ def build_scheduler(args, model_dir):
         device_config=DeviceConfig(device="cuda"),
     )
 
+    if args.sliding_window is not None:
+        # VllmConfig.__post_init__ turns the hybrid KV cache manager off where the platform does
+        # not support it, and this CPU-only install's platform does not; a CUDA GPU's does and
+        # leaves it on (no KV connector, no chunked local attention), which is what this sets.
+        vllm_config.scheduler_config.disable_hybrid_kv_cache_manager = False
+
     # EngineCore._initialize_kv_caches, in its order. The worker's part (get_kv_cache_specs) is what
     # the GPU model runner reports for this model: one full-attention spec per decoder layer.
     register_all_kvcache_specs(vllm_config)
     hf = model_config.hf_config
     head_size = hf.hidden_size // hf.num_attention_heads
-    worker_specs = {
-        f"model.layers.{i}.self_attn.attn": FullAttentionSpec(
+    def layer_spec(i):
+        if args.sliding_window is not None and i % 2 == 0:
+            # What the GPU model runner reports for a sliding-window layer (Gemma-2's even layers).
+            return SlidingWindowSpec(
+                block_size=cache_config.block_size,
+                num_kv_heads=hf.num_key_value_heads,
+                head_size=head_size,
+                dtype=torch.bfloat16,
+                sliding_window=args.sliding_window,
+            )
+        return FullAttentionSpec(
             block_size=cache_config.block_size,
             num_kv_heads=hf.num_key_value_heads,
             head_size=head_size,
             dtype=torch.bfloat16,
         )
-        for i in range(hf.num_hidden_layers)
-    }
+
+    worker_specs = {f"model.layers.{i}.self_attn.attn": layer_spec(i) for i in range(hf.num_hidden_layers)}
     kv_cache_specs = [worker_specs]
     # Executor.get_supported_kv_cache_layouts: one list per worker, from its attention backends
     # (FlashAttention on a CUDA GPU). The scheduler never reads the layout, but planning needs it.
@@ -299,6 +320,9 @@ def build_scheduler(args, model_dir):
     asked["async_scheduling"] = False
     if effective != asked:
         raise SystemExit(f"vLLM adjusted the configuration: asked {asked}, got {effective}")
+    expected_groups = 1 if args.sliding_window is None else 2
+    if len(groups) != expected_groups:
+        raise SystemExit(f"vLLM planned {len(groups)} KV cache groups, not {expected_groups}")
     if scheduler_kv_cache_config.num_blocks != args.num_blocks:
         raise SystemExit(f"vLLM planned {scheduler_kv_cache_config.num_blocks} blocks, not {args.num_blocks}")
 
@@ -508,6 +532,7 @@ def run(args):
         "prefix_caching": args.prefix_caching,
         "watermark": args.watermark,
         "max_model_len": args.max_model_len,
+        **({"sliding_window": args.sliding_window} if args.sliding_window is not None else {}),
         "scheduler_reserve_full_isl": vllm_config.scheduler_config.scheduler_reserve_full_isl,
         "policy": vllm_config.scheduler_config.policy,
         "model": "Llama-3-8B shape (32 layers, 8 KV heads x 128, bf16)",

@@ -40,6 +40,9 @@ pub struct ReplayArgs {
     pub max_model_len: u32,
     #[arg(long, value_enum, default_value = "v1")]
     pub engine: EngineArg,
+    /// Every even layer attends to its last W tokens (the harness's Gemma-2-like layers).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1_048_576))]
+    pub sliding_window: Option<u32>,
     /// Print the JSON (the harness's format); without it, a one-screen summary.
     #[arg(long)]
     pub json: bool,
@@ -62,6 +65,7 @@ pub fn replay(args: &ReplayArgs) -> Result<(), String> {
             EngineArg::V1 => EngineVersion::V1,
             EngineArg::V0 => EngineVersion::V0,
         },
+        sliding_window: args.sliding_window,
     };
     let replay = run_replay(&rows, &params).map_err(|e| e.to_string().replace("scheduler.", "--").replace('_', "-"))?;
     if args.json {

@@ -5,9 +5,11 @@
 
 use std::fmt;
 
-use super::alloc::Fit;
+use super::alloc::{Fit, SingleTypeManager};
+use super::kv_spec::{kv_cache_group_kinds, KvLayout};
 use super::memory_budget::{switched_nvlink, ActivationShape, MemoryBudget, MemoryBudgetInput};
 use super::model::{gpu_preset, model_preset, GpuSpec, KvDtype, ModelSpec, GIB};
+use super::model_arch::LayerAttention;
 use super::startup_checks::AttentionBackend;
 use super::timing::StepTimeCalibration;
 pub use super::version::EngineVersion;
@@ -261,11 +263,63 @@ impl SimConfig {
     /// of them is the reserved null block, so one fewer can hold tokens).
     pub fn num_gpu_blocks(&self) -> Option<u64> {
         match self.allocator {
+            AllocatorConfig::Paged { block_size, .. } if self.kv_cache_group_kinds().is_some() => {
+                Some(self.kv_bytes() / self.bytes_per_block(block_size))
+            }
             AllocatorConfig::Paged { block_size, .. } => {
                 Some(self.kv_bytes() / self.kv_bytes_per_token() / u64::from(block_size.max(1)))
             }
             AllocatorConfig::Contiguous { .. } => None,
         }
+    }
+
+    /// vLLM v1's hybrid KV cache groups (`kv_spec::kv_cache_group_kinds`): the attention of each
+    /// group, when the paged v1 allocator runs a model read from a config.json with sliding-window
+    /// layers; None otherwise (one group of full attention, as before).
+    pub fn kv_cache_group_kinds(&self) -> Option<Vec<LayerAttention>> {
+        if !self.paged_v1() {
+            return None;
+        }
+        let arch = self.model.arch.as_ref()?;
+        if arch.layer_attention.iter().all(|&a| a == LayerAttention::Full) {
+            return None;
+        }
+        // vLLM 0.33.0 turns its hybrid KV cache manager off for chunked local attention unless
+        // VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1 (`VllmConfig.__post_init__`): a
+        // chunked model (Llama-4) runs every layer as full attention, as before.
+        if arch.layer_attention.iter().any(|a| matches!(a, LayerAttention::Chunked(_))) {
+            return None;
+        }
+        Some(kv_cache_group_kinds(&arch.layer_attention))
+    }
+
+    /// Bytes of one block of the whole replica: `block_size` tokens of every layer, or under
+    /// hybrid groups of one group's `group_size` layers (vLLM's unified page size).
+    pub fn bytes_per_block(&self, block_size: u32) -> u64 {
+        let bs = u64::from(block_size.max(1));
+        match self.model.arch.as_ref().filter(|_| self.kv_cache_group_kinds().is_some()) {
+            Some(arch) => {
+                let layout = KvLayout::of(&arch.layer_attention);
+                self.kv_bytes_per_token() / u64::from(self.model.layers.max(1)) * u64::from(layout.group_size) * bs
+            }
+            None => self.kv_bytes_per_token() * bs,
+        }
+    }
+
+    /// The most blocks one request of `tokens` tokens holds at once in every hybrid group: a
+    /// full-attention group all its blocks, a window's or chunk's group at most its admission
+    /// cap (`SingleTypeManager::max_admission_blocks_per_request`).
+    pub fn grouped_blocks_per_request(&self, kinds: &[LayerAttention], tokens: u64, block_size: u32) -> u64 {
+        let s = &self.scheduler;
+        let need = tokens.div_ceil(u64::from(block_size.max(1)));
+        kinds
+            .iter()
+            .map(|&a| {
+                SingleTypeManager::of(a)
+                    .max_admission_blocks_per_request(block_size, s.max_num_batched_tokens, s.max_model_len)
+                    .map_or(need, |cap| need.min(u64::from(cap)))
+            })
+            .sum()
     }
 
     /// The paged allocator under vLLM v1's scheduler (the contiguous allocator has one
@@ -428,7 +482,13 @@ impl SimConfig {
             }
             AllocatorConfig::Paged { block_size, .. } => {
                 let bs = u64::from(block_size);
-                let blocks = u64::from(prompt).div_ceil(bs) + u64::from(n) * (out.div_ceil(bs) + 1);
+                let blocks = match self.kv_cache_group_kinds() {
+                    // Every sample is a request of its own under v1.
+                    Some(kinds) => {
+                        u64::from(n) * self.grouped_blocks_per_request(&kinds, u64::from(prompt) + out, block_size)
+                    }
+                    None => u64::from(prompt).div_ceil(bs) + u64::from(n) * (out.div_ceil(bs) + 1),
+                };
                 let capacity_blocks = self.capacity_tokens() / bs;
                 let watermark = (s.watermark() * capacity_blocks as f64) as u64;
                 (blocks + watermark) * bs

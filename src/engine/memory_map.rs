@@ -1,6 +1,7 @@
 //! A snapshot of physical KV memory a renderer can draw without knowing allocator internals:
 //! one cell per block (paged) or per fixed slice of slots (contiguous), each with its owner
-//! request, how many of its token slots hold KV, and flags (shared, copied, cached, slab start).
+//! request, how many of its token slots hold KV, and flags (shared, copied, cached, slab start,
+//! freed behind a window), and under vLLM v1's hybrid KV cache the group a held block serves.
 
 use serde::Serialize;
 
@@ -11,6 +12,9 @@ pub struct MapCell {
     /// Token slots in this cell that hold KV (≤ the map's `cell_tokens`).
     pub live_tokens: u16,
     pub flags: u8,
+    /// The KV cache group a held block belongs to under vLLM v1's hybrid KV cache (0 when the
+    /// model has one group, and for a free block).
+    pub group: u8,
 }
 
 impl MapCell {
@@ -24,6 +28,8 @@ impl MapCell {
     pub const SLAB: u8 = 8;
     /// The first cell of a contiguous slab.
     pub const SLAB_START: u8 = 16;
+    /// Free, last freed behind a sliding window or attention chunk (hybrid KV cache groups).
+    pub const BEHIND_WINDOW: u8 = 32;
 
     pub fn request(&self) -> Option<u32> {
         self.owner.checked_sub(1)

@@ -9,7 +9,8 @@
 
 use super::config::{AllocatorConfig, ConfigError, EngineVersion, SchedulerConfig, SimConfig};
 use super::metrics::StepPoint;
-use super::model::{model_preset, KvDtype, GIB};
+use super::model::{model_preset, ModelSpec, GIB};
+use super::model_arch::{Attention, LayerAttention, ModelArch, WeightDtype};
 use super::sim::Simulation;
 use super::timing::StepTimeModel;
 use super::workload::{Arrival, RequestSpec, WorkloadConfig};
@@ -41,6 +42,9 @@ pub struct ReplayParams {
     pub watermark: Option<f64>,
     pub max_model_len: u32,
     pub engine: EngineVersion,
+    /// The harness's `--sliding-window W`: every even layer (0, 2, …) attends to its last `W`
+    /// tokens, as Gemma-2's do, so vLLM v1 runs two KV cache groups of 16 layers.
+    pub sliding_window: Option<u32>,
 }
 
 /// What happened on each step (index = step).
@@ -83,13 +87,15 @@ impl ReplayParams {
     /// The configuration the replay runs: Llama-3-8B's KV shape (what the harness plans with),
     /// FP16, a pool of exactly `num_blocks` blocks.
     pub fn to_config(&self) -> Result<SimConfig, ConfigError> {
-        let model = model_preset("llama-3-8b").expect("shipped model");
-        let bytes = u64::from(self.num_blocks) * u64::from(self.block_size) * model.kv_bytes_per_token(KvDtype::Fp16);
-        let config = SimConfig {
+        let model = match self.sliding_window {
+            None => model_preset("llama-3-8b").expect("shipped model"),
+            Some(w) => ModelSpec::from_arch("llama-3-8b-sliding", llama_3_8b_sliding(w)),
+        };
+        let mut config = SimConfig {
             id: "replay".into(),
             title: "replay".into(),
             duration_s: MAX_REPLAY_STEPS as f64 / 1e6,
-            kv_memory_gib: bytes as f64 / GIB as f64,
+            kv_memory_gib: 0.0,
             model,
             allocator: AllocatorConfig::Paged { block_size: self.block_size, prefix_caching: self.prefix_caching },
             scheduler: SchedulerConfig {
@@ -107,11 +113,38 @@ impl ReplayParams {
             },
             ..SimConfig::default()
         };
+        // A pool of exactly num_blocks blocks (of one group's layers under hybrid groups).
+        let bytes = u64::from(self.num_blocks) * config.bytes_per_block(self.block_size);
+        config.kv_memory_gib = bytes as f64 / GIB as f64;
         config.validate()?;
         if config.num_gpu_blocks() != Some(u64::from(self.num_blocks)) {
             return Err(ConfigError::new("--num-blocks", "the pool does not come out at this many blocks"));
         }
         Ok(config)
+    }
+}
+
+/// Llama-3-8B's shape (the harness's config.json) with a sliding window of `window` tokens on
+/// every even layer, as the harness's `--sliding-window` declares its layers to vLLM.
+fn llama_3_8b_sliding(window: u32) -> ModelArch {
+    ModelArch {
+        architecture: "LlamaForCausalLM".into(),
+        layers: 32,
+        hidden_size: 4096,
+        intermediate_size: 14_336,
+        vocab_size: 128_256,
+        tie_word_embeddings: false,
+        attention: Attention::Grouped { heads: 32, kv_heads: 8, head_dim: 128, bias: false },
+        experts: None,
+        layer_attention: (0..32)
+            .map(|i| if i % 2 == 0 { LayerAttention::SlidingWindow(window) } else { LayerAttention::Full })
+            .collect(),
+        norms_per_layer: 2,
+        vision_params: 0,
+        dtype: WeightDtype::Bf16,
+        quantization: None,
+        // The step clock replays read no memory budget: no rotary cache is counted.
+        rope_cache_elements: 0,
     }
 }
 

@@ -107,13 +107,25 @@ impl Simulation {
                 (KvCacheManager::Contiguous(ContiguousAllocator::new(capacity as u32, fit)), Some(reserve), None)
             }
             AllocatorConfig::Paged { block_size, prefix_caching } => (
-                KvCacheManager::Paged(PagedAllocator::new(
-                    config.num_gpu_blocks().unwrap_or(0) as u32,
-                    block_size,
-                    prefix_caching,
-                    config.scheduler.watermark(),
-                    config.scheduler.engine,
-                )),
+                KvCacheManager::Paged({
+                    let p = PagedAllocator::new(
+                        config.num_gpu_blocks().unwrap_or(0) as u32,
+                        block_size,
+                        prefix_caching,
+                        config.scheduler.watermark(),
+                        config.scheduler.engine,
+                    );
+                    match config.kv_cache_group_kinds() {
+                        // vLLM v1's hybrid KV cache; one step's tokens are in flight (no async
+                        // scheduling, no pipeline parallelism).
+                        Some(kinds) => p.with_kv_cache_groups(
+                            &kinds,
+                            config.scheduler.max_num_batched_tokens,
+                            config.scheduler.max_model_len,
+                        ),
+                        None => p,
+                    }
+                }),
                 None,
                 Some(block_size),
             ),

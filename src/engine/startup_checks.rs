@@ -13,6 +13,7 @@
 
 use serde::Serialize;
 
+use super::kv_spec::KvLayout;
 use super::memory_budget::{format_gib, MemoryBudget};
 
 /// The CUDA/ROCm/CPU attention backends a dense decoder can use, with the kernel block sizes
@@ -162,7 +163,7 @@ pub fn check_kv_cache_memory(budget: &MemoryBudget) -> Result<(), String> {
             .to_string());
     }
     if budget.kv_layout.is_hybrid() {
-        return check_hybrid_max_model_len_fits(budget);
+        return check_hybrid_budget(budget);
     }
     check_max_model_len_fits(budget.available_kv_bytes, budget.bytes_per_block, budget.block_size, budget.max_model_len)
 }
@@ -170,13 +171,30 @@ pub fn check_kv_cache_memory(budget: &MemoryBudget) -> Result<(), String> {
 /// `_check_enough_kv_cache_memory` for sliding-window or chunked layers beside full ones: one
 /// `max_model_len` request needs every layer's most (a window's layers only their window's
 /// blocks); the estimate is vLLM's binary search for the longest length that fits.
-fn check_hybrid_max_model_len_fits(budget: &MemoryBudget) -> Result<(), String> {
-    let layout = &budget.kv_layout;
-    let page = budget.bytes_per_block / u64::from(layout.group_size.max(1));
-    let usable = budget.available_kv_bytes - budget.bytes_per_block as i64;
-    let (bs, t) = (budget.block_size, budget.max_num_batched_tokens);
-    let needed = |len: u32| layout.layer_pages_per_request(len, bs, t) * page;
-    let max_len = budget.max_model_len;
+fn check_hybrid_budget(budget: &MemoryBudget) -> Result<(), String> {
+    check_hybrid_max_model_len_fits(
+        &budget.kv_layout,
+        budget.available_kv_bytes,
+        budget.bytes_per_block,
+        budget.block_size,
+        budget.max_num_batched_tokens,
+        budget.max_model_len,
+    )
+}
+
+/// The hybrid check on a pool of `available_bytes` in blocks of `bytes_per_block` (one group's
+/// layers), `t` tokens a step: what `kvlab plan --gpu` and a preset's `kv_memory_gib` both ask.
+pub fn check_hybrid_max_model_len_fits(
+    layout: &KvLayout,
+    available_bytes: i64,
+    bytes_per_block: u64,
+    block_size: u32,
+    t: u32,
+    max_len: u32,
+) -> Result<(), String> {
+    let page = bytes_per_block / u64::from(layout.group_size.max(1));
+    let usable = available_bytes - bytes_per_block as i64;
+    let needed = |len: u32| layout.layer_pages_per_request(len, block_size, t) * page;
     if needed(max_len) as i64 <= usable {
         return Ok(());
     }

@@ -6,10 +6,14 @@
 use std::fmt;
 
 use super::config::{AllocatorConfig, ConfigError, PreemptionMode, Reserve, SimConfig};
+use super::kv_spec::KvLayout;
 use super::memory_budget::{splits_kv_heads, TENSOR_PARALLEL_SIZES};
 use super::model::GIB;
 use super::numbers::show_number;
-use super::startup_checks::{check_block_size, check_free_memory, check_kv_cache_memory, check_max_model_len_fits};
+use super::startup_checks::{
+    check_block_size, check_free_memory, check_hybrid_max_model_len_fits, check_kv_cache_memory,
+    check_max_model_len_fits,
+};
 use super::workload::Arrival;
 
 fn check_range<T: PartialOrd + fmt::Display + Copy>(field: &str, v: T, lo: T, hi: T) -> Result<(), ConfigError> {
@@ -126,8 +130,14 @@ impl SimConfig {
             ));
         }
         check_tensor_parallel(self)?;
-        if let AllocatorConfig::Paged { block_size, .. } = self.allocator {
+        if let AllocatorConfig::Paged { block_size, prefix_caching } = self.allocator {
             check_range("allocator.block_size", block_size, 1, 256)?;
+            if prefix_caching && self.kv_cache_group_kinds().is_some() {
+                return Err(ConfigError::new(
+                    "allocator.prefix_caching",
+                    "kvlab runs vLLM's hybrid KV cache (this model's sliding-window or chunked layers, a block table per KV cache group) without prefix caching: vLLM's cache hits across groups are not simulated; set allocator.prefix_caching to false",
+                ));
+            }
         }
         self.validate_workload_fields()
     }
@@ -182,7 +192,23 @@ impl SimConfig {
                 )
             })?;
         }
-        if let Some(blocks) = self.num_gpu_blocks() {
+        if let (Some(blocks), Some(arch)) =
+            (self.num_gpu_blocks(), self.model.arch.as_ref().filter(|_| self.kv_cache_group_kinds().is_some()))
+        {
+            // Hybrid groups: every layer's most for one max_model_len request, as vLLM sums them.
+            let bytes_per_block = self.bytes_per_block(block_size);
+            let layout = KvLayout::of(&arch.layer_attention);
+            let s = &self.scheduler;
+            check_hybrid_max_model_len_fits(
+                &layout,
+                (blocks * bytes_per_block) as i64,
+                bytes_per_block,
+                block_size,
+                s.max_num_batched_tokens,
+                s.max_model_len,
+            )
+            .map_err(|m| ConfigError::startup_refusal("scheduler.max_model_len", m))?;
+        } else if let Some(blocks) = self.num_gpu_blocks() {
             // vLLM refuses to start when one max_model_len request cannot fit in the pool.
             let bytes_per_block = self.kv_bytes_per_token() * u64::from(block_size);
             let len = self.scheduler.max_model_len;

@@ -69,7 +69,7 @@ pub fn parse_step_trace(text: &str) -> Result<Vec<StepTraceRow>, String> {
 pub fn replay_json(trace_name: &str, params: &ReplayParams, r: &Replay) -> Value {
     let s = &r.summary;
     let p = &r.per_step;
-    json!({
+    let mut doc = json!({
         "engine": params.engine.name(),
         "config": {
             "trace": trace_name,
@@ -106,5 +106,9 @@ pub fn replay_json(trace_name: &str, params: &ReplayParams, r: &Replay) -> Value
             "tokens_scheduled": p.tokens_scheduled,
             "finished": p.finished,
         },
-    })
+    });
+    if let Some(w) = params.sliding_window {
+        doc["config"]["sliding_window"] = json!(w);
+    }
+    doc
 }

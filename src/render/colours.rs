@@ -26,6 +26,8 @@ pub mod palette {
     pub const PAPER: Rgba = [0xFF, 0xFF, 0xFF, 0xFF];
     /// Free blocks that still hold a cached prefix.
     pub const CACHED: Rgba = [0x2B, 0x7F, 0x77, 0xFF];
+    /// Free blocks last freed behind a sliding window or attention chunk (hybrid KV cache).
+    pub const BEHIND_WINDOW: Rgba = [0xB8, 0x86, 0x0B, 0xFF];
     /// Owner colours, ordered so that consecutive request ids differ strongly: Paul Tol's
     /// "light" scheme without its pink and orange, which read as the reds of "allocated but
     /// empty" and "partly filled", replaced by a lavender and a steel teal (no owner colour has

@@ -112,13 +112,15 @@ pub fn paint_swatches() {
         let Some(canvas) = list.item(i).and_then(|n| n.dyn_into::<HtmlCanvasElement>().ok()) else { continue };
         let kind = canvas.get_attribute("data-swatch").unwrap_or_default();
         let cell = match kind.as_str() {
-            "live" => MapCell { owner: 1, live_tokens: 16, flags: 0 },
-            "partial" => MapCell { owner: 4, live_tokens: 7, flags: 0 },
-            "empty" => MapCell { owner: 1, live_tokens: 0, flags: MapCell::SLAB },
-            "slab" => MapCell { owner: 3, live_tokens: 16, flags: MapCell::SLAB | MapCell::SLAB_START },
-            "shared" => MapCell { owner: 5, live_tokens: 16, flags: MapCell::SHARED },
-            "copied" => MapCell { owner: 6, live_tokens: 9, flags: MapCell::COPIED },
-            "cached" => MapCell { owner: 0, live_tokens: 0, flags: MapCell::CACHED },
+            "live" => MapCell { owner: 1, live_tokens: 16, flags: 0, group: 0 },
+            "partial" => MapCell { owner: 4, live_tokens: 7, flags: 0, group: 0 },
+            "empty" => MapCell { owner: 1, live_tokens: 0, flags: MapCell::SLAB, group: 0 },
+            "slab" => MapCell { owner: 3, live_tokens: 16, flags: MapCell::SLAB | MapCell::SLAB_START, group: 0 },
+            "shared" => MapCell { owner: 5, live_tokens: 16, flags: MapCell::SHARED, group: 0 },
+            "copied" => MapCell { owner: 6, live_tokens: 9, flags: MapCell::COPIED, group: 0 },
+            "cached" => MapCell { owner: 0, live_tokens: 0, flags: MapCell::CACHED, group: 0 },
+            "group" => MapCell { owner: 1, live_tokens: 16, flags: 0, group: 1 },
+            "window" => MapCell { owner: 0, live_tokens: 0, flags: MapCell::BEHIND_WINDOW, group: 0 },
             _ => MapCell::default(),
         };
         let layout = MapLayout::with_pitch(1, 15, 15);
@@ -149,12 +151,17 @@ pub fn describe_cell(
     let Some(request) = cell.request() else {
         let what = if cell.flags & MapCell::CACHED != 0 {
             "free, holding a cached prefix a later request can hit (a shared prompt, or a preempted request's own blocks)"
+        } else if cell.flags & MapCell::BEHIND_WINDOW != 0 {
+            "free, freed behind a sliding window or attention chunk (its tokens fell out of the layers' window)"
         } else {
             "free"
         };
         return vec![dom::node("p").class("insp-main").text(&format!("{where_}: ")).child(strong(what))];
     };
     where_.push_str(&format!(": {}/{ct} slots hold KV{}", cell.live_tokens, cell_flags(cell)));
+    if paged && cell.group > 0 {
+        where_.push_str(&format!(" · KV cache group {}", cell.group));
+    }
     let cell_line = dom::node("p").class("insp-cell").text(&where_);
     let Some(v) = view else {
         return vec![dom::node("p").class("insp-main").child(strong(&format!("Request #{request}"))), cell_line];
@@ -192,6 +199,33 @@ fn cell_flags(cell: &MapCell) -> String {
     named.iter().filter(|(bit, _)| cell.flags & bit != 0).map(|(_, name)| format!(" · {name}")).collect()
 }
 
+/// A sample's block tables under hybrid KV cache groups: per group the blocks it holds, and how
+/// many it freed behind the window (the null block's places at the table's head).
+fn describe_groups(line: Node, who: &str, s: &SampleView) -> Node {
+    const SHOWN: usize = 12;
+    let tables: Vec<String> = s
+        .kv_cache_groups
+        .iter()
+        .enumerate()
+        .map(|(g, t)| {
+            let nulls = t.iter().take_while(|&&b| b == 0).count();
+            let held = &t[nulls..];
+            let mut ids: Vec<String> = held.iter().take(SHOWN).map(|b| b.to_string()).collect();
+            if held.len() > SHOWN {
+                ids.push(format!("… +{}", held.len() - SHOWN));
+            }
+            let freed = if nulls > 0 { format!(" ({nulls} freed behind the window)") } else { String::new() };
+            format!("group {g}{freed}: {}", ids.join(" "))
+        })
+        .collect();
+    let head = format!(
+        "{who}Block tables of {} KV cache groups ({} tokens): ",
+        s.kv_cache_groups.len(),
+        group_thousands(u64::from(s.kv_tokens)),
+    );
+    line.text(&head).child(dom::node("code").text(&tables.join(" · ")))
+}
+
 fn strong(text: &str) -> Node {
     dom::node("strong").text(text)
 }
@@ -215,6 +249,9 @@ fn describe_sample(s: &SampleView, many: bool) -> Node {
     }
     if s.block_table.is_empty() {
         return line.text(&format!("{who}no KV in memory (waiting, or swapped out)"));
+    }
+    if !s.kv_cache_groups.is_empty() {
+        return describe_groups(line, &who, s);
     }
     const SHOWN: usize = 24;
     let mut table: Vec<String> = s.block_table.iter().take(SHOWN).map(|b| b.to_string()).collect();

@@ -14,7 +14,10 @@ pub use block_pool::BlockPool;
 pub use contiguous::{ContiguousAllocator, Fit, Slab};
 pub use free_queue::FreeBlockQueue;
 pub use ids::{splitmix64, PromptBlocks, RequestId, SeqId, TokenIdentity};
-pub use paged::{BlockTable, ComputedBlocks, PagedAdmit, PagedAllocator, PrefixStats, Shortfall, SwappedKv};
+pub use paged::{
+    BlockTable, ComputedBlocks, KvCacheGroups, PagedAdmit, PagedAllocator, PrefixStats, Shortfall, SingleTypeManager,
+    SwappedKv, NULL_BLOCK,
+};
 
 use super::memory_map::{MapCell, MemoryMap};
 
@@ -257,6 +260,7 @@ impl KvCacheManager {
                                 } else {
                                     0
                                 },
+                                group: 0,
                             }
                         } else {
                             let mut flags = 0;
@@ -266,7 +270,7 @@ impl KvCacheManager {
                             if b.copied {
                                 flags |= MapCell::COPIED;
                             }
-                            MapCell { owner: b.owner + 1, live_tokens: b.filled, flags }
+                            MapCell { owner: b.owner + 1, live_tokens: b.filled, flags, group: 0 }
                         }
                     })
                     .collect();
@@ -290,7 +294,8 @@ impl KvCacheManager {
                             if cell == start / ct {
                                 flags |= MapCell::SLAB_START;
                             }
-                            cells[cell as usize] = MapCell { owner: s.request + 1, live_tokens: live as u16, flags };
+                            cells[cell as usize] =
+                                MapCell { owner: s.request + 1, live_tokens: live as u16, flags, group: 0 };
                         }
                     }
                 }

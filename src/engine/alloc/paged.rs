@@ -8,11 +8,15 @@
 use super::block_pool::BlockPool;
 
 mod block_table;
+mod groups;
 mod records;
+pub mod single_type;
 use super::ids::{chain_hash, is_shared_content, RequestId, SeqId, TokenIdentity};
+use crate::engine::model_arch::LayerAttention;
 use crate::engine::version::EngineVersion;
 pub use block_table::BlockTable;
 use block_table::SeqTables;
+pub use single_type::{KvCacheGroups, SingleTypeManager, NULL_BLOCK};
 
 /// Emptied block tables kept for reuse, at most (a bound on the memory they hold).
 const MAX_SPARE_TABLES: usize = 256;
@@ -54,6 +58,9 @@ pub struct PagedAllocator {
     pub prefix: PrefixStats,
     /// The same for re-admissions after a preemption, which vLLM reports apart.
     pub preempted_prefix: PrefixStats,
+    /// vLLM v1's hybrid KV cache groups (sliding-window or chunked layers); None when every
+    /// layer attends to everything, the one-table path.
+    groups: Option<Box<KvCacheGroups>>,
 }
 
 /// Tokens looked up in the prefix cache and tokens found, as `PrefixCacheStats` counts them.
@@ -98,7 +105,25 @@ impl PagedAllocator {
             cow_copies: 0,
             prefix: PrefixStats::default(),
             preempted_prefix: PrefixStats::default(),
+            groups: None,
         }
+    }
+
+    /// vLLM v1's hybrid KV cache: one table per group of `kinds` (in vLLM's group order) for
+    /// every request, all from this pool. Only without prefix caching, under v1.
+    pub fn with_kv_cache_groups(
+        mut self,
+        kinds: &[LayerAttention],
+        max_in_flight_tokens: u32,
+        max_model_len: u32,
+    ) -> Self {
+        assert!(
+            !self.pool.shares_blocks(),
+            "hybrid KV cache groups run under v1 without prefix caching (SimConfig::validate)"
+        );
+        self.groups =
+            Some(Box::new(KvCacheGroups::new(kinds, self.pool.num_blocks(), max_in_flight_tokens, max_model_len)));
+        self
     }
 
     pub fn block_size(&self) -> u32 {
@@ -155,6 +180,9 @@ impl PagedAllocator {
     /// free blocks too. False (and nothing changed) when the pool is too short.
     pub fn admit(&mut self, seq: SeqId, req: &PagedAdmit, computed: &ComputedBlocks) -> Result<(), Shortfall> {
         assert!(self.table(seq).is_none(), "seq {seq} admitted twice");
+        if self.groups.is_some() {
+            return self.admit_grouped(seq, req, computed);
+        }
         let hit_blocks = computed.blocks.len() as u32;
         let revived = computed.blocks.iter().filter(|&&b| self.pool.block(b).ref_cnt == 0).count() as u32;
         let watermark = if req.apply_watermark { self.watermark_blocks } else { 0 };
@@ -204,6 +232,9 @@ impl PagedAllocator {
     /// block shared by `r` sequences is copied once per writer except the last holder, who then
     /// writes in place: `k` of them writing costs `min(k, r − 1)` copies.
     pub fn blocks_needed_all(&self, work: &[(SeqId, u32)]) -> u32 {
+        if self.groups.is_some() {
+            return work.iter().map(|&(seq, n)| self.blocks_needed_grouped(seq, n)).sum();
+        }
         let mut need = 0;
         let mut shared: Vec<(u32, u32)> = Vec::new(); // (partial block, writers)
         for &(seq, n) in work {
@@ -225,6 +256,9 @@ impl PagedAllocator {
     /// Makes room for `num_new_tokens` more tokens of `seq` and writes them: copy-on-write of a
     /// shared partial last block, then new blocks as needed. None (nothing changed) if short.
     pub fn allocate_slots(&mut self, seq: SeqId, num_new_tokens: u32) -> Option<()> {
+        if self.groups.is_some() {
+            return self.allocate_slots_grouped(seq, num_new_tokens);
+        }
         let bs = self.block_size;
         let table = self.tables.get_mut(seq).expect("allocate_slots on unknown seq");
         // Fast path of every decode step: one token into a private, partly filled last block
@@ -327,6 +361,7 @@ impl PagedAllocator {
 
     /// A new sample shares every block of its parent (ref counts go up).
     pub fn fork(&mut self, parent: SeqId, child: SeqId, identity: TokenIdentity) {
+        assert!(self.groups.is_none(), "v1 never forks; hybrid groups run only under v1");
         let p = self.table(parent).expect("fork from unknown seq").clone();
         for &b in &p.blocks {
             self.pool.touch(b, p.request);
@@ -336,6 +371,9 @@ impl PagedAllocator {
 
     /// Releases the sequence's blocks, last block first (so tail blocks are evicted first).
     pub fn free(&mut self, seq: SeqId) {
+        if self.groups.is_some() {
+            return self.free_grouped(seq);
+        }
         let Some(mut table) = self.tables.take(seq) else { return };
         self.live_tokens -= self.pool.free_table(&table.blocks, table.num_tokens);
         if self.spare_tables.len() < MAX_SPARE_TABLES {

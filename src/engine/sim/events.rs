@@ -74,7 +74,9 @@ impl Simulation {
             return false;
         }
         match (&self.scheduler, &self.kv) {
-            (Scheduler::V1(_), KvCacheManager::Paged(_)) => true,
+            // Hybrid KV cache groups free blocks behind a window as decode goes on, which the
+            // cohort's formulas do not follow: those runs go step by step.
+            (Scheduler::V1(_), KvCacheManager::Paged(p)) => p.kv_cache_groups().is_none(),
             (Scheduler::V0(s), KvCacheManager::Contiguous(_)) => {
                 !self.config.scheduler.chunked_prefill && s.swapped().is_empty()
             }

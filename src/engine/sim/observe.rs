@@ -6,13 +6,14 @@ use serde::Serialize;
 use super::Simulation;
 use crate::engine::alloc::KvCacheManager;
 use crate::engine::config::AllocatorConfig;
+use crate::engine::kv_spec::KvLayout;
 use crate::engine::memory_budget::MemoryBudget;
 use crate::engine::metrics::{
     percentile_of_sorted, round_to, sorted, GpuMemoryReport, KvSummary, LatencyMs, Report, RequestCounts, Summary,
     Throughput,
 };
 use crate::engine::model::GIB;
-use crate::engine::plan::startup_line;
+use crate::engine::plan::{group_thousands, startup_line};
 use crate::engine::request::GroupStatus;
 
 impl Simulation {
@@ -54,6 +55,22 @@ impl Simulation {
         }
     }
 
+    /// vLLM's startup line under hybrid KV cache groups: blocks ÷ groups × block size tokens,
+    /// and blocks ÷ what one `max_model_len` request takes in every group (`kv_spec.rs`).
+    fn hybrid_startup_line(&self) -> Option<String> {
+        let arch = self.config.model.arch.as_ref().filter(|_| self.config.kv_cache_group_kinds().is_some())?;
+        let layout = KvLayout::of(&arch.layer_attention);
+        let (blocks, bs) = (self.config.num_gpu_blocks()?, self.kv.block_tokens() as u32);
+        let s = &self.config.scheduler;
+        let per_request = layout.blocks_per_request(s.max_model_len, bs, s.max_num_batched_tokens);
+        Some(format!(
+            "GPU KV cache size: {} tokens, Maximum concurrency for {} tokens per request: {:.2}x",
+            group_thousands(layout.kv_cache_tokens(blocks, bs)),
+            group_thousands(u64::from(s.max_model_len)),
+            blocks as f64 / per_request.max(1) as f64
+        ))
+    }
+
     pub fn report(&self) -> Report {
         let i = &self.integrals;
         let ratio = |num: f64, den: f64| if den > 0.0 { round_to(num / den, 4) } else { 0.0 };
@@ -71,10 +88,12 @@ impl Simulation {
             kv_bytes_per_token: self.config.kv_bytes_per_token(),
             capacity_tokens: capacity,
             // vLLM logs its pool as num_gpu_blocks × block size, v1's null block included.
-            capacity_line: startup_line(
-                capacity + self.config.reserved_blocks() * self.kv.block_tokens(),
-                self.config.scheduler.max_model_len,
-            ),
+            capacity_line: self.hybrid_startup_line().unwrap_or_else(|| {
+                startup_line(
+                    capacity + self.config.reserved_blocks() * self.kv.block_tokens(),
+                    self.config.scheduler.max_model_len,
+                )
+            }),
             // To the end of the last step, which may run past the end of the run.
             sim_time_s: round_to(self.now_us as f64 / 1e6, 6),
             steps: self.steps,
@@ -167,6 +186,9 @@ pub struct SampleView {
     pub copied_blocks: u32,
     /// Contiguous: [start, len, live] in token slots.
     pub slab: Option<[u32; 3]>,
+    /// Hybrid KV cache groups: every group's block table in group order (group 0's is also
+    /// `block_table`), with the null block (0) where a window freed a block; empty otherwise.
+    pub kv_cache_groups: Vec<Vec<u32>>,
 }
 
 impl Simulation {
@@ -190,6 +212,7 @@ impl Simulation {
                     shared_blocks: 0,
                     copied_blocks: 0,
                     slab: None,
+                    kv_cache_groups: Vec::new(),
                 };
                 match &self.kv {
                     KvCacheManager::Paged(p) => {
@@ -198,6 +221,11 @@ impl Simulation {
                             v.block_table = t.blocks.clone();
                             v.shared_blocks = t.blocks.iter().filter(|&&b| p.pool().holders(b) > 1).count() as u32;
                             v.copied_blocks = t.blocks.iter().filter(|&&b| p.pool().copied(b)).count() as u32;
+                        }
+                        if let Some(h) = p.kv_cache_groups() {
+                            v.kv_cache_groups = (0..h.len())
+                                .filter_map(|g| p.group_table(g, s.seq).map(|t| t.blocks.clone()))
+                                .collect();
                         }
                     }
                     KvCacheManager::Contiguous(c) => {

@@ -88,6 +88,28 @@ def held_out_mix(rng):
     return rows
 
 
+def sliding_window(rng):
+    """Long prompts and long answers on a Gemma-2-like model (a window on every even layer) in a
+    pool too small for both groups to keep every token: the window's blocks are freed as decode
+    goes on, and preemption still comes."""
+    rows = []
+    for i in range(40):
+        rows.append((rng.randint(0, 40), rng.randint(300, 2500), rng.randint(150, 700)))
+    return rows
+
+
+def sliding_held_out(rng):
+    """Held out (never tuned on): bursts of mixed lengths on a 128-token window, a tight pool."""
+    rows = []
+    for i in range(60):
+        step = rng.choice([0, 0, 5, 30, 31, 32, 80]) + rng.randint(0, 4)
+        if rng.random() < 0.3:
+            rows.append((step, rng.randint(1000, 2800), rng.randint(20, 120)))
+        else:
+            rows.append((step, rng.randint(40, 600), rng.randint(100, 900)))
+    return rows
+
+
 SCENARIOS = [
     ("decode_heavy", decode_heavy, 11, ["arrival_step", "prompt_tokens", "output_tokens"]),
     ("long_prompts", long_prompts, 12, ["arrival_step", "prompt_tokens", "output_tokens"]),
@@ -99,6 +121,8 @@ SCENARIOS = [
      ["arrival_step", "prompt_tokens", "output_tokens", "prefix_id", "prefix_tokens", "n"]),
     ("held_out_mix", held_out_mix, 17,
      ["arrival_step", "prompt_tokens", "output_tokens", "prefix_id", "prefix_tokens", "n"]),
+    ("sliding_window", sliding_window, 18, ["arrival_step", "prompt_tokens", "output_tokens"]),
+    ("sliding_held_out", sliding_held_out, 19, ["arrival_step", "prompt_tokens", "output_tokens"]),
 ]
 
 

@@ -22,6 +22,8 @@ SCENARIOS=(
   "burst_mixed|burst_mixed|--num-blocks 800 --block-size 16 --max-num-seqs 48 --max-num-batched-tokens 1024 --chunked-prefill --prefix-caching --max-model-len 8192"
   "n4_sampling|n4_sampling|--num-blocks 600 --block-size 16 --max-num-seqs 64 --max-num-batched-tokens 2048 --chunked-prefill --prefix-caching --max-model-len 8192"
   "held_out_mix|held_out_mix|--num-blocks 400 --block-size 16 --max-num-seqs 32 --max-num-batched-tokens 512 --chunked-prefill --prefix-caching --max-model-len 2048"
+  "sliding_window|sliding_window|--num-blocks 1200 --block-size 16 --max-num-seqs 32 --max-num-batched-tokens 1024 --chunked-prefill --max-model-len 4096 --sliding-window 256"
+  "sliding_held_out|sliding_held_out|--num-blocks 600 --block-size 16 --max-num-seqs 24 --max-num-batched-tokens 768 --chunked-prefill --max-model-len 3072 --sliding-window 128"
 )
 
 for entry in "${SCENARIOS[@]}"; do

@@ -5,7 +5,7 @@
 
 use std::borrow::Cow;
 
-use super::PagedAllocator;
+use super::{PagedAllocator, NULL_BLOCK};
 use crate::engine::alloc::{KvCacheBlock, RequestId};
 use crate::engine::memory_map::MapCell;
 
@@ -18,7 +18,7 @@ impl PagedAllocator {
             return Cow::Borrowed(self.pool.blocks());
         }
         let mut records = vec![KvCacheBlock::default(); self.pool.num_blocks() as usize];
-        self.for_each_held_block(|id, owner, filled| {
+        self.for_each_held_block(|id, owner, filled, _| {
             let r = &mut records[id as usize];
             r.ref_cnt += 1;
             (r.owner, r.filled) = (owner, filled);
@@ -29,26 +29,41 @@ impl PagedAllocator {
     /// The memory map's cells where no block can be shared, straight from the tables (no
     /// block is shared, copied or cached, so a held cell has no flags): one per usable block,
     /// from block [`BlockPool::first_usable`](crate::engine::alloc::BlockPool::first_usable) on.
+    /// Under hybrid groups a held cell names its KV cache group, and a free block that was last
+    /// freed behind a sliding window or chunk is marked so.
     pub fn held_cells(&self) -> Vec<MapCell> {
         debug_assert!(!self.pool.shares_blocks(), "records are kept where blocks can be shared");
         let first = self.pool.first_usable();
         let mut cells = vec![MapCell::default(); self.pool.num_usable_blocks() as usize];
-        self.for_each_held_block(|id, owner, live_tokens| {
-            cells[(id - first) as usize] = MapCell { owner: owner + 1, live_tokens, flags: 0 };
+        if let Some(h) = self.kv_cache_groups() {
+            for (cell, &behind) in cells.iter_mut().zip(&h.behind_window[first as usize..]) {
+                if behind {
+                    cell.flags = MapCell::BEHIND_WINDOW;
+                }
+            }
+        }
+        self.for_each_held_block(|id, owner, live_tokens, group| {
+            cells[(id - first) as usize] = MapCell { owner: owner + 1, live_tokens, flags: 0, group };
         });
         cells
     }
 
-    /// Calls `f` for every block a table holds, table by table: (block, the table's request,
-    /// the tokens it holds: the block size but in a table's last block).
-    fn for_each_held_block(&self, mut f: impl FnMut(u32, RequestId, u16)) {
+    /// Calls `f` for every block a table holds, table by table and group by group: (block, the
+    /// table's request, the tokens it holds: the block size but in a table's last block, its
+    /// KV cache group). The null blocks a window left in a table are not held.
+    fn for_each_held_block(&self, mut f: impl FnMut(u32, RequestId, u16, u8)) {
         let bs = self.block_size;
-        for (_, t) in self.tables() {
-            let Some((&last, full)) = t.blocks.split_last() else { continue };
-            for &id in full {
-                f(id, t.request, bs as u16);
+        let groups = self.kv_cache_groups().map_or(1, |h| h.len());
+        for g in 0..groups {
+            for (_, t) in self.group_tables(g).iter() {
+                let Some((&last, full)) = t.blocks.split_last() else { continue };
+                for &id in full.iter().filter(|&&id| groups == 1 || id != NULL_BLOCK) {
+                    f(id, t.request, bs as u16, g as u8);
+                }
+                if groups == 1 || last != NULL_BLOCK {
+                    f(last, t.request, (t.num_tokens - full.len() as u32 * bs) as u16, g as u8);
+                }
             }
-            f(last, t.request, (t.num_tokens - full.len() as u32 * bs) as u16);
         }
     }
 
@@ -60,7 +75,16 @@ impl PagedAllocator {
         let free = self.pool.check_invariants()?;
         let n = self.pool.num_blocks() as usize;
         let mut refs = vec![0u32; n];
-        for (seq, t) in self.tables() {
+        let groups = self.kv_cache_groups().map_or(1, |h| h.len());
+        for (g, (seq, t)) in (0..groups).flat_map(|g| self.group_tables(g).iter().map(move |x| (g, x))) {
+            if self.kv_cache_groups().is_some() {
+                self.check_group_table(g, seq, t)?;
+            }
+            let nulls = if self.kv_cache_groups().is_some() {
+                t.blocks.iter().take_while(|&&b| b == NULL_BLOCK).count()
+            } else {
+                0
+            };
             if t.blocks.len() as u32 != self.blocks_for(t.num_tokens) {
                 return Err(format!(
                     "seq {seq} holds {} blocks for {} tokens (block size {})",
@@ -69,7 +93,7 @@ impl PagedAllocator {
                     self.block_size
                 ));
             }
-            for &b in &t.blocks {
+            for &b in &t.blocks[nulls..] {
                 if (b as usize) < self.pool.first_usable() as usize || b as usize >= n {
                     return Err(format!("seq {seq} holds block {b}, which is not a usable block"));
                 }
@@ -110,6 +134,29 @@ impl PagedAllocator {
         }
         if live != self.live_tokens {
             return Err(format!("live tokens counter {} != {live} in referenced blocks", self.live_tokens));
+        }
+        Ok(())
+    }
+
+    /// A hybrid group's table: its tokens are the request's (every group's table holds the
+    /// same), only a window's or chunk's group holds nulls, and only as a head of blocks wholly
+    /// behind the window of the tokens it holds.
+    fn check_group_table(&self, g: usize, seq: u32, t: &super::BlockTable) -> Result<(), String> {
+        let h = self.kv_cache_groups().expect("hybrid groups");
+        let tokens = self.table(seq).map(|t0| t0.num_tokens);
+        if tokens != Some(t.num_tokens) {
+            return Err(format!("seq {seq}: group {g} holds {} tokens, group 0 {tokens:?}", t.num_tokens));
+        }
+        let nulls = t.blocks.iter().take_while(|&&b| b == NULL_BLOCK).count() as u32;
+        if t.blocks[nulls as usize..].contains(&NULL_BLOCK) {
+            return Err(format!("seq {seq}: group {g} holds the null block after a held block"));
+        }
+        let skipped = h.managers[g].get_num_skipped_tokens(t.num_tokens) / self.block_size;
+        if nulls > skipped {
+            return Err(format!(
+                "seq {seq}: group {g} ({:?}) dropped {nulls} blocks, but only {skipped} are behind its window",
+                h.managers[g]
+            ));
         }
         Ok(())
     }
