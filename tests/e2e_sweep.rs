@@ -264,7 +264,7 @@ async fn the_kv_search_in_the_page_answers_as_the_cli_does_and_can_be_cancelled(
     let unmet = js(c, "return kvlab.kvSearchResults()").await;
     assert_eq!((unmet["paged"]["status"].clone(), unmet["runs"].clone()), (json!("not_met"), json!(2)));
     let paged = js(c, &text("sweep-search-paged")).await;
-    assert!(paged.as_str().unwrap().starts_with("paged: not met even at 62.75 GiB (TTFT p95 "), "{paged}");
+    assert!(paged.as_str().unwrap().starts_with("paged: not met even at 63 GiB (TTFT p95 "), "{paged}");
     save_screenshot(c, "sweep-search-unmet-1400x900.png").await;
 
     // Find, then Cancel before the first frame: nothing run, and the panel says so.
@@ -353,12 +353,12 @@ async fn the_kv_search_takes_a_range_and_a_step_as_the_cli_does() {
     js(c, "document.getElementById('sweep-search-title').scrollIntoView(); return null").await;
     save_screenshot(c, "sweep-search-range-refused-1400x900.png").await;
 
-    // Emptied again: the defaults, one step up to the 62.75 GiB of KV an H100 holds beside
+    // Emptied again: the defaults, one step up to the 63 GiB of KV an H100 holds beside
     // Llama-3-8B's weights, in 0.25 GiB steps.
     run_search_in(c, "2000", "", "").await;
     wait_for(c, "kvlab.kvSearchResults().finished", "the default search").await;
     let defaults = numbers_as_floats(js(c, "return kvlab.kvSearchResults()").await);
-    assert_eq!(defaults["grid"], json!({ "lo_gib": 0.25, "hi_gib": 62.75, "step_gib": 0.25 }));
+    assert_eq!(defaults["grid"], json!({ "lo_gib": 0.25, "hi_gib": 63.0, "step_gib": 0.25 }));
     assert_eq!(defaults["paged"]["kv_memory_gib"], json!(7.5));
     assert_eq!(js(c, invalid).await, json!([null, null, null]));
 }
