@@ -10,21 +10,9 @@ mod common;
 use common::{preset, shipped_presets};
 use kvlab::engine::metrics::Report;
 use kvlab::engine::timing::StepTimeModel;
-use kvlab::engine::workload::RequestSpec;
 use kvlab::engine::{Simulation, Stepping};
 
-fn request(id: u32, arrival_us: u64, prompt: u32, output: u32) -> RequestSpec {
-    RequestSpec {
-        id,
-        arrival_us,
-        class: 0,
-        prompt_tokens: prompt,
-        output_tokens: vec![output],
-        max_tokens: output,
-        shared_prefix_tokens: 0,
-        prompt_blocks: None,
-    }
-}
+use common::request;
 
 /// A at 0 ms (100 prompt tokens, 4 out), B at 15 ms (100, 2), C at 18 ms (100, 1).
 ///

@@ -11,8 +11,8 @@ mod common;
 use std::collections::BTreeMap;
 
 use kvlab::engine::clock::{clock_for, measured_runs, ClockSource, MEASURED_GPUS};
-use kvlab::engine::clock_fit::{fit, FitCase};
-use kvlab::formats::validation::{all_cases, per_gpu, replay_all, CaseResult, Role};
+use kvlab::engine::clock_fit::fit;
+use kvlab::formats::validation::{all_cases, fit_cases, per_gpu, replay_all, CaseResult, Role};
 use kvlab::shipped::{PUBLISHED_RUNS, VALIDATION_RUNS};
 
 const EXPECTATIONS: &str = "tests/golden/clock_fidelity.json";
@@ -103,11 +103,7 @@ fn the_page_quotes_todays_run_counts_and_errors() {
 fn the_constants_are_what_the_fit_gives() {
     let results = results();
     for gpu in MEASURED_GPUS {
-        let cases: Vec<FitCase<'_>> = results
-            .iter()
-            .filter(|r| r.case.role == Role::Fit && r.case.gpu == *gpu)
-            .map(|r| FitCase { config: &r.case.config, real: &r.case.real, single_request: r.case.single_request })
-            .collect();
+        let cases = fit_cases(&results, gpu);
         assert!(!cases.is_empty(), "{gpu}: no run to fit on");
         let (committed, _) = clock_for(gpu);
         // Fitting again from the committed constants stays there (the fit is deterministic and

@@ -16,17 +16,9 @@ use kvlab::engine::{SimConfig, Simulation, Stepping};
 use kvlab::formats::preset::parse_preset;
 use serde_json::{json, Value};
 
+/// A closed loop's request: its arrival is when a client comes free, not the spec's.
 fn request(id: u32, prompt: u32, output: u32) -> RequestSpec {
-    RequestSpec {
-        id,
-        arrival_us: 0,
-        class: 0,
-        prompt_tokens: prompt,
-        output_tokens: vec![output],
-        max_tokens: output,
-        shared_prefix_tokens: 0,
-        prompt_blocks: None,
-    }
+    common::request(id, 0, prompt, output)
 }
 
 /// `paged-default` (vLLM v1, no chunked prefill) as a closed loop of `clients` over `requests`.

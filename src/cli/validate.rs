@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use crate::engine::clock::{clock_for, ClockConstants};
-use crate::engine::clock_fit::{fit, FitCase};
+use crate::engine::clock_fit::fit;
 use crate::engine::fidelity::{median_abs_error_pct, FigureError};
-use crate::formats::validation::{all_cases, per_gpu, replay_all, CaseResult, Role, Skipped};
+use crate::formats::validation::{all_cases, fit_cases, per_gpu, replay_all, CaseResult, Role, Skipped};
 use crate::shipped::{PUBLISHED_RUNS, VALIDATION_RUNS};
 
 #[derive(Args, Debug)]
@@ -106,11 +106,7 @@ fn print_fit(results: &[CaseResult]) -> Result<(), String> {
     gpus.sort_unstable();
     gpus.dedup();
     for gpu in gpus {
-        let cases: Vec<FitCase<'_>> = results
-            .iter()
-            .filter(|r| r.case.role == Role::Fit && r.case.gpu == gpu)
-            .map(|r| FitCase { config: &r.case.config, real: &r.case.real, single_request: r.case.single_request })
-            .collect();
+        let cases = fit_cases(results, gpu);
         // From the constants in force: a measured GPU's, or its sibling's.
         let (start, _) = clock_for(gpu);
         let (k, loss) = fit(&cases, start);

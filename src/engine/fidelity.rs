@@ -211,7 +211,5 @@ pub fn simulate(config: &super::SimConfig, constants: Option<&super::clock::Cloc
         Some(k) => config.step_time_model_with(k),
         None => config.step_time_model(),
     };
-    let requests =
-        super::workload::generate(&config.workload, config.duration_us(), config.seed, config.scheduler.max_model_len);
-    super::Simulation::with_requests(config.clone(), requests, timing).run_to_end()
+    super::Simulation::with_timing(config.clone(), timing).run_to_end()
 }

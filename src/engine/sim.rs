@@ -93,9 +93,15 @@ pub struct Simulation {
 impl Simulation {
     pub fn new(config: SimConfig) -> Result<Simulation, ConfigError> {
         config.validate()?;
-        let requests = generate(&config.workload, config.duration_us(), config.seed, config.scheduler.max_model_len);
         let timing = config.step_time_model();
-        Ok(Simulation::with_requests(config, requests, timing))
+        Ok(Simulation::with_timing(config, timing))
+    }
+
+    /// The configuration's own traffic under a given step-time model (`kvlab validate --fit`
+    /// tries many). The configuration must already be valid.
+    pub fn with_timing(config: SimConfig, timing: StepTimeModel) -> Simulation {
+        let requests = generate(&config.workload, config.duration_us(), config.seed, config.scheduler.max_model_len);
+        Simulation::with_requests(config, requests, timing)
     }
 
     /// A run of given requests under a given step-time model (`kvlab replay` counts steps with

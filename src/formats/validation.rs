@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
+use crate::engine::clock_fit::FitCase;
 use crate::engine::fidelity::{
     compare, measured_figures, median_abs_error_pct, simulate, Figure, FigureError, MeasuredRequest,
 };
@@ -217,8 +218,7 @@ pub fn per_request_case(
         .collect::<Result<_, _>>()?;
     let offset = measured.iter().map(|m| m.queued_ts - m.arrival_time).fold(f64::INFINITY, f64::min);
     let first_arrival = measured.iter().map(|m| m.arrival_time).fold(f64::INFINITY, f64::min);
-    let blocks = PrefixBlocks::default();
-    let mut blocks = blocks;
+    let mut blocks = PrefixBlocks::default();
     let mut rows = Vec::with_capacity(measured.len());
     let mut real = Vec::with_capacity(measured.len());
     for m in &measured {
@@ -421,6 +421,15 @@ pub fn per_gpu(results: &[CaseResult]) -> BTreeMap<String, (u32, f64)> {
         e.1.extend(r.errors.iter().cloned());
     }
     by_gpu.into_iter().map(|(g, (runs, errs))| (g, (runs.len() as u32, median_abs_error_pct(&errs)))).collect()
+}
+
+/// The runs marked "fit" on `gpu`, as `clock_fit::fit` takes them.
+pub fn fit_cases<'a>(results: &'a [CaseResult], gpu: &str) -> Vec<FitCase<'a>> {
+    results
+        .iter()
+        .filter(|r| r.case.role == Role::Fit && r.case.gpu == gpu)
+        .map(|r| FitCase { config: &r.case.config, real: &r.case.real, single_request: r.case.single_request })
+        .collect()
 }
 
 /// Every case replayed under the clock's constants for its GPU.

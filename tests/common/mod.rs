@@ -7,6 +7,20 @@ use std::path::{Path, PathBuf};
 use kvlab::engine::{Report, SimConfig, Simulation};
 use kvlab::formats::preset::{parse_preset, parse_preset_dto, PresetDto};
 
+/// One request of `prompt` tokens and one sample of `output`, for runs checked by hand.
+pub fn request(id: u32, arrival_us: u64, prompt: u32, output: u32) -> kvlab::engine::workload::RequestSpec {
+    kvlab::engine::workload::RequestSpec {
+        id,
+        arrival_us,
+        class: 0,
+        prompt_tokens: prompt,
+        output_tokens: vec![output],
+        max_tokens: output,
+        shared_prefix_tokens: 0,
+        prompt_blocks: None,
+    }
+}
+
 pub fn repo_path(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
 }
