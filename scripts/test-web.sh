@@ -15,6 +15,8 @@ for tool in trunk wasm-bindgen-test-runner chromedriver chromium; do
 done
 CHROMEDRIVER="$(command -v chromedriver)"
 export CHROMEDRIVER
+browsers_before="$(mktemp)"
+scripts/browsers-left.sh snapshot "$browsers_before"
 
 step "Release bundle: trunk build --release --offline (dist/)"
 trunk build --release --offline
@@ -38,5 +40,8 @@ step "End-to-end tests against dist/ (tests/e2e_*.rs)"
 e2e_tests=()
 for f in tests/e2e_*.rs; do e2e_tests+=(--test "$(basename "$f" .rs)"); done
 cargo test "${e2e_tests[@]}"
+
+step "No browser left behind by the wasm and end-to-end tests"
+scripts/browsers-left.sh check "$browsers_before"
 
 step "Browser tests passed (screenshots in target/screenshots/)"

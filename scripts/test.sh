@@ -8,6 +8,9 @@ scripts/setup.sh
 export PATH="$PWD/.tools/bin:$PWD/.tools/node_modules/.bin:$HOME/.cargo/bin:$PATH"
 
 step() { printf '\n==> %s\n' "$*"; }
+# Every Chromium and ChromeDriver alive before the run; the last step checks none was added.
+browsers_before="$(mktemp)"
+scripts/browsers-left.sh snapshot "$browsers_before"
 
 # Builds dist/ first: the native end-to-end tests (tests/e2e_*.rs) drive the built page.
 step "Browser: bundle, wasm tests in headless Chromium, end-to-end tests of the lab"
@@ -34,5 +37,8 @@ step "Clippy (native and wasm32)"
 cargo clippy --all-targets -- -D warnings
 cargo clippy --all-targets --features gpu -- -D warnings
 cargo clippy --target wasm32-unknown-unknown --no-default-features --lib -- -D warnings
+
+step "No browser left behind (scripts/browsers-left.sh)"
+scripts/browsers-left.sh check "$browsers_before"
 
 step "All tests passed"

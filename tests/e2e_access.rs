@@ -73,7 +73,7 @@ async fn the_export_menu_works_from_the_keyboard_and_closes_on_escape_or_a_click
     assert!(menu_open(c).await);
     c.find(Locator::Css(".foot")).await.unwrap().click().await.unwrap();
     assert!(!menu_open(c).await, "a click elsewhere closes the menu");
-    b.client.close().await.unwrap();
+    b.client.clone().close().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -102,7 +102,7 @@ async fn screen_readers_get_images_and_a_quiet_inspector_and_the_page_has_a_favi
     let href = js(c, "return document.querySelector('link[rel=icon]').href").await;
     let svg = js(c, &format!("return fetch({href}).then(r => r.ok ? r.text() : 'status ' + r.status)")).await;
     assert!(svg.as_str().unwrap().contains("<svg"), "{svg}");
-    b.client.close().await.unwrap();
+    b.client.clone().close().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -148,7 +148,7 @@ async fn on_a_phone_a_missions_knobs_sit_under_its_goals_and_jump_to_their_setti
     save_screenshot(c, "mission-phone-390x844-top.png").await;
     js(c, "document.getElementById('mission-goals').scrollIntoView(); return null").await;
     save_screenshot(c, "mission-phone-390x844.png").await;
-    b.client.close().await.unwrap();
+    b.client.clone().close().await.unwrap();
 }
 
 /// On a wide screen the settings are in the page's own scroll too (no scroll area inside the
@@ -186,7 +186,7 @@ async fn on_a_wide_screen_the_settings_are_one_link_away_in_the_pages_own_scroll
     let (top, bottom) = (map[0].as_f64().unwrap(), map[1].as_f64().unwrap());
     assert!(top >= 0.0 && bottom <= map[2].as_f64().unwrap(), "the map left the view: {map}");
     save_screenshot(c, "settings-wide-1400x900.png").await;
-    b.client.close().await.unwrap();
+    b.client.clone().close().await.unwrap();
 }
 
 /// No mission gives its answer away: before a hint is asked for, no star earned and no solution
@@ -223,7 +223,7 @@ async fn no_explanation_hint_or_solution_shows_before_it_is_earned_or_asked_for(
             }
         }
     }
-    b.client.close().await.unwrap();
+    b.client.clone().close().await.unwrap();
 }
 
 /// Every visible piece of text on the page, with its colour's contrast against the background it
@@ -268,5 +268,5 @@ async fn every_visible_text_meets_wcag_contrast_in_both_themes() {
         wait_for(c, "document.getElementById('hub').dataset.ready === 'true'", "the hub").await;
         assert_eq!(js(c, LOW_CONTRAST).await, json!([]), "{theme} theme, the hub: text below WCAG AA contrast");
     }
-    b.client.close().await.unwrap();
+    b.client.clone().close().await.unwrap();
 }

@@ -96,7 +96,7 @@ async fn the_load_dialog_runs_the_mission_check_and_says_why_a_mission_is_not_va
             None => assert!(!errors.contains("Mission check"), "{errors}"),
         }
     }
-    b.client.close().await.unwrap();
+    b.client.clone().close().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -140,7 +140,7 @@ async fn a_stale_refusal_clears_and_the_preset_title_shows_until_edited() {
     let shipped = js(c, "return kvlab.state()").await["preset"]["title"].as_str().unwrap().to_string();
     assert_eq!(js(c, picker).await[0], "paged-default");
     assert_eq!(text(c, "#preset-title").await, shipped);
-    b.client.close().await.unwrap();
+    b.client.clone().close().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -177,7 +177,7 @@ async fn custom_missions_played_are_on_the_hub_with_their_stars() {
         assert_eq!(js(c, &format!("return document.querySelector(\"{card}\").dataset.stars")).await, "3");
         assert!(text(c, card).await.contains("example-reserve-less"));
     }
-    b.client.close().await.unwrap();
+    b.client.clone().close().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -196,7 +196,7 @@ async fn the_embed_button_copies_a_snippet_that_reproduces_the_lab() {
     open(c, &src).await;
     assert_eq!(js(c, "return document.documentElement.classList.contains('embed')").await, true);
     assert_eq!(js(c, "return kvlab.state()").await, state, "the snippet's lab is the lab that was shown");
-    b.client.close().await.unwrap();
+    b.client.clone().close().await.unwrap();
 }
 
 /// An operator's config.json, pasted into the Load dialog, replaces the model on screen: the run

@@ -9,7 +9,8 @@ use std::process::{Command, Output};
 
 use common::{preset, repo_path, run, shipped_presets};
 use kvlab::engine::sweep::{
-    meets_ttft_p95, run_against_ttft_p95, run_all, run_one, smallest_meeting, Bisection, NotFound, SweepMetrics,
+    meets_ttft_p95, run_against_ttft_p95, run_all, run_one, smallest_meeting, steady_state_config, Bisection, NotFound,
+    SweepMetrics,
 };
 use kvlab::engine::AllocatorConfig;
 use kvlab::engine::Simulation;
@@ -117,19 +118,29 @@ fn the_smallest_kv_search_agrees_with_a_plain_sweep_of_its_grid() {
         "0.5",
         "--json",
     ]);
-    // The same 17 KV sizes, every one run.
-    let sweep = ok_json(&["sweep", &p, "--knob", "kv_memory_gib", "--range", "4.0:12.0:17", "--json"]);
-    let points = sweep["points"].as_array().unwrap();
-    assert_eq!(points.len(), 17);
-    let meets = |pt: &Value| {
-        let m = &pt["paged"];
-        m["ttft_p95_ms"].as_f64().unwrap() <= target && m["rejected"] == 0
-    };
-    let first = points.iter().position(meets).expect("some KV size meets 2 s");
-    assert!(points[first..].iter().all(meets), "TTFT p95 falls monotonically with KV memory here");
-    assert_eq!(found["kv_memory_gib"].as_f64(), points[first]["value"].as_f64());
-    assert_eq!(found["ttft_p95_ms"], points[first]["paged"]["ttft_p95_ms"]);
-    assert_eq!(found["misses_at_gib"].as_f64(), points[first - 1]["value"].as_f64());
+    // The same 17 KV sizes, every one judged as the search judges it (over 180 s).
+    let preset: Value = serde_json::from_str(&common::preset_text("paged-default")).unwrap();
+    let grid: Vec<f64> = (0..17).map(|i| 4.0 + 0.5 * f64::from(i)).collect();
+    let verdicts: Vec<bool> = grid
+        .iter()
+        .map(|&gib| {
+            run_against_ttft_p95(&kvlab::formats::sweep::with_kv_memory(&preset, gib).unwrap(), target).1.is_none()
+        })
+        .collect();
+    let first = verdicts.iter().position(|&met| met).expect("some KV size meets 2 s");
+    assert!(verdicts[first..].iter().all(|&met| met), "the verdict holds from there up");
+    assert_eq!(found["kv_memory_gib"].as_f64(), Some(grid[first]));
+    assert_eq!(found["misses_at_gib"].as_f64(), Some(grid[first - 1]));
+    assert_eq!(found["checked_over_s"].as_f64(), Some(180.0));
+    // Its TTFT p95 is a plain sweep's over the same 180 s.
+    let mut long = preset.clone();
+    long["duration_s"] = serde_json::json!(180);
+    let long_path = std::env::temp_dir().join(format!("kvlab-sweep-180-{}.json", std::process::id()));
+    std::fs::write(&long_path, long.to_string()).unwrap();
+    let at = format!("{0}:{0}:1", grid[first]);
+    let sweep = ok_json(&["sweep", &long_path.to_string_lossy(), "--knob", "kv_memory_gib", "--range", &at, "--json"]);
+    std::fs::remove_file(&long_path).unwrap();
+    assert_eq!(found["ttft_p95_ms"], sweep["points"][0]["paged"]["ttft_p95_ms"]);
     assert!(found["runs"].as_u64().unwrap() <= 6, "bisection runs log2(17) + 1 points, not 17");
 }
 
@@ -188,15 +199,16 @@ fn the_bisection_driven_by_hand_runs_what_smallest_meeting_runs() {
     let whole = smallest_meeting(grid.len(), config_at, judge).unwrap();
     let mut search = Bisection::new(grid.len());
     while let Some(i) = search.next() {
-        let mut sim = Simulation::new(config_at(i).unwrap()).unwrap();
+        let config = config_at(i).unwrap();
+        let mut sim = Simulation::new(steady_state_config(&config)).unwrap();
         let report = sim.run_to_end();
-        let met = meets_ttft_p95(&sim, &report, 2000.0);
+        let met = meets_ttft_p95(&sim, &report, 2000.0, config.duration_us());
         search.record(Ok(report), met);
     }
     let by_hand = search.into_result().unwrap().unwrap();
     assert_eq!((by_hand.index, &by_hand.probes), (whole.index, &whole.probes));
     assert_eq!(by_hand.report, whole.report);
-    assert_eq!(grid[whole.index], 7.5, "docs/SWEEP.md's example");
+    assert_eq!(grid[whole.index], 10.0, "docs/SWEEP.md's example");
 }
 
 /// An overloaded run whose queue only grows can serve the requests it does serve quickly: the
@@ -218,9 +230,13 @@ fn a_run_that_leaves_a_growing_queue_misses_the_target() {
     // grows to the end).
     let target = served.max(counting_waiting) + 1.0;
     assert!(report.requests.rejected == 0 && report.requests.finished > 0);
-    assert!(!meets_ttft_p95(&sim, &report, target), "p95 {served} ms served, {counting_waiting} ms counting the queue");
+    let whole_run = sim.duration_us();
+    assert!(
+        !meets_ttft_p95(&sim, &report, target, whole_run),
+        "p95 {served} ms served, {counting_waiting} ms counting the queue"
+    );
     // It misses because the queue grows to the end.
-    let why = kvlab::engine::sweep::ttft_p95_miss(&sim, &report, target).unwrap();
+    let why = kvlab::engine::sweep::ttft_p95_miss(&sim, &report, target, whole_run).unwrap();
     assert!(why.contains("has waited") || why.contains("waiting queue grows"), "{why}");
     // A run with no queue at the end counts the same either way.
     let mut sim = Simulation::new(preset("paged-default")).unwrap();
@@ -261,11 +277,11 @@ fn bad_sweeps_are_refused_naming_the_flag() {
         .contains("scheduler.max_model_len"));
     let generous = ok_json(&["sweep", &p, "--min-kv-for-ttft-p95-ms", "1000000", "--json"]);
     // About 1 GiB holds one 8192-token request, but a 1,000 s target is met only where the
-    // server keeps up with the traffic: from 5.75 GiB.
+    // server keeps up with the traffic over 180 s: from 10 GiB, where it is no longer at its limit.
     let gib = generous["kv_memory_gib"].as_f64().unwrap();
-    assert_eq!(gib, 5.75);
+    assert_eq!(gib, 10.0);
     assert_eq!(generous["misses_at_gib"].as_f64(), Some(gib - 0.25));
-    assert!(generous["misses_because"].as_str().unwrap().contains("waiting queue grows"), "{generous}");
+    assert!(generous["misses_because"].as_str().unwrap().contains("the server is at its limit"), "{generous}");
     // A knob the preset has no place for is refused once, naming what that object has.
     let trace = std::env::temp_dir().join(format!("kvlab-sweep-trace-{}.json", std::process::id()));
     let mut with_trace: Value = serde_json::from_str(&common::preset_text("paged-default")).unwrap();
@@ -295,23 +311,23 @@ fn a_run_whose_queue_grows_over_its_last_third_does_not_keep_up() {
     assert!(report.latency_ms.ttft_p95 <= 20_000.0, "{}", report.latency_ms.ttft_p95);
     assert!(sim.ttft_p95_counting_waiting_ms() <= 20_000.0);
     assert_eq!(report.requests.waiting_at_end, 204);
-    assert!(kvlab::engine::sweep::keeps_up(&sim, 20_000.0).is_err());
+    assert!(kvlab::engine::sweep::keeps_up(&sim, 20_000.0, sim.duration_us()).is_err());
     // However long the target, the trend fails it.
-    let why = kvlab::engine::sweep::keeps_up(&sim, 1e9).unwrap_err();
-    assert!(why.starts_with("the waiting queue grows over the last third of the run"), "{why}");
-    assert!(!meets_ttft_p95(&sim, &report, 20_000.0));
+    let why = kvlab::engine::sweep::keeps_up(&sim, 1e9, sim.duration_us()).unwrap_err();
+    assert!(why.starts_with("the waiting queue grows over the last third of the 60 s run"), "{why}");
+    assert!(!meets_ttft_p95(&sim, &report, 20_000.0, sim.duration_us()));
     // A server that keeps up passes: paged-default's queue is near empty at the end.
     let mut sim = Simulation::new(preset("paged-default")).unwrap();
     sim.run_to_end();
-    assert_eq!(kvlab::engine::sweep::keeps_up(&sim, 2_000.0), Ok(()));
+    assert_eq!(kvlab::engine::sweep::keeps_up(&sim, 2_000.0, sim.duration_us()), Ok(()));
     // A request that has waited longer than the target at the end fails it, whatever the trend.
     let mut sim = Simulation::new(preset("contiguous-default")).unwrap();
     sim.run_to_end();
     assert!(sim.longest_wait_ms() > 1_000.0);
-    assert!(kvlab::engine::sweep::keeps_up(&sim, 1_000.0).unwrap_err().contains("has waited"));
+    assert!(kvlab::engine::sweep::keeps_up(&sim, 1_000.0, sim.duration_us()).unwrap_err().contains("has waited"));
 
     let contiguous = repo_path("assets/presets/contiguous-default.json");
     let out = ok_json(&["sweep", &contiguous.to_string_lossy(), "--min-kv-for-ttft-p95-ms", "20000", "--json"]);
-    assert_eq!(out["kv_memory_gib"].as_f64(), Some(13.0));
-    assert!(out["misses_because"].as_str().unwrap().contains("waiting queue grows"), "{out}");
+    assert_eq!(out["kv_memory_gib"].as_f64(), Some(20.0));
+    assert!(out["misses_because"].as_str().unwrap().contains("the server is at its limit"), "{out}");
 }

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use super::run::read;
 use crate::engine::config::ConfigError;
-use crate::engine::sweep::{run_against_ttft_p95, run_all, smallest_meeting, NotFound, SweepMetrics};
+use crate::engine::sweep::{check_horizon_s, run_against_ttft_p95, run_all, smallest_meeting, NotFound, SweepMetrics};
 use crate::formats::preset::parse_preset_dto;
 use crate::formats::sweep::{
     default_kv_range, kv_grid, parse_kv_range, plan, with_kv_memory, Knob, ALLOCATORS, CLI_KV_NAMES, KV_STEP_GIB,
@@ -175,6 +175,7 @@ fn min_kv(args: &SweepArgs, preset: &Value, target: f64) -> Result<(), String> {
     };
     let gib = grid[found.index];
     let below = found.index.checked_sub(1).map(|i| grid[i]);
+    let checked_over_s = check_horizon_s(&config);
     if args.json {
         let v = json!({
             "target_ttft_p95_ms": target,
@@ -184,14 +185,18 @@ fn min_kv(args: &SweepArgs, preset: &Value, target: f64) -> Result<(), String> {
             "misses_at_gib": below,
             "misses_because": below.map(why_at),
             "runs": found.probes.len(),
+            "checked_over_s": checked_over_s,
             "grid": { "lo_gib": lo, "hi_gib": grid[grid.len() - 1], "step_gib": step },
         });
         println!("{}", serde_json::to_string_pretty(&v).expect("JSON of plain values"));
         return Ok(());
     }
     println!(
-        "smallest kv_memory_gib with TTFT p95 ≤ {target} ms ({}): {gib} GiB (TTFT p95 {} ms)",
-        found.report.allocator, found.report.latency_ms.ttft_p95
+        "smallest kv_memory_gib with TTFT p95 ≤ {target} ms ({}): {gib} GiB (TTFT p95 {} ms over {} s of traffic, \
+         the queue steady)",
+        found.report.allocator,
+        found.report.latency_ms.ttft_p95,
+        crate::engine::numbers::show_number(checked_over_s)
     );
     match below {
         Some(b) => println!(

@@ -1,15 +1,22 @@
 //! Sweeps: many whole runs of one setup with one knob changed, and the search for the smallest
-//! KV memory that meets a TTFT p95 target on top of them. The configurations come from the layer
-//! above (formats/sweep.rs sets the knob by its preset path); this file only runs them.
+//! KV memory that meets a TTFT p95 target on top of them (what meeting it means, judged over a
+//! steady-state horizon, is `sweep/verdict.rs`). The configurations come from the layer above
+//! (formats/sweep.rs sets the knob by its preset path); this file only runs them.
 //!
 //! Each run is the ordinary single-threaded, deterministic [`Simulation`]. Natively the runs of a
 //! sweep are spread over the cores with rayon (whole runs only, nothing shared between them);
 //! results come back in point order, so a sweep's output is the same bit for bit on any number of
 //! cores, and the same as running the points one by one (the wasm build does exactly that).
 
+mod verdict;
+
+pub use verdict::{
+    check_horizon_s, keeps_up, load_between, meets_ttft_p95, run_against_ttft_p95, steady_state_config, ttft_p95_miss,
+    MAX_LOAD_AT_FULL, QUEUE_GROWTH_FACTOR, QUEUE_GROWTH_SLACK, SATURATED_SHARE, STEADY_STATE_FACTOR,
+};
+
 use super::config::{ConfigError, SimConfig};
-use super::metrics::{Report, StepPoint};
-use super::numbers::show_number;
+use super::metrics::Report;
 use super::sim::Simulation;
 
 /// Most points in one sweep.
@@ -60,106 +67,6 @@ pub fn run_all(configs: &[SimConfig]) -> Vec<Result<Report, ConfigError>> {
     #[cfg(target_arch = "wasm32")]
     {
         configs.iter().map(run_one).collect()
-    }
-}
-
-/// Whether a run meets a TTFT p95 target of `target_ms` milliseconds, as the smallest-KV search
-/// counts it ([`ttft_p95_miss`] finds nothing wrong).
-pub fn meets_ttft_p95(sim: &Simulation, r: &Report, target_ms: f64) -> bool {
-    ttft_p95_miss(sim, r, target_ms).is_none()
-}
-
-/// Why a run misses a TTFT p95 target, or None when it meets it: a request refused; none
-/// finished; TTFT p95 over the target, over the requests that got a first token (the report's)
-/// or over every request that arrived, the ones still waiting at the end counted at their wait
-/// so far (an overloaded run whose queue only grows misses, however quickly the requests it did
-/// serve got their first token); or the run not keeping up with its traffic ([`keeps_up`]).
-pub fn ttft_p95_miss(sim: &Simulation, r: &Report, target_ms: f64) -> Option<String> {
-    let (p95, target) = (show_number(r.latency_ms.ttft_p95), show_number(target_ms));
-    if r.requests.rejected > 0 {
-        return Some(format!("{} requests are refused", r.requests.rejected));
-    }
-    if r.requests.finished == 0 {
-        return Some("no request finished".into());
-    }
-    if r.latency_ms.ttft_p95 > target_ms {
-        return Some(format!("TTFT p95 is {p95} ms, over {target} ms"));
-    }
-    let counting_waiting = sim.ttft_p95_counting_waiting_ms();
-    if counting_waiting > target_ms {
-        return Some(format!(
-            "TTFT p95 is {} ms counting the {} requests still waiting at the end",
-            show_number(counting_waiting),
-            r.requests.waiting_at_end
-        ));
-    }
-    keeps_up(sim, target_ms).err()
-}
-
-/// One whole run judged against a TTFT p95 target: its report (or the engine's refusal) and why
-/// it misses the target ([`ttft_p95_miss`]; None: it meets it; a refused run never does).
-pub fn run_against_ttft_p95(config: &SimConfig, target_ms: f64) -> (Result<Report, ConfigError>, Option<String>) {
-    match Simulation::new(config.clone()) {
-        Ok(mut sim) => {
-            let report = sim.run_to_end();
-            let miss = ttft_p95_miss(&sim, &report, target_ms);
-            (Ok(report), miss)
-        }
-        Err(e) => {
-            let why = format!("refused: {e}");
-            (Err(e), Some(why))
-        }
-    }
-}
-
-/// Whether a run keeps up with its traffic, or why not: no request still without a first token
-/// has waited longer than `target_ms` at the end, and the waiting queue does not grow over the
-/// last third of the run: its time-weighted mean over the last sixth is at most its mean over the
-/// sixth before plus a slack of 5% (and at least 2 requests), so a queue that only fluctuates
-/// passes and one that builds up does not. A 60 s run can end before an overloaded queue's
-/// requests have waited long; the trend shows it anyway.
-pub fn keeps_up(sim: &Simulation, target_ms: f64) -> Result<(), String> {
-    let longest = sim.longest_wait_ms();
-    if longest > target_ms {
-        return Err(format!(
-            "a request has waited {} ms for its first token at the end, longer than the {} ms target",
-            show_number(longest),
-            show_number(target_ms)
-        ));
-    }
-    let end = sim.now_us() as f64;
-    let (earlier, later) = (
-        mean_waiting(sim.series(), end * 2.0 / 3.0, end * 5.0 / 6.0),
-        mean_waiting(sim.series(), end * 5.0 / 6.0, end),
-    );
-    if later > earlier + (0.05 * earlier).max(2.0) {
-        return Err(format!(
-            "the waiting queue grows over the last third of the run: {} requests on average, then {}",
-            show_number((earlier * 10.0).round() / 10.0),
-            show_number((later * 10.0).round() / 10.0)
-        ));
-    }
-    Ok(())
-}
-
-/// Time-weighted mean of the waiting queue over the steps that end in (from_us, to_us] (each
-/// step weighted by its length); 0 when none does.
-fn mean_waiting(series: &[StepPoint], from_us: f64, to_us: f64) -> f64 {
-    let (mut sum, mut time) = (0.0, 0.0);
-    let mut before = 0u64;
-    for p in series {
-        let t = p.t_us as f64;
-        if t > from_us && t <= to_us {
-            let dt = (p.t_us - before.min(p.t_us)) as f64;
-            sum += f64::from(p.waiting) * dt;
-            time += dt;
-        }
-        before = p.t_us;
-    }
-    if time > 0.0 {
-        sum / time
-    } else {
-        0.0
     }
 }
 

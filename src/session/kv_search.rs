@@ -13,7 +13,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::engine::config::ConfigError;
-use crate::engine::sweep::{run_against_ttft_p95, Bisection, Found, NotFound};
+use crate::engine::numbers::show_number;
+use crate::engine::sweep::{check_horizon_s, run_against_ttft_p95, Bisection, Found, NotFound};
 use crate::formats::sweep::{
     allocator_variants, check_kv_searchable, config_of, default_kv_range, kv_grid, parse_kv_range, with_kv_memory,
     KvRangeNames, ALLOCATORS, KV_STEP_GIB,
@@ -116,15 +117,18 @@ pub enum Answer {
     Cancelled { runs: usize },
     /// The smallest KV size on the grid that meets the target; `misses_at_gib` is the grid point
     /// below it (None: the lowest point tried already meets it) and `misses_because` why it misses.
+    /// `checked_over_s` is how long each point's run went to judge it (`engine::sweep`'s
+    /// steady-state horizon: 180 s for a 60 s Poisson preset).
     Met {
         kv_memory_gib: f64,
         ttft_p95_ms: f64,
         misses_at_gib: Option<f64>,
         misses_because: Option<String>,
         runs: usize,
+        checked_over_s: f64,
     },
     /// Even the top of the grid misses: its TTFT p95 (None when the engine refused the run) and why.
-    NotMet { top_gib: f64, ttft_p95_ms: Option<f64>, why: String, runs: usize },
+    NotMet { top_gib: f64, ttft_p95_ms: Option<f64>, why: String, runs: usize, checked_over_s: f64 },
     /// The search could not set up its most generous point; the engine's words.
     Refused { error: String, runs: usize },
 }
@@ -140,6 +144,8 @@ struct Side {
 /// A search in progress or finished: both allocators, one after the other.
 pub struct KvSearchJob {
     pub target_ms: f64,
+    /// How long each run goes to judge a point, seconds (`engine::sweep::check_horizon_s`).
+    pub checked_over_s: f64,
     grid: Vec<f64>,
     step_gib: f64,
     sides: [Side; 2],
@@ -159,7 +165,8 @@ impl KvSearchJob {
             search: Bisection::new(grid.len()),
             misses: BTreeMap::new(),
         });
-        Ok(KvSearchJob { target_ms, grid, step_gib, sides, cancelled: false })
+        let checked_over_s = check_horizon_s(&config);
+        Ok(KvSearchJob { target_ms, checked_over_s, grid, step_gib, sides, cancelled: false })
     }
 
     /// Plans the search on the lab's preset, refused when the mission `m` locks the KV memory
@@ -246,6 +253,7 @@ impl KvSearchJob {
                     ttft_p95_ms: last.as_ref().as_ref().ok().map(|r| r.latency_ms.ttft_p95),
                     why,
                     runs,
+                    checked_over_s: self.checked_over_s,
                 }
             }
             Some(Err(NotFound::Config(e))) => Answer::Refused { error: e.to_string(), runs },
@@ -260,6 +268,7 @@ impl KvSearchJob {
             misses_at_gib: below.map(|i| self.grid[i]),
             misses_because: below.and_then(|i| side.misses.get(&i).cloned()),
             runs: f.probes.len(),
+            checked_over_s: self.checked_over_s,
         }
     }
 }
@@ -270,12 +279,16 @@ pub fn answer_text(allocator: &str, target_ms: f64, answer: &Answer) -> String {
         Answer::Searching { runs: 0 } => format!("{allocator}: waiting…"),
         Answer::Searching { runs } => format!("{allocator}: searching… {runs} {}", plural(*runs, "run")),
         Answer::Cancelled { runs } => format!("{allocator}: cancelled after {runs} {}.", plural(*runs, "run")),
-        Answer::Met { kv_memory_gib, ttft_p95_ms, misses_at_gib: Some(below), misses_because, .. } => format!(
-            "{allocator}: {kv_memory_gib} GiB meets TTFT p95 ≤ {target_ms} ms and keeps up (p95 {ttft_p95_ms:.0} ms); {below} GiB misses it{}.",
+        Answer::Met {
+            kv_memory_gib, ttft_p95_ms, misses_at_gib: Some(below), misses_because, checked_over_s, ..
+        } => format!(
+            "{allocator}: {kv_memory_gib} GiB meets TTFT p95 ≤ {target_ms} ms and keeps up over {} s of traffic (p95 {ttft_p95_ms:.0} ms); {below} GiB misses it{}.",
+            show_number(*checked_over_s),
             misses_because.as_ref().map_or(String::new(), |w| format!(" ({w})"))
         ),
-        Answer::Met { kv_memory_gib, ttft_p95_ms, misses_at_gib: None, .. } => format!(
-            "{allocator}: met already at the lowest KV tried, {kv_memory_gib} GiB (p95 {ttft_p95_ms:.0} ms ≤ {target_ms} ms)."
+        Answer::Met { kv_memory_gib, ttft_p95_ms, misses_at_gib: None, checked_over_s, .. } => format!(
+            "{allocator}: met already at the lowest KV tried, {kv_memory_gib} GiB (p95 {ttft_p95_ms:.0} ms ≤ {target_ms} ms over {} s of traffic).",
+            show_number(*checked_over_s)
         ),
         Answer::NotMet { top_gib, why, .. } => {
             format!("{allocator}: not met even at {top_gib} GiB ({why}); raise the target or lower the traffic.")
@@ -294,7 +307,7 @@ pub fn plural(n: usize, word: &str) -> String {
 }
 
 /// The answers as `kvlab.kvSearchResults()` gives them: `{target_ttft_p95_ms, grid: {lo_gib,
-/// hi_gib, step_gib}, contiguous, paged, runs, max_runs, finished, cancelled}`.
+/// hi_gib, step_gib}, checked_over_s, contiguous, paged, runs, max_runs, finished, cancelled}`.
 pub fn results_json(job: &KvSearchJob) -> Value {
     let (lo, hi, step) = job.grid();
     let [contiguous, paged] = job.answers();
@@ -302,6 +315,7 @@ pub fn results_json(job: &KvSearchJob) -> Value {
     serde_json::json!({
         "target_ttft_p95_ms": job.target_ms,
         "grid": { "lo_gib": lo, "hi_gib": hi, "step_gib": step },
+        "checked_over_s": job.checked_over_s,
         "contiguous": contiguous,
         "paged": paged,
         "runs": job.runs(),

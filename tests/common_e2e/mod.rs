@@ -113,19 +113,65 @@ pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
-/// chromedriver on a free port (killed when dropped) and a session on it.
+/// chromedriver on a free port and a session on it. The guard of everything the session
+/// started: dropping it, whether the test passed, failed or panicked, kills chromedriver's
+/// whole process group (chromedriver runs in a group of its own, and Chromium with its helpers
+/// in it), then every process still naming this session's profile directory (Chromium's
+/// crash handler leaves the group), and removes the profile.
 pub struct Browser {
     pub client: Client,
-    _driver: Child,
-    _profile: PathBuf,
+    driver: Child,
+    profile: PathBuf,
 }
 
 impl Browser {
-    /// Ends the session after checking that no page broke its Content-Security-Policy.
+    /// Ends the session after checking that no page broke its Content-Security-Policy; the
+    /// processes go when `self` is dropped at the end.
     pub async fn close(self) {
         assert_no_csp_violations(&self.client).await;
-        self.client.close().await.expect("close the browser session");
+        self.client.clone().close().await.expect("close the browser session");
     }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        if let Some(pid) = self.driver.id() {
+            // chromedriver leads its process group: the group's id is its pid.
+            kill_quietly(&format!("-{pid}"));
+        }
+        let _ = self.driver.start_kill();
+        for pid in processes_naming(&self.profile) {
+            kill_quietly(&pid.to_string());
+        }
+        let _ = std::fs::remove_dir_all(&self.profile);
+    }
+}
+
+/// SIGKILL to a pid (or to a process group, as `-pgid`), ignoring a target already gone.
+fn kill_quietly(target: &str) {
+    let _ = std::process::Command::new("kill")
+        .args(["-KILL", "--", target])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status();
+}
+
+/// The processes whose command line names `path` as a whole argument or a directory above one
+/// (from `/proc/<pid>/cmdline`, whose arguments end in NUL), so `…-4567` never matches `…-45678`.
+pub fn processes_naming(path: &Path) -> Vec<u32> {
+    let path = path.to_string_lossy();
+    let (arg, dir) = (format!("{path}\0"), format!("{path}/"));
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| *pid != std::process::id())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|cmd| {
+                let cmd = String::from_utf8_lossy(&cmd);
+                cmd.contains(arg.as_str()) || cmd.contains(dir.as_str())
+            })
+        })
+        .collect()
 }
 
 /// The policy every page of the lab carries: nothing inline, nothing from other sites.
@@ -177,6 +223,7 @@ pub async fn browser_with(width: u32, height: u32, extra: &[&str]) -> Browser {
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .kill_on_drop(true)
+        .process_group(0)
         .spawn()
         .unwrap_or_else(|e| panic!("cannot start {driver_bin} ({e}); run scripts/setup.sh to install chromium-driver"));
     let profile = std::env::temp_dir().join(format!("kvlab-e2e-{}-{port}", std::process::id()));
@@ -207,7 +254,7 @@ pub async fn browser_with(width: u32, height: u32, extra: &[&str]) -> Browser {
     for _ in 0..100 {
         let connector = hyper_util::client::legacy::connect::HttpConnector::new();
         match ClientBuilder::new(connector).capabilities(caps.clone()).connect(&url).await {
-            Ok(client) => return Browser { client, _driver: driver, _profile: profile },
+            Ok(client) => return Browser { client, driver, profile },
             Err(e) => last_err = e.to_string(),
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
