@@ -110,6 +110,25 @@ fn scrub_back(c: &mut Criterion) {
     group.finish();
 }
 
+/// `h200-scale` over a tenth of a day at the mean rate of a 1,000,000-request day (11.574
+/// requests/s for 8,640 s: about 100,000 requests, half a million steps), with prefix caching
+/// (the path hash-level traces take: every full block is hashed, and the free queue hands out
+/// the least recently freed) and without. docs/PERFORMANCE.md times the whole day natively.
+fn day_tenth(c: &mut Criterion) {
+    let path = format!("{}/assets/presets/h200-scale.json", env!("CARGO_MANIFEST_DIR"));
+    let mut preset: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).expect("preset")).unwrap();
+    preset["duration_s"] = 8640.into();
+    preset["workload"]["arrival"]["rate_per_s"] = 11.574.into();
+    let mut group = c.benchmark_group("day_tenth_h200_scale");
+    group.sample_size(10);
+    for caching in [true, false] {
+        preset["allocator"]["prefix_caching"] = caching.into();
+        let config = parse_preset(&preset.to_string()).expect("valid preset");
+        bench_run(&mut group, if caching { "prefix_caching" } else { "no_prefix_caching" }, config);
+    }
+    group.finish();
+}
+
 fn memory_map(c: &mut Criterion) {
     let mut sim = Simulation::new(preset("paged-default")).expect("valid");
     sim.run_until(30_000_000);
@@ -132,5 +151,5 @@ fn kv_sweep(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, whole_runs, h200_scale, scrub_back, memory_map, kv_sweep);
+criterion_group!(benches, whole_runs, h200_scale, day_tenth, scrub_back, memory_map, kv_sweep);
 criterion_main!(benches);

@@ -397,6 +397,8 @@ impl Simulation {
             g.reject_reason = Some(reason.to_string());
             self.rejections.push(Rejection { request: r, reason: reason.to_string() });
             self.client_free();
+            // A preempted request may have blocks of its own cached; nothing will look them up.
+            self.kv.forget_request(r);
         }
     }
 

@@ -1,7 +1,9 @@
 //! The paged allocator's physical side, named as vLLM's `block_pool.py` names it:
 //! `KvCacheBlock`s with reference counts, the `FreeBlockQueue` (`free_queue.rs`) and a
 //! `BlockPool` that hands out blocks from the queue's head and keeps a hash → block map for
-//! prefix caching.
+//! prefix caching. Under v1 a block of one request's own tokens is listed by its request
+//! instead (`own_hashes.rs`): only that request can hit it, and most such blocks are evicted
+//! unhit, so caching and evicting them costs no map update.
 //!
 //! Freeing follows the engine: vLLM v1 puts blocks without a hash at the queue's head (reused
 //! first) and hashed ones at the tail (evicted last, least recently used), keeps duplicate hashes,
@@ -19,7 +21,28 @@ use std::collections::BTreeMap;
 use super::block::KvCacheBlock;
 use super::free_queue::FreeBlockQueue;
 use super::ids::RequestId;
+use super::own_hashes::{OwnEntry, OwnHashes};
 use crate::engine::version::EngineVersion;
+
+/// Where a block's hash is kept, if it has one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Cached {
+    #[default]
+    No,
+    /// In the hash → blocks map.
+    InMap,
+    /// In its request's own list ([`OwnHashes`]).
+    Own,
+}
+
+/// A block's hash and where it is kept; `generation` counts the times the block was cached
+/// (an entry of an own list counts only while its block keeps the generation it was cached at).
+#[derive(Clone, Copy, Debug, Default)]
+struct HashSlot {
+    hash: u64,
+    generation: u32,
+    cached: Cached,
+}
 
 #[derive(Clone, Debug)]
 pub struct BlockPool {
@@ -30,9 +53,11 @@ pub struct BlockPool {
     free_queue: FreeBlockQueue,
     /// Each block's hash, set once it is full (prefix caching only: empty without it, which
     /// keeps the block records small).
-    hashes: Vec<Option<u64>>,
+    hashes: Vec<HashSlot>,
     /// Hash → the blocks cached under it, oldest first (v1 keeps duplicates; v0 holds one).
     cached: BTreeMap<u64, Vec<u32>>,
+    /// v1: the blocks of each request's own tokens, by request.
+    own: OwnHashes,
     enable_caching: bool,
     engine: EngineVersion,
     /// Scratch for `free_blocks` (blocks to put at the head, in order).
@@ -55,8 +80,9 @@ impl BlockPool {
             blocks,
             num_blocks,
             free_queue,
-            hashes: if enable_caching { vec![None; num_blocks as usize] } else { Vec::new() },
+            hashes: if enable_caching { vec![HashSlot::default(); num_blocks as usize] } else { Vec::new() },
             cached: BTreeMap::new(),
+            own: OwnHashes::default(),
             enable_caching,
             engine,
             scratch_front: Vec::new(),
@@ -109,12 +135,13 @@ impl BlockPool {
     pub fn epoch(&self) -> u64 {
         self.epoch
     }
+    /// Hashes in the hash → blocks map (under v1, those of shared content).
     pub fn num_cached_blocks(&self) -> usize {
         self.cached.len()
     }
     /// The hash a full block is cached under (prefix caching only).
     pub fn block_hash(&self, id: u32) -> Option<u64> {
-        self.hashes.get(id as usize).copied().flatten()
+        self.hashes.get(id as usize).filter(|s| s.cached != Cached::No).map(|s| s.hash)
     }
 
     /// Takes the block at the head of the free queue, evicting its cached hash; None if empty.
@@ -124,11 +151,15 @@ impl BlockPool {
         if !self.shares_blocks() {
             return Some(id);
         }
-        if let Some(h) = self.hashes.get_mut(id as usize).and_then(Option::take) {
-            if let Some(ids) = self.cached.get_mut(&h) {
-                ids.retain(|&x| x != id);
-                if ids.is_empty() {
-                    self.cached.remove(&h);
+        if let Some(slot) = self.hashes.get_mut(id as usize) {
+            // An own list's entry is left behind, stale: the block no longer carries a hash.
+            if std::mem::take(&mut slot.cached) == Cached::InMap {
+                let h = slot.hash;
+                if let Some(ids) = self.cached.get_mut(&h) {
+                    ids.retain(|&x| x != id);
+                    if ids.is_empty() {
+                        self.cached.remove(&h);
+                    }
                 }
             }
         }
@@ -203,7 +234,7 @@ impl BlockPool {
         for id in ordered {
             let Some(filled) = self.release(id) else { continue };
             freed_tokens += u64::from(filled);
-            let hashed = self.hashes.get(id as usize).is_some_and(Option::is_some);
+            let hashed = self.hashes.get(id as usize).is_some_and(|s| s.cached != Cached::No);
             if self.engine == EngineVersion::V1 && !hashed {
                 front.push(id);
             } else {
@@ -272,10 +303,65 @@ impl BlockPool {
             return;
         }
         ids.push(id);
-        self.hashes[id as usize] = Some(hash);
+        self.set_hash(id, hash, Cached::InMap);
         self.blocks[id as usize].shared_content = shared_content;
         // A new hash can turn a refused admission into a hit: admission memos are stale.
         self.epoch += 1;
+    }
+
+    /// v1: registers a full block of `request`'s own tokens (block `index` of its sequence)
+    /// under its hash, in the request's own list: what [`BlockPool::cache_full_block`] does
+    /// with content nobody else holds, which only that request can look up again
+    /// ([`BlockPool::own_cached_blocks`]).
+    pub fn cache_own_block(&mut self, id: u32, hash: u64, request: RequestId, index: u32) {
+        debug_assert_eq!(self.engine, EngineVersion::V1, "v0 caches one block per hash, in the map");
+        if !self.enable_caching || self.block_hash(id).is_some() {
+            return;
+        }
+        let generation = self.set_hash(id, hash, Cached::Own);
+        self.own.push(request, OwnEntry { hash, block: id, generation, index });
+        self.blocks[id as usize].shared_content = false;
+        self.epoch += 1;
+    }
+
+    /// Gives block `id` its hash; returns its new cache generation.
+    fn set_hash(&mut self, id: u32, hash: u64, cached: Cached) -> u32 {
+        let slot = &mut self.hashes[id as usize];
+        slot.generation = slot.generation.wrapping_add(1);
+        (slot.hash, slot.cached) = (hash, cached);
+        slot.generation
+    }
+
+    /// The entry still stands for its block (cached since, not evicted).
+    fn own_entry_current(&self, e: &OwnEntry) -> bool {
+        let s = &self.hashes[e.block as usize];
+        s.cached == Cached::Own && s.generation == e.generation
+    }
+
+    /// Whether `request` has blocks of its own cached (ones evicted since may be among them).
+    pub fn has_own_blocks(&self, request: RequestId) -> bool {
+        !self.own.list(request).is_empty()
+    }
+
+    /// The oldest block cached under each of `hashes`, hashes of `request`'s own tokens in
+    /// blocks `first`, `first + 1`, … of a sequence, written to `out` (`u32::MAX` where none
+    /// is): what looking each up in the one map would find, in one pass over the request's list.
+    pub fn own_cached_blocks(&self, request: RequestId, first: u32, hashes: &[u64], out: &mut [u32]) {
+        debug_assert_eq!(hashes.len(), out.len());
+        for e in self.own.list(request) {
+            let Some(k) = e.index.checked_sub(first).map(|k| k as usize).filter(|&k| k < hashes.len()) else {
+                continue;
+            };
+            if out[k] == u32::MAX && hashes[k] == e.hash && self.own_entry_current(e) {
+                out[k] = e.block;
+            }
+        }
+    }
+
+    /// `request` has ended: nothing will look its own blocks up again. They stay cached (at the
+    /// free queue's tail, evicted in turn) but leave its list.
+    pub fn forget_request(&mut self, request: RequestId) {
+        self.own.forget(request);
     }
 
     /// The free queue's length matches the blocks in it, which are usable and there once each;
@@ -313,21 +399,49 @@ impl BlockPool {
                 return Err(format!("block {id} has ref count 0 but is not free"));
             }
             if let Some(h) = self.block_hash(id as u32) {
-                if !self.cached.get(&h).is_some_and(|ids| ids.contains(&(id as u32))) {
+                let own = self.hashes[id].cached == Cached::Own;
+                if !own && !self.cached.get(&h).is_some_and(|ids| ids.contains(&(id as u32))) {
                     return Err(format!("block {id} carries a hash the hash map does not list it under"));
+                }
+                if own && (b.shared_content || self.engine != EngineVersion::V1) {
+                    return Err(format!("block {id} of shared content (or under v0) is in an own list"));
                 }
             }
         }
+        self.check_own_lists()?;
         for (&h, ids) in &self.cached {
             if ids.is_empty() || (self.engine == EngineVersion::V0 && ids.len() > 1) {
                 return Err(format!("hash {h:#x} lists {} blocks", ids.len()));
             }
             for &id in ids {
-                if self.block_hash(id) != Some(h) {
+                if self.block_hash(id) != Some(h) || self.hashes[id as usize].cached != Cached::InMap {
                     return Err(format!("cached hash points at block {id}, which does not carry it"));
                 }
             }
         }
         Ok(free)
+    }
+
+    /// Every current entry of an own list is its block's, once; and a block cached as its
+    /// request's own is listed by that request, unless the request has ended (its list dropped).
+    fn check_own_lists(&self) -> Result<(), String> {
+        let mut listed = vec![false; self.hashes.len()];
+        for (request, list) in self.own.iter() {
+            for e in list.iter().filter(|e| self.own_entry_current(e)) {
+                if self.hashes[e.block as usize].hash != e.hash {
+                    return Err(format!("request {request} lists block {} under a hash it does not carry", e.block));
+                }
+                if std::mem::replace(&mut listed[e.block as usize], true) {
+                    return Err(format!("block {} is listed twice as a request's own", e.block));
+                }
+            }
+        }
+        for (id, s) in self.hashes.iter().enumerate() {
+            let owner = self.blocks[id].owner;
+            if s.cached == Cached::Own && !listed[id] && self.has_own_blocks(owner) {
+                return Err(format!("block {id} of request {owner}'s own tokens is missing from its list"));
+            }
+        }
+        Ok(())
     }
 }

@@ -7,7 +7,9 @@
 //! the block out (its ref count leaves 0): with prefix caching every entry carries a stamp,
 //! bumped each time its block joins the queue, and an entry counts only while its block is free
 //! and carries that stamp, so the entry left behind is skipped. Only prefix caching revives
-//! blocks from the middle; without it every entry is current and no stamps are kept.
+//! blocks from the middle; without it every entry is current and no stamps are kept. The queue
+//! counts the entries left behind, so while there are none (no cache hit revived a block since
+//! they were last dropped) the head is taken without reading its block's record or stamp.
 
 use std::collections::VecDeque;
 
@@ -22,6 +24,8 @@ pub struct FreeBlockQueue {
     /// Each block's current stamp (prefix caching only).
     stamps: Vec<u32>,
     len: u32,
+    /// Entries left behind by blocks that left the middle (stale), still in `ids`.
+    stale: u32,
 }
 
 impl FreeBlockQueue {
@@ -32,6 +36,7 @@ impl FreeBlockQueue {
             entry_stamps: VecDeque::with_capacity(if stamped { num_blocks as usize } else { 0 }),
             stamps: if stamped { vec![0; num_blocks as usize] } else { Vec::new() },
             len: 0,
+            stale: 0,
         }
     }
 
@@ -90,6 +95,7 @@ impl FreeBlockQueue {
     pub fn remove(&mut self, blocks: &[KvCacheBlock]) {
         debug_assert!(self.stamped(), "only prefix caching revives free blocks");
         self.len -= 1;
+        self.stale += 1;
         // Stale entries are dropped once they outnumber the live ones.
         if self.ids.len() > 2 * self.len as usize + 64 {
             let stamps = &self.stamps;
@@ -100,6 +106,7 @@ impl FreeBlockQueue {
                 .filter(|&(&id, &stamp)| Self::current(stamps, blocks, id, stamp))
                 .unzip();
             (self.ids, self.entry_stamps) = (ids, entry_stamps);
+            self.stale = 0;
         }
     }
 
@@ -111,10 +118,16 @@ impl FreeBlockQueue {
             return Some(id);
         }
         while let (Some(id), Some(stamp)) = (self.ids.pop_front(), self.entry_stamps.pop_front()) {
+            if self.stale == 0 {
+                debug_assert!(Self::current(&self.stamps, blocks, id, stamp), "an uncounted stale entry");
+                self.len -= 1;
+                return Some(id);
+            }
             if Self::current(&self.stamps, blocks, id, stamp) {
                 self.len -= 1;
                 return Some(id);
             }
+            self.stale -= 1;
         }
         None
     }

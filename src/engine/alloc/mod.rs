@@ -7,6 +7,7 @@ pub mod block_pool;
 pub mod contiguous;
 pub mod free_queue;
 pub mod ids;
+pub mod own_hashes;
 pub mod paged;
 
 pub use block::KvCacheBlock;
@@ -196,6 +197,14 @@ impl KvCacheManager {
         match self {
             KvCacheManager::Contiguous(c) => c.free(seq),
             KvCacheManager::Paged(p) => p.free(seq),
+        }
+    }
+
+    /// Request `r` has ended (finished or refused): the prefix cache stops listing the blocks
+    /// of its own tokens, which nothing will look up again (they stay cached until evicted).
+    pub fn forget_request(&mut self, r: RequestId) {
+        if let KvCacheManager::Paged(p) = self {
+            p.forget_request(r);
         }
     }
 

@@ -159,11 +159,31 @@ impl PagedAllocator {
         if !self.prefix_caching {
             return found;
         }
-        let max_blocks = num_tokens.saturating_sub(1) / self.block_size;
+        let (bs, max_blocks) = (self.block_size, num_tokens.saturating_sub(1) / self.block_size);
+        // The request's own blocks from the first one looked up on, found in one pass.
+        let mut own: Option<(u32, Vec<u32>)> = None;
         let mut parent = 0u64;
         for b in 0..max_blocks {
-            let h = identity.block_hash(parent, b, self.block_size);
-            match self.pool.get_cached_block(h) {
+            let content = identity.block_content(b, bs);
+            let h = chain_hash(parent, content, bs);
+            let hit = if self.in_hash_map(content) {
+                self.pool.get_cached_block(h)
+            } else if !self.pool.has_own_blocks(identity.request) {
+                None
+            } else {
+                let (first, blocks) = own.get_or_insert_with(|| {
+                    let mut hashes = vec![h];
+                    for k in b + 1..max_blocks {
+                        let parent = hashes[hashes.len() - 1];
+                        hashes.push(chain_hash(parent, identity.block_content(k, bs), bs));
+                    }
+                    let mut blocks = vec![u32::MAX; hashes.len()];
+                    self.pool.own_cached_blocks(identity.request, b, &hashes, &mut blocks);
+                    (b, blocks)
+                });
+                Some(blocks[(b - *first) as usize]).filter(|&id| id != u32::MAX)
+            };
+            match hit {
                 Some(id) => found.blocks.push(id),
                 None => break,
             }
@@ -171,6 +191,17 @@ impl PagedAllocator {
         }
         found.num_tokens = found.blocks.len() as u32 * self.block_size;
         found
+    }
+
+    /// A full block of this content is cached in the pool's hash → blocks map; under v1 a block
+    /// of one request's own tokens is in that request's own list instead.
+    fn in_hash_map(&self, content: u64) -> bool {
+        is_shared_content(content) || self.pool.engine() == EngineVersion::V0
+    }
+
+    /// Request `r` has ended: the blocks of its own tokens leave its list (`own_hashes.rs`).
+    pub fn forget_request(&mut self, r: RequestId) {
+        self.pool.forget_request(r);
     }
 
     /// Admits a new sequence as vLLM's `allocate_slots` admits a waiting request: the whole known
@@ -318,10 +349,16 @@ impl PagedAllocator {
         *live_tokens += u64::from(num_new_tokens);
         let (full_before, full_now) = (cur / bs, total / bs);
         if *prefix_caching {
+            let v1 = pool.engine() == EngineVersion::V1;
             for b in full_before..full_now {
                 let content = table.identity.block_content(b, bs);
                 let h = chain_hash(table.chain_hash, content, bs);
-                pool.cache_full_block(table.blocks[b as usize], h, is_shared_content(content));
+                let id = table.blocks[b as usize];
+                if is_shared_content(content) || !v1 {
+                    pool.cache_full_block(id, h, is_shared_content(content));
+                } else {
+                    pool.cache_own_block(id, h, table.identity.request, b);
+                }
                 table.chain_hash = h;
             }
         }

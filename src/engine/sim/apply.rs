@@ -144,6 +144,7 @@ impl Simulation {
             }
             self.finished += 1;
             self.client_free();
+            self.kv.forget_request(r);
         }
         self.scheduler.finish_sample(&mut self.groups, r, k);
     }
