@@ -31,7 +31,9 @@
 //!   bf16/fp16, 4 for float32):
 //!   - forward `T × (4 × hidden + 3 × intermediate ÷ TP) × a` (a gated MLP: residual, input, its
 //!     gate-up output of 2 × intermediate, the activated intermediate, the down projection's
-//!     output; intermediate of the dense layers or shared expert);
+//!     output; intermediate of the dense layers or shared expert); a plain MLP (Phi-2,
+//!     StarCoder2, Falcon) holds its up projection's output and the activated one, 2 ×
+//!     intermediate;
 //!   - sampler `S × vocab × (a + SAMPLER_BYTES_PER_LOGIT) + 2 × T × hidden × a` (the logits, the
 //!     sampler's float32 copies, sort values and indices, beside the pass's hidden states; every
 //!     rank samples the whole vocabulary);
@@ -54,7 +56,7 @@ use serde::Serialize;
 
 use super::kv_spec::KvLayout;
 use super::model::{gpu_preset, KvDtype, ModelSpec, GIB};
-use super::model_arch::Quantization;
+use super::model_arch::{Mlp, Quantization};
 use super::plan::group_thousands;
 
 /// Memory outside PyTorch's allocator on one GPU, GiB (vLLM 0.19 on H100: 0.24–0.27).
@@ -80,8 +82,11 @@ pub const DEFAULT_MAX_NUM_SEQS: u32 = 256;
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ActivationShape {
     pub hidden_size: u32,
-    /// The gated MLP's intermediate of the dense layers (or of a MoE model's shared expert).
+    /// The MLP's intermediate of the dense layers (or of a MoE model's shared expert).
     pub intermediate_size: u32,
+    /// Whether that MLP is gated (3 live widths of the intermediate) or plain (2).
+    #[serde(skip_serializing_if = "Mlp::is_gated")]
+    pub mlp: Mlp,
     pub vocab_size: u32,
     /// Bytes per activation: 2 (bf16, fp16), 4 (float32).
     pub activation_bytes: u32,
@@ -97,6 +102,7 @@ impl ActivationShape {
             Some(a) => Some(ActivationShape {
                 hidden_size: a.hidden_size,
                 intermediate_size: a.dense_intermediate(),
+                mlp: if a.experts.is_some_and(|e| e.moe_layers >= a.layers) { Mlp::Gated } else { a.mlp },
                 vocab_size: a.vocab_size,
                 activation_bytes: a.dtype.bytes() as u32,
                 moe_workspace: a
@@ -118,7 +124,14 @@ impl ActivationShape {
             "llama-2-7b" => (4096, 11008, 32_000),
             _ => return None,
         };
-        Some(ActivationShape { hidden_size, intermediate_size, vocab_size, activation_bytes: 2, moe_workspace: None })
+        Some(ActivationShape {
+            hidden_size,
+            intermediate_size,
+            mlp: Mlp::Gated,
+            vocab_size,
+            activation_bytes: 2,
+            moe_workspace: None,
+        })
     }
 }
 
@@ -229,7 +242,8 @@ pub fn peak_activation_bytes(shape: &ActivationShape, tp: u32, batched_tokens: u
     let tokens = f64::from(batched_tokens);
     let a = f64::from(shape.activation_bytes.max(1));
     let hidden = f64::from(shape.hidden_size);
-    let forward = tokens * (4.0 * hidden + 3.0 * f64::from(shape.intermediate_size) / tp) * a;
+    let mlp = shape.mlp.matrices() as f64 * f64::from(shape.intermediate_size);
+    let forward = tokens * (4.0 * hidden + mlp / tp) * a;
     let rows = f64::from(max_num_seqs.min(batched_tokens));
     let sampler = rows * f64::from(shape.vocab_size) * (a + SAMPLER_BYTES_PER_LOGIT) + 2.0 * tokens * hidden * a;
     let moe = shape.moe_workspace.map_or(0.0, |(top_k, expert_intermediate)| {
