@@ -311,8 +311,18 @@ fn phi_configs_plan_on_an_h100_at_4096_tokens() {
         let (blocks, tokens) = (b["num_gpu_blocks"].as_u64().unwrap(), b["kv_cache_tokens"].as_u64().unwrap());
         let available = b["available_kv_bytes"].as_f64().unwrap();
         assert_eq!(b["kv_cache_groups"], 1, "{name}: one kind of layer, one group");
-        assert_eq!(tokens, blocks * 16, "{name}");
         assert_eq!(blocks, (available / (16.0 * per_token as f64)) as u64, "{name}");
+        // vLLM's tokens are its concurrency × max_model_len, a request taking `cdiv(L, 16)`
+        // blocks, or under a window `cdiv(min(W − 1 + 8192, L), 16) + 1`
+        // (`SlidingWindowSpec.max_memory_usage_bytes`): 257 for Phi-3-mini-4k's 2,047.
+        let l: u64 = len.parse().unwrap();
+        let per_request = match window {
+            Some(w) => (w - 1 + 8192).min(l).div_ceil(16) + 1,
+            None => l.div_ceil(16),
+        };
+        let concurrency = blocks as f64 / per_request as f64;
+        assert!((b["max_concurrency"].as_f64().unwrap() - concurrency).abs() < 1e-9, "{name}");
+        assert_eq!(tokens, (concurrency * l as f64) as u64, "{name}");
         // 0.9 × 79.22 GiB less the weights, and under 4 GiB of non-torch memory, activations
         // and CUDA graphs.
         let left = 0.9 * 79.22 - weights;

@@ -44,7 +44,10 @@
 //!   `--enforce-eager`) = [`CUDA_GRAPH_MIB_PER_LAYER`] MiB per layer.
 //!
 //! With sliding-window or chunked layers beside full ones, blocks, tokens and concurrency follow
-//! vLLM's hybrid groups (`kv_spec.rs`); an MLA latent is one head, kept whole on every GPU.
+//! vLLM's hybrid groups (`kv_spec.rs`); a model whose every layer slides (Mistral, Phi-3-mini-4k)
+//! is one group whose request needs only its window's blocks (`cdiv(min(W − 1 + T, L), bs) + 1`
+//! in place of `cdiv(max_model_len, block_size)` above); an MLA latent is one head, kept whole
+//! on every GPU.
 //! KV heads are split across the tensor-parallel GPUs and replicated when TP exceeds them
 //! (`max(1, kv_heads ÷ TP)`, as vLLM's `ModelConfig.get_num_kv_heads` does). Every rank holds the
 //! same number of blocks, so the KV cache size in tokens is per replica as well as per GPU.
@@ -197,11 +200,6 @@ pub struct MemoryBudget {
     pub max_concurrency: f64,
 }
 
-/// ceil(a / b) for positive integers.
-fn cdiv(a: u64, b: u64) -> u64 {
-    a.div_ceil(b.max(1))
-}
-
 fn gib_to_bytes(gib: f64) -> u64 {
     (gib * GIB as f64) as u64
 }
@@ -281,11 +279,10 @@ impl MemoryBudget {
         let bytes_per_block =
             if layout.is_hybrid() { per_layer * u64::from(layout.group_size) } else { per_token } * u64::from(block);
         let num_blocks = if available > 0 { available as u64 / bytes_per_block } else { 0 };
-        let blocks_per_request = if layout.is_hybrid() {
-            layout.blocks_per_request(input.max_model_len, block, input.max_num_batched_tokens)
-        } else {
-            cdiv(u64::from(input.max_model_len), u64::from(block))
-        };
+        // A request's blocks in every group: `cdiv(L, bs)` for full attention, a window's cap
+        // for a model whose every layer slides (Mistral, Phi-3-mini-4k), as
+        // `get_max_concurrency_for_kv_cache_config` sums `max_memory_usage_bytes`.
+        let blocks_per_request = layout.blocks_per_request(input.max_model_len, block, input.max_num_batched_tokens);
         let max_concurrency = num_blocks as f64 / blocks_per_request.max(1) as f64;
         let kv_cache_tokens = if layout.is_hybrid() {
             layout.kv_cache_tokens(num_blocks, block)
