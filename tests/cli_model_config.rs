@@ -290,7 +290,13 @@ fn phi_configs_plan_on_an_h100_at_4096_tokens() {
     // (config, max_model_len, KV bytes per token, weights and rotary cache GiB, window).
     let cases: &[(&str, &str, u64, f64, Option<u64>)] = &[
         ("microsoft__phi-2", "2048", 327_680, 2.0 * 2_779_683_840.0 / gib, None),
-        ("microsoft__Phi-3-mini-4k-instruct", "4096", 393_216, 2.0 * (3_821_079_552.0 + 4096.0 * 96.0) / gib, Some(2047)),
+        (
+            "microsoft__Phi-3-mini-4k-instruct",
+            "4096",
+            393_216,
+            2.0 * (3_821_079_552.0 + 4096.0 * 96.0) / gib,
+            Some(2047),
+        ),
         (
             "microsoft__Phi-3.5-mini-instruct",
             "4096",

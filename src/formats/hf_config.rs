@@ -9,12 +9,14 @@
 //! (`model.hf_config.`, or the CLI's file).
 
 mod families;
+mod keys;
 mod rope;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::engine::config::ConfigError;
 use crate::engine::model_arch::{Attention, Experts, LayerAttention, ModelArch, WeightDtype};
+use keys::{err, family, Family, Obj};
 
 /// The architectures kvlab reads, by the family whose keys they use.
 pub const ARCHITECTURES: &[&str] = &[
@@ -43,124 +45,6 @@ pub const ARCHITECTURES: &[&str] = &[
     "Starcoder2ForCausalLM",
     "FalconForCausalLM",
 ];
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Family {
-    Dense,
-    Mistral,
-    Qwen,
-    Gemma,
-    Gemma2,
-    Gemma3,
-    Mixtral,
-    QwenMoe,
-    Llama4,
-    GptOss,
-    DeepSeek,
-    Phi,
-    Phi3,
-    Cohere,
-    Olmo2,
-    InternLm2,
-    Starcoder2,
-    Falcon,
-}
-
-fn family(arch: &str) -> Option<Family> {
-    Some(match arch {
-        "LlamaForCausalLM" | "GraniteForCausalLM" => Family::Dense,
-        "MistralForCausalLM" => Family::Mistral,
-        "Qwen2ForCausalLM" | "Qwen3ForCausalLM" => Family::Qwen,
-        "GemmaForCausalLM" => Family::Gemma,
-        "Gemma2ForCausalLM" => Family::Gemma2,
-        "Gemma3ForCausalLM" | "Gemma3ForConditionalGeneration" => Family::Gemma3,
-        "MixtralForCausalLM" => Family::Mixtral,
-        "Qwen2MoeForCausalLM" | "Qwen3MoeForCausalLM" => Family::QwenMoe,
-        "Llama4ForCausalLM" | "Llama4ForConditionalGeneration" => Family::Llama4,
-        "GptOssForCausalLM" => Family::GptOss,
-        "DeepseekV2ForCausalLM" | "DeepseekV3ForCausalLM" => Family::DeepSeek,
-        "PhiForCausalLM" => Family::Phi,
-        "Phi3ForCausalLM" => Family::Phi3,
-        "CohereForCausalLM" => Family::Cohere,
-        "Olmo2ForCausalLM" => Family::Olmo2,
-        "InternLM2ForCausalLM" => Family::InternLm2,
-        "Starcoder2ForCausalLM" => Family::Starcoder2,
-        "FalconForCausalLM" => Family::Falcon,
-        _ => return None,
-    })
-}
-
-/// One JSON object of the file and its path in it (`""` or `"text_config."`).
-#[derive(Clone, Copy)]
-struct Obj<'a> {
-    map: &'a Map<String, Value>,
-    at: &'a str,
-}
-
-fn err(key: impl Into<String>, message: impl Into<String>) -> ConfigError {
-    ConfigError::new(key, message)
-}
-
-impl<'a> Obj<'a> {
-    fn path(&self, key: &str) -> String {
-        format!("{}{key}", self.at)
-    }
-
-    /// A key that is absent or `null` reads as None.
-    fn get(&self, key: &str) -> Option<&'a Value> {
-        self.map.get(key).filter(|v| !v.is_null())
-    }
-
-    fn u32(&self, key: &str) -> Result<Option<u32>, ConfigError> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(v) => v.as_u64().filter(|&n| n <= u64::from(u32::MAX)).map(|n| Some(n as u32)).ok_or_else(|| {
-                err(self.path(key), format!("{v} is not a whole number; config.json gives it as one, e.g. 32"))
-            }),
-        }
-    }
-
-    fn req(&self, key: &str) -> Result<u32, ConfigError> {
-        self.u32(key)?.ok_or_else(|| {
-            err(self.path(key), "missing; copy the model's whole config.json from its Hugging Face page".to_string())
-        })
-    }
-
-    fn positive(&self, key: &str) -> Result<u32, ConfigError> {
-        match self.req(key)? {
-            0 => Err(err(self.path(key), "is 0; it must be at least 1")),
-            n => Ok(n),
-        }
-    }
-
-    fn bool(&self, key: &str) -> Result<Option<bool>, ConfigError> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(v) => v.as_bool().map(Some).ok_or_else(|| err(self.path(key), format!("{v} is not true or false"))),
-        }
-    }
-
-    fn str(&self, key: &str) -> Result<Option<&'a str>, ConfigError> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(v) => v.as_str().map(Some).ok_or_else(|| err(self.path(key), format!("{v} is not a string"))),
-        }
-    }
-
-    fn array(&self, key: &str) -> Result<Option<&'a Vec<Value>>, ConfigError> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(v) => v.as_array().map(Some).ok_or_else(|| err(self.path(key), format!("{v} is not a list"))),
-        }
-    }
-
-    fn object(&self, key: &str) -> Result<Option<&'a Map<String, Value>>, ConfigError> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(v) => v.as_object().map(Some).ok_or_else(|| err(self.path(key), "is not an object")),
-        }
-    }
-}
 
 /// vLLM's `--dtype` and `--quantization`, when given.
 #[derive(Clone, Copy, Debug, Default)]

@@ -5,7 +5,7 @@
 //! biases), its norms (how many per layer, LayerNorm's bias, q/k norms), the attention biases'
 //! key and the default of `tie_word_embeddings`.
 
-use super::{err, Family, Obj};
+use super::keys::{err, Family, Obj};
 use crate::engine::config::ConfigError;
 use crate::engine::model_arch::{Biases, Mlp};
 
@@ -59,9 +59,8 @@ pub(super) fn intermediate(fam: Family, hidden: u32) -> Option<u32> {
 }
 
 pub(super) fn shape(fam: Family, arch: &str, text: Obj<'_>) -> Result<Shape, ConfigError> {
-    let attention_bias = |default: bool| -> Result<bool, ConfigError> {
-        Ok(text.bool("attention_bias")?.unwrap_or(default))
-    };
+    let attention_bias =
+        |default: bool| -> Result<bool, ConfigError> { Ok(text.bool("attention_bias")?.unwrap_or(default)) };
     let gated = |norms_per_layer: u32, tied_default: bool| Shape {
         norms_per_layer,
         mlp: Mlp::Gated,
@@ -131,10 +130,9 @@ pub(super) fn shape(fam: Family, arch: &str, text: Obj<'_>) -> Result<Shape, Con
                 tied_default: true,
             }
         }
-        Family::Gemma | Family::Gemma2 | Family::Gemma3 => Shape {
-            attention_bias: attention_bias(false)?,
-            ..gated(if fam == Family::Gemma { 2 } else { 4 }, true)
-        },
+        Family::Gemma | Family::Gemma2 | Family::Gemma3 => {
+            Shape { attention_bias: attention_bias(false)?, ..gated(if fam == Family::Gemma { 2 } else { 4 }, true) }
+        }
         _ => Shape {
             attention_bias: attention_bias(fam == Family::Qwen && arch.starts_with("Qwen2"))?,
             ..gated(2, false)

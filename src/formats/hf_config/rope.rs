@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use super::{Family, Obj};
+use super::keys::{err, Family, Obj};
 use crate::engine::config::ConfigError;
 use crate::engine::model_arch::{Attention, DerivedMaxLen};
 
@@ -35,7 +35,7 @@ pub(super) fn read_rope_cache(
         Some(v) => match v.as_f64().filter(|f| *f > 0.0 && *f <= 1.0) {
             Some(f) => (head_rotary as f64 * f) as u64,
             None => {
-                return Err(super::err(
+                return Err(err(
                     text.path("partial_rotary_factor"),
                     format!("{v} is not a fraction of the head dim above 0 and at most 1, e.g. 0.4"),
                 ))
@@ -88,7 +88,7 @@ pub(super) fn read_rope_cache(
 fn longrope_positions(top: Obj<'_>, text: Obj<'_>, r: Obj<'_>, positions: u64) -> Result<u64, ConfigError> {
     for key in ["short_factor", "long_factor"] {
         if r.array(key)?.is_none() {
-            return Err(super::err(
+            return Err(err(
                 r.path(key),
                 "missing; LongRoPE needs its short_factor and long_factor lists, copy the model's whole config.json",
             ));
@@ -99,7 +99,7 @@ fn longrope_positions(top: Obj<'_>, text: Obj<'_>, r: Obj<'_>, positions: u64) -
         None => match text.u32("original_max_position_embeddings")?.or(top.u32("original_max_position_embeddings")?) {
             Some(n) => n,
             None => {
-                return Err(super::err(
+                return Err(err(
                     text.path("original_max_position_embeddings"),
                     "missing; LongRoPE scales from it, copy the model's whole config.json",
                 ))
