@@ -345,3 +345,40 @@ fn phi_configs_plan_on_an_h100_at_4096_tokens() {
         );
     }
 }
+
+/// StarCoder2-3B and Falcon-40B-instruct (`tests/golden/model-configs/`) on H100s at 0.9:
+/// StarCoder2's 4,096-token window on every layer, Falcon's 8 KV heads split 4 and 4 at TP 2 and
+/// its 2,048 positions (FalconConfig's default), which is as long as vLLM lets it run.
+#[test]
+fn starcoder2_and_falcon_plan_on_h100s() {
+    let golden = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/model-configs");
+    let at = |name: &str, len: &str, tp: &str| {
+        let path = golden.join(format!("{name}.config.json"));
+        let o = Command::new(env!("CARGO_BIN_EXE_kvlab"))
+            .args(["plan", "--model-config", path.to_str().unwrap(), "--gpu", "h100-sxm"])
+            .args(["--gpu-memory-utilization", "0.9", "--max-model-len", len, "--tensor-parallel-size", tp, "--json"])
+            .output()
+            .unwrap();
+        (o.status.success(), text(&o.stdout), text(&o.stderr))
+    };
+    let (ok, out, e) = at("bigcode__starcoder2-3b", "4096", "1");
+    assert!(ok, "{e}");
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    // 30 layers × 2 KV heads × 128 × 2 × 2 bytes; a request holds its window's 257 blocks.
+    assert_eq!(doc["budget"]["kv_bytes_per_token_per_gpu"], 30 * 2 * 128 * 2 * 2);
+    let blocks = doc["budget"]["num_gpu_blocks"].as_u64().unwrap();
+    assert!((doc["budget"]["max_concurrency"].as_f64().unwrap() - blocks as f64 / 257.0).abs() < 1e-9);
+    let (ok, _, e) = at("tiiuae__falcon-40b-instruct", "4096", "2");
+    assert!(!ok && e.contains("(max_position_embeddings=2048.0 or model_max_length=None"), "{e}");
+    let (ok, out, e) = at("tiiuae__falcon-40b-instruct", "2048", "2");
+    assert!(ok, "{e}");
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(doc["budget"]["kv_bytes_per_token_per_gpu"], 60 * 4 * 64 * 2 * 2);
+    let weights = doc["budget"]["weights_bytes"].as_f64().unwrap() / (1u64 << 30) as f64;
+    // Half of 41,303,293,952 bf16 parameters, and the 2,048 × 64 rotary cache.
+    assert!((weights - (41_303_293_952.0 + 2.0 * 2048.0 * 64.0) / (1u64 << 30) as f64).abs() < 0.001, "{weights}");
+    let (ok, _, e) = at("tiiuae__falcon-40b-instruct", "2048", "1");
+    // 76.9 GiB of weights leave an H100's 71.3 GiB share nothing: refused, naming TP 2.
+    assert!(!ok && e.contains("No available memory for the cache blocks"), "{e}");
+    assert!(e.contains("(kvlab: --tensor-parallel-size 2 leaves "), "{e}");
+}
