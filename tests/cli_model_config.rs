@@ -259,3 +259,126 @@ fn fp8_weights_compute_at_the_gpus_fp8_rate() {
     let (a_bf16, a_fp8) = (prefill("", "a100-80gb"), prefill(r#", "quantization": "fp8""#, "a100-80gb"));
     assert!((a_fp8 / a_bf16 - 1.0).abs() < 0.02, "{a_fp8} vs {a_bf16} µs");
 }
+
+/// The Phi configs of `tests/golden/model-configs/` plan on an H100 at 0.9 and 4,096 tokens as
+/// vLLM would start them: Phi-2, whose config gives 2,048 positions, is refused in vLLM's words
+/// (`_get_and_verify_max_len`) and plans at 2,048; every window covers its layers' KV as one
+/// group, the tokens are the blocks' slots, and the KV memory is what the GPU's share leaves
+/// beside the weights.
+#[test]
+fn phi_configs_plan_on_an_h100_at_4096_tokens() {
+    let golden = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/model-configs");
+    let at = |name: &str, len: &str| {
+        let path = golden.join(format!("{name}.config.json"));
+        let o = Command::new(env!("CARGO_BIN_EXE_kvlab"))
+            .args(["plan", "--model-config", path.to_str().unwrap(), "--gpu", "h100-sxm"])
+            .args(["--gpu-memory-utilization", "0.9", "--max-model-len", len, "--json"])
+            .output()
+            .unwrap();
+        (o.status.success(), text(&o.stdout), text(&o.stderr))
+    };
+    let (ok, _, e) = at("microsoft__phi-2", "4096");
+    assert!(!ok);
+    assert!(
+        e.contains(
+            "--max-model-len: User-specified max_model_len (4096) is greater than the derived max_model_len \
+             (max_position_embeddings=2048.0 or model_max_length=None in model's config.json)"
+        ) && e.contains("use a max_model_len of 2048 or less"),
+        "{e}"
+    );
+    let gib = (1u64 << 30) as f64;
+    // (config, max_model_len, KV bytes per token, weights and rotary cache GiB, window).
+    let cases: &[(&str, &str, u64, f64, Option<u64>)] = &[
+        ("microsoft__phi-2", "2048", 327_680, 2.0 * 2_779_683_840.0 / gib, None),
+        (
+            "microsoft__Phi-3-mini-4k-instruct",
+            "4096",
+            393_216,
+            2.0 * (3_821_079_552.0 + 4096.0 * 96.0) / gib,
+            Some(2047),
+        ),
+        (
+            "microsoft__Phi-3.5-mini-instruct",
+            "4096",
+            393_216,
+            2.0 * (3_821_079_552.0 + 135_168.0 * 96.0) / gib,
+            Some(262_144),
+        ),
+        ("microsoft__phi-4", "4096", 204_800, 2.0 * (14_659_507_200.0 + 16_384.0 * 128.0) / gib, Some(16_384)),
+    ];
+    for &(name, len, per_token, weights_gib, window) in cases {
+        let (ok, out, e) = at(name, len);
+        assert!(ok, "{name}: {e}");
+        let doc: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+        let b = &doc["budget"];
+        assert_eq!(b["kv_bytes_per_token_per_gpu"], per_token, "{name}");
+        let weights = b["weights_bytes"].as_f64().unwrap() / gib;
+        assert!((weights - weights_gib).abs() < 0.001, "{name}: {weights} GiB vs {weights_gib}");
+        let (blocks, tokens) = (b["num_gpu_blocks"].as_u64().unwrap(), b["kv_cache_tokens"].as_u64().unwrap());
+        let available = b["available_kv_bytes"].as_f64().unwrap();
+        assert_eq!(b["kv_cache_groups"], 1, "{name}: one kind of layer, one group");
+        assert_eq!(blocks, (available / (16.0 * per_token as f64)) as u64, "{name}");
+        // vLLM's tokens are its concurrency × max_model_len, a request taking `cdiv(L, 16)`
+        // blocks, or under a window `cdiv(min(W − 1 + 8192, L), 16) + 1`
+        // (`SlidingWindowSpec.max_memory_usage_bytes`): 257 for Phi-3-mini-4k's 2,047.
+        let l: u64 = len.parse().unwrap();
+        let per_request = match window {
+            Some(w) => (w - 1 + 8192).min(l).div_ceil(16) + 1,
+            None => l.div_ceil(16),
+        };
+        let concurrency = blocks as f64 / per_request as f64;
+        assert!((b["max_concurrency"].as_f64().unwrap() - concurrency).abs() < 1e-9, "{name}");
+        assert_eq!(tokens, (concurrency * l as f64) as u64, "{name}");
+        // 0.9 × 79.22 GiB less the weights, and under 4 GiB of non-torch memory, activations
+        // and CUDA graphs.
+        let left = 0.9 * 79.22 - weights;
+        assert!((left - 4.0..left).contains(&(available / gib)), "{name}: {:.2} GiB of KV", available / gib);
+        let kinds = &doc["model"]["kv_layout"]["kinds"];
+        let kind = &kinds[0]["attention"];
+        match window {
+            None => assert_eq!(kind["kind"], "full", "{name}: {kinds}"),
+            Some(w) => assert_eq!((kind["kind"].as_str(), kind["tokens"].as_u64()), (Some("sliding_window"), Some(w))),
+        }
+        println!(
+            "{name:<36} max_model_len {len}: weights {weights:.2} GiB, KV {:.2} GiB, {blocks} blocks, {tokens} tokens",
+            available / gib
+        );
+    }
+}
+
+/// StarCoder2-3B and Falcon-40B-instruct (`tests/golden/model-configs/`) on H100s at 0.9:
+/// StarCoder2's 4,096-token window on every layer, Falcon's 8 KV heads split 4 and 4 at TP 2 and
+/// its 2,048 positions (FalconConfig's default), which is as long as vLLM lets it run.
+#[test]
+fn starcoder2_and_falcon_plan_on_h100s() {
+    let golden = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/model-configs");
+    let at = |name: &str, len: &str, tp: &str| {
+        let path = golden.join(format!("{name}.config.json"));
+        let o = Command::new(env!("CARGO_BIN_EXE_kvlab"))
+            .args(["plan", "--model-config", path.to_str().unwrap(), "--gpu", "h100-sxm"])
+            .args(["--gpu-memory-utilization", "0.9", "--max-model-len", len, "--tensor-parallel-size", tp, "--json"])
+            .output()
+            .unwrap();
+        (o.status.success(), text(&o.stdout), text(&o.stderr))
+    };
+    let (ok, out, e) = at("bigcode__starcoder2-3b", "4096", "1");
+    assert!(ok, "{e}");
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    // 30 layers × 2 KV heads × 128 × 2 × 2 bytes; a request holds its window's 257 blocks.
+    assert_eq!(doc["budget"]["kv_bytes_per_token_per_gpu"], 30 * 2 * 128 * 2 * 2);
+    let blocks = doc["budget"]["num_gpu_blocks"].as_u64().unwrap();
+    assert!((doc["budget"]["max_concurrency"].as_f64().unwrap() - blocks as f64 / 257.0).abs() < 1e-9);
+    let (ok, _, e) = at("tiiuae__falcon-40b-instruct", "4096", "2");
+    assert!(!ok && e.contains("(max_position_embeddings=2048.0 or model_max_length=None"), "{e}");
+    let (ok, out, e) = at("tiiuae__falcon-40b-instruct", "2048", "2");
+    assert!(ok, "{e}");
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(doc["budget"]["kv_bytes_per_token_per_gpu"], 60 * 4 * 64 * 2 * 2);
+    let weights = doc["budget"]["weights_bytes"].as_f64().unwrap() / (1u64 << 30) as f64;
+    // Half of 41,303,293,952 bf16 parameters, and the 2,048 × 64 rotary cache.
+    assert!((weights - (41_303_293_952.0 + 2.0 * 2048.0 * 64.0) / (1u64 << 30) as f64).abs() < 0.001, "{weights}");
+    let (ok, _, e) = at("tiiuae__falcon-40b-instruct", "2048", "1");
+    // 76.9 GiB of weights leave an H100's 71.3 GiB share nothing: refused, naming TP 2.
+    assert!(!ok && e.contains("No available memory for the cache blocks"), "{e}");
+    assert!(e.contains("(kvlab: --tensor-parallel-size 2 leaves "), "{e}");
+}

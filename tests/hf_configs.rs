@@ -311,11 +311,11 @@ fn missing_keys_and_unknown_architectures_are_refused_by_name() {
     assert_eq!(e.field, "num_hidden_layers");
     assert!(e.message.starts_with("missing; "), "{e}");
     let mut unknown = base.clone();
-    unknown["architectures"] = json!(["FalconForCausalLM"]);
+    unknown["architectures"] = json!(["GPT2LMHeadModel"]);
     let e = read_hf_config(&unknown, Overrides::default()).unwrap_err();
     assert_eq!(e.field, "architectures[0]");
     assert!(
-        e.message.contains("\"FalconForCausalLM\" is not an architecture kvlab reads; use one of LlamaForCausalLM"),
+        e.message.contains("\"GPT2LMHeadModel\" is not an architecture kvlab reads; use one of LlamaForCausalLM"),
         "{e}"
     );
     let mut nested = json!({"architectures": ["Gemma3ForConditionalGeneration"], "text_config": {"hidden_size": 2560}});

@@ -12,6 +12,7 @@ mod common;
 use common::repo_path;
 use kvlab::engine::memory_budget::{ActivationShape, MemoryBudget, MemoryBudgetInput, CUDA_GRAPH_MIB_PER_LAYER};
 use kvlab::engine::model::{KvDtype, ModelSpec, GIB};
+use kvlab::engine::model_arch::Mlp;
 use kvlab::formats::hf_config::{read_hf_config, Overrides};
 use serde_json::{json, Value};
 
@@ -70,6 +71,7 @@ fn model(log: &Value) -> (ModelSpec, ActivationShape, KvDtype) {
     let shape = ActivationShape {
         hidden_size: u("hidden_size"),
         intermediate_size: u("intermediate_size"),
+        mlp: Mlp::Gated,
         vocab_size: u("vocab_size"),
         activation_bytes: 2,
         moe_workspace: None,

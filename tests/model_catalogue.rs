@@ -55,6 +55,26 @@ fn the_kept_keys_give_the_same_model_as_the_whole_config() {
     assert!(compared >= 15, "{compared}");
 }
 
+/// The entries whose whole config.json is kept in `tests/golden/model-configs/` (the Phi family):
+/// the kept keys give the same model as the whole file.
+#[test]
+fn the_kept_keys_give_the_same_model_as_the_golden_config() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/model-configs");
+    let mut compared = 0;
+    for id in catalogue_ids() {
+        let path = dir.join(format!("{}.config.json", id.replace('/', "__")));
+        if !path.is_file() {
+            continue;
+        }
+        compared += 1;
+        let whole: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let full = read_hf_config(&whole, Overrides::default()).unwrap();
+        let kept = catalogue_model(&id).unwrap().unwrap();
+        assert_eq!(kept.arch.as_deref(), Some(&full), "{id}");
+    }
+    assert_eq!(compared, 4);
+}
+
 /// (id, published total B, published active B, source) for the entries whose whole config.json is
 /// not in `../shared/validation/model-configs/` (those are checked in `tests/hf_configs.rs`).
 const PUBLISHED: &[(&str, f64, Option<f64>, &str)] = &[
@@ -85,6 +105,10 @@ const PUBLISHED: &[(&str, f64, Option<f64>, &str)] = &[
     ("meta-llama/Llama-3.1-405B", 405.0, None, "Llama-3.1-405B: 405 B, model card"),
     ("codellama/CodeLlama-34b-Instruct-hf", 33.7, None, "CodeLlama-34b-Instruct-hf: 33.7 B, Hugging Face model page"),
     ("01-ai/Yi-34B", 34.4, None, "Yi-34B: 34.4 B, Hugging Face model page"),
+    ("microsoft/phi-2", 2.78, None, "phi-2: 2.78 B, Hugging Face model page (safetensors)"),
+    ("microsoft/Phi-3-mini-4k-instruct", 3.82, None, "Phi-3-mini-4k-instruct: 3.82 B, Hugging Face model page"),
+    ("microsoft/Phi-3.5-mini-instruct", 3.82, None, "Phi-3.5-mini-instruct: 3.82 B, Hugging Face model page"),
+    ("microsoft/phi-4", 14.7, None, "phi-4: 14.7 B, Hugging Face model page (safetensors)"),
 ];
 
 #[test]

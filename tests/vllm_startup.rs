@@ -10,6 +10,7 @@ use kvlab::engine::memory_budget::{
     format_gib, kv_heads_per_gpu, ActivationShape, MemoryBudget, MemoryBudgetInput, DEFAULT_MAX_NUM_SEQS,
 };
 use kvlab::engine::model::{model_preset, KvDtype, ModelSpec, GIB};
+use kvlab::engine::model_arch::Mlp;
 use kvlab::engine::startup_checks::{
     check_block_size, check_free_memory, check_kv_cache_memory, estimated_max_model_len, AttentionBackend,
 };
@@ -64,6 +65,7 @@ fn input(inputs: &Value) -> MemoryBudgetInput {
         shape: ActivationShape {
             hidden_size: u(inputs, "hidden_size"),
             intermediate_size: u(inputs, "intermediate_size"),
+            mlp: Mlp::Gated,
             vocab_size: u(inputs, "vocab_size"),
             activation_bytes: 2,
             moe_workspace: None,

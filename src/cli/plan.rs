@@ -5,6 +5,7 @@ use clap::{Args, ValueEnum};
 use crate::engine::model::{KvDtype, ModelSpec, GIB};
 use crate::engine::model_arch::WeightDtype;
 use crate::engine::plan::{group_thousands, CapacityPlan, PlanInput};
+use crate::engine::startup_checks::check_derived_max_model_len;
 use crate::formats::hf_config::{read_hf_config, Overrides};
 use crate::formats::model_catalogue::resolve_model_id;
 
@@ -124,7 +125,17 @@ fn parse_gib(s: &str) -> Result<f64, String> {
 }
 
 /// The model `--model` names, or the one `--model-config` reads (with `--dtype`, `--quantization`).
+/// The model of `--model` or `--model-config`, refused as vLLM refuses it when `--max-model-len`
+/// is longer than its config.json allows.
 pub fn resolve_model(args: &PlanArgs) -> Result<ModelSpec, String> {
+    let model = read_model(args)?;
+    if let Some(a) = model.arch.as_deref() {
+        check_derived_max_model_len(a, args.max_model_len).map_err(|m| format!("--max-model-len: {m}"))?;
+    }
+    Ok(model)
+}
+
+fn read_model(args: &PlanArgs) -> Result<ModelSpec, String> {
     let Some(path) = &args.model_config else {
         let id = args.model.as_deref().unwrap_or_default();
         return resolve_model_id(id).map_err(|m| format!("--model: {m}"));

@@ -31,7 +31,9 @@
 //!   bf16/fp16, 4 for float32):
 //!   - forward `T × (4 × hidden + 3 × intermediate ÷ TP) × a` (a gated MLP: residual, input, its
 //!     gate-up output of 2 × intermediate, the activated intermediate, the down projection's
-//!     output; intermediate of the dense layers or shared expert);
+//!     output; intermediate of the dense layers or shared expert); a plain MLP (Phi-2,
+//!     StarCoder2, Falcon) holds its up projection's output and the activated one, 2 ×
+//!     intermediate;
 //!   - sampler `S × vocab × (a + SAMPLER_BYTES_PER_LOGIT) + 2 × T × hidden × a` (the logits, the
 //!     sampler's float32 copies, sort values and indices, beside the pass's hidden states; every
 //!     rank samples the whole vocabulary);
@@ -42,7 +44,10 @@
 //!   `--enforce-eager`) = [`CUDA_GRAPH_MIB_PER_LAYER`] MiB per layer.
 //!
 //! With sliding-window or chunked layers beside full ones, blocks, tokens and concurrency follow
-//! vLLM's hybrid groups (`kv_spec.rs`); an MLA latent is one head, kept whole on every GPU.
+//! vLLM's hybrid groups (`kv_spec.rs`); a model whose every layer slides (Mistral, Phi-3-mini-4k)
+//! is one group whose request needs only its window's blocks (`cdiv(min(W − 1 + T, L), bs) + 1`
+//! in place of `cdiv(max_model_len, block_size)` above); an MLA latent is one head, kept whole
+//! on every GPU.
 //! KV heads are split across the tensor-parallel GPUs and replicated when TP exceeds them
 //! (`max(1, kv_heads ÷ TP)`, as vLLM's `ModelConfig.get_num_kv_heads` does). Every rank holds the
 //! same number of blocks, so the KV cache size in tokens is per replica as well as per GPU.
@@ -54,7 +59,7 @@ use serde::Serialize;
 
 use super::kv_spec::KvLayout;
 use super::model::{gpu_preset, KvDtype, ModelSpec, GIB};
-use super::model_arch::Quantization;
+use super::model_arch::{Mlp, Quantization};
 use super::plan::group_thousands;
 
 /// Memory outside PyTorch's allocator on one GPU, GiB (vLLM 0.19 on H100: 0.24–0.27).
@@ -80,8 +85,11 @@ pub const DEFAULT_MAX_NUM_SEQS: u32 = 256;
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ActivationShape {
     pub hidden_size: u32,
-    /// The gated MLP's intermediate of the dense layers (or of a MoE model's shared expert).
+    /// The MLP's intermediate of the dense layers (or of a MoE model's shared expert).
     pub intermediate_size: u32,
+    /// Whether that MLP is gated (3 live widths of the intermediate) or plain (2).
+    #[serde(skip_serializing_if = "Mlp::is_gated")]
+    pub mlp: Mlp,
     pub vocab_size: u32,
     /// Bytes per activation: 2 (bf16, fp16), 4 (float32).
     pub activation_bytes: u32,
@@ -97,6 +105,7 @@ impl ActivationShape {
             Some(a) => Some(ActivationShape {
                 hidden_size: a.hidden_size,
                 intermediate_size: a.dense_intermediate(),
+                mlp: if a.experts.is_some_and(|e| e.moe_layers >= a.layers) { Mlp::Gated } else { a.mlp },
                 vocab_size: a.vocab_size,
                 activation_bytes: a.dtype.bytes() as u32,
                 moe_workspace: a
@@ -118,7 +127,14 @@ impl ActivationShape {
             "llama-2-7b" => (4096, 11008, 32_000),
             _ => return None,
         };
-        Some(ActivationShape { hidden_size, intermediate_size, vocab_size, activation_bytes: 2, moe_workspace: None })
+        Some(ActivationShape {
+            hidden_size,
+            intermediate_size,
+            mlp: Mlp::Gated,
+            vocab_size,
+            activation_bytes: 2,
+            moe_workspace: None,
+        })
     }
 }
 
@@ -184,11 +200,6 @@ pub struct MemoryBudget {
     pub max_concurrency: f64,
 }
 
-/// ceil(a / b) for positive integers.
-fn cdiv(a: u64, b: u64) -> u64 {
-    a.div_ceil(b.max(1))
-}
-
 fn gib_to_bytes(gib: f64) -> u64 {
     (gib * GIB as f64) as u64
 }
@@ -229,7 +240,8 @@ pub fn peak_activation_bytes(shape: &ActivationShape, tp: u32, batched_tokens: u
     let tokens = f64::from(batched_tokens);
     let a = f64::from(shape.activation_bytes.max(1));
     let hidden = f64::from(shape.hidden_size);
-    let forward = tokens * (4.0 * hidden + 3.0 * f64::from(shape.intermediate_size) / tp) * a;
+    let mlp = shape.mlp.matrices() as f64 * f64::from(shape.intermediate_size);
+    let forward = tokens * (4.0 * hidden + mlp / tp) * a;
     let rows = f64::from(max_num_seqs.min(batched_tokens));
     let sampler = rows * f64::from(shape.vocab_size) * (a + SAMPLER_BYTES_PER_LOGIT) + 2.0 * tokens * hidden * a;
     let moe = shape.moe_workspace.map_or(0.0, |(top_k, expert_intermediate)| {
@@ -267,11 +279,10 @@ impl MemoryBudget {
         let bytes_per_block =
             if layout.is_hybrid() { per_layer * u64::from(layout.group_size) } else { per_token } * u64::from(block);
         let num_blocks = if available > 0 { available as u64 / bytes_per_block } else { 0 };
-        let blocks_per_request = if layout.is_hybrid() {
-            layout.blocks_per_request(input.max_model_len, block, input.max_num_batched_tokens)
-        } else {
-            cdiv(u64::from(input.max_model_len), u64::from(block))
-        };
+        // A request's blocks in every group: `cdiv(L, bs)` for full attention, a window's cap
+        // for a model whose every layer slides (Mistral, Phi-3-mini-4k), as
+        // `get_max_concurrency_for_kv_cache_config` sums `max_memory_usage_bytes`.
+        let blocks_per_request = layout.blocks_per_request(input.max_model_len, block, input.max_num_batched_tokens);
         let max_concurrency = num_blocks as f64 / blocks_per_request.max(1) as f64;
         let kv_cache_tokens = if layout.is_hybrid() {
             layout.kv_cache_tokens(num_blocks, block)

@@ -5,10 +5,13 @@
 //! the KV cache per layer (`kv_spec.rs` groups the layers as vLLM's hybrid allocator does).
 //!
 //! Parameter counts follow the modules vLLM builds for the architecture: embeddings, the
-//! language-model head unless tied, per layer the attention projections (grouped-query, or
-//! DeepSeek's multi-head latent attention), a gated MLP (3 × hidden × intermediate) or routed
-//! experts with their router and shared experts, the norms, and a vision encoder when the
-//! checkpoint carries one (estimated from `vision_config`).
+//! language-model head unless tied (with its bias for Phi-2), per layer the attention
+//! projections (grouped-query, or DeepSeek's multi-head latent attention; a fused qkv_proj holds
+//! the same weights as three), a gated MLP (3 × hidden × intermediate) or a plain one (2 ×:
+//! Phi-2's fc1/fc2, StarCoder2's c_fc/c_proj, Falcon's dense_h_to_4h/dense_4h_to_h), with its
+//! biases where the checkpoint has them, or routed experts with their router and shared experts,
+//! the norms (a LayerNorm's bias doubling them; OLMo-2's and Command R+'s q/k norms over all
+//! heads), and a vision encoder when the checkpoint carries one (estimated from `vision_config`).
 
 use serde::Serialize;
 
@@ -164,6 +167,60 @@ pub enum LayerAttention {
     Chunked(u32),
 }
 
+/// The MLP of a dense layer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mlp {
+    /// Gate, up and down projections (SwiGLU, GeGLU): 3 × hidden × intermediate.
+    #[default]
+    Gated,
+    /// Up and down projections around an activation (GELU): 2 × hidden × intermediate.
+    Plain,
+}
+
+impl Mlp {
+    pub fn is_gated(&self) -> bool {
+        *self == Mlp::Gated
+    }
+
+    /// Weight matrices of hidden × intermediate in one MLP.
+    pub fn matrices(self) -> u64 {
+        match self {
+            Mlp::Gated => 3,
+            Mlp::Plain => 2,
+        }
+    }
+}
+
+/// Bias vectors beyond the attention projections' (`Attention::Grouped::bias`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Biases {
+    /// On the dense MLP's projections (Phi-2, StarCoder2).
+    pub mlp: bool,
+    /// On every norm: a LayerNorm with weight and bias (Phi-2, StarCoder2, Falcon).
+    pub norms: bool,
+    /// On the language-model head (Phi-2).
+    pub lm_head: bool,
+}
+
+impl Biases {
+    pub fn is_none(&self) -> bool {
+        *self == Biases::default()
+    }
+}
+
+/// vLLM's derived maximum length (`_get_and_verify_max_len`, `derive_max_model_len_and_key`):
+/// the smallest of the config's length keys (`model_max_length` winning where given), times a
+/// `linear` or `dynamic` RoPE factor; a longer `max_model_len` is refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DerivedMaxLen {
+    pub tokens: u64,
+    /// The key it came from, as vLLM names it (`max_position_embeddings`).
+    pub key: &'static str,
+    /// Whether vLLM multiplied it by a RoPE factor (1.0 included), and so prints it as a float.
+    pub scaled: bool,
+}
+
 /// A decoder as its config.json gives it (after defaults), with everything derived from it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ModelArch {
@@ -178,8 +235,17 @@ pub struct ModelArch {
     pub experts: Option<Experts>,
     /// One entry per layer.
     pub layer_attention: Vec<LayerAttention>,
-    /// Norm vectors per layer (2; Gemma-2/3 have 4).
+    /// Norm vectors per layer (2; Gemma-2/3 have 4; parallel attention and MLP share 1).
     pub norms_per_layer: u32,
+    /// The dense layers' MLP (gated unless the architecture's is plain).
+    #[serde(skip_serializing_if = "Mlp::is_gated")]
+    pub mlp: Mlp,
+    #[serde(skip_serializing_if = "Biases::is_none")]
+    pub biases: Biases,
+    /// Norms of the queries and keys over all heads (OLMo-2's `q_norm` of heads × head dim and
+    /// `k_norm` of KV heads × head dim; Command R+'s per-head norms hold as many).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub qk_norm: bool,
     /// Parameters outside the decoder (a vision encoder and its projector), estimated.
     pub vision_params: u64,
     pub dtype: WeightDtype,
@@ -189,6 +255,9 @@ pub struct ModelArch {
     /// whole on every GPU at the model's dtype and counted in "Model loading took".
     #[serde(skip)]
     pub rope_cache_elements: u64,
+    /// The longest `max_model_len` vLLM accepts for the config, when it gives a length.
+    #[serde(skip)]
+    pub derived_max_len: Option<DerivedMaxLen>,
 }
 
 /// Parameters by module, so that weight bytes can price each at its own width.
@@ -234,16 +303,27 @@ impl ModelArch {
         let layers = u64::from(self.layers);
         let embedding = u64::from(self.vocab_size) * hidden;
         let gated = |inter: u32| 3 * hidden * u64::from(inter);
+        let b = self.biases;
+        let lm_head = if self.tie_word_embeddings { 0 } else { embedding };
+        let qk_norm = match self.attention {
+            Attention::Grouped { heads, kv_heads, head_dim, .. } if self.qk_norm => {
+                u64::from((heads + kv_heads) * head_dim)
+            }
+            _ => 0,
+        };
+        let norm_vectors = (layers * u64::from(self.norms_per_layer) + 1) * hidden + layers * qk_norm;
         let mut c = ParamCounts {
             embedding,
-            lm_head: if self.tie_word_embeddings { 0 } else { embedding },
+            lm_head: lm_head + if b.lm_head { u64::from(self.vocab_size) } else { 0 },
             attention: layers * self.attention.params(hidden),
-            norms: (layers * u64::from(self.norms_per_layer) + 1) * hidden,
+            norms: norm_vectors * if b.norms { 2 } else { 1 },
             vision: self.vision_params,
             ..ParamCounts::default()
         };
         let moe_layers = self.experts.map_or(0, |e| u64::from(e.moe_layers.min(self.layers)));
-        c.dense_mlp = (layers - moe_layers) * gated(self.intermediate_size);
+        let inter = u64::from(self.intermediate_size);
+        let mlp_bias = if b.mlp { (self.mlp.matrices() - 1) * inter + hidden } else { 0 };
+        c.dense_mlp = (layers - moe_layers) * (self.mlp.matrices() * hidden * inter + mlp_bias);
         if let Some(e) = self.experts {
             let bias = if e.bias { 2 * u64::from(e.expert_intermediate) + hidden } else { 0 };
             let expert = gated(e.expert_intermediate) + bias;

@@ -10,7 +10,7 @@
 use super::config::{AllocatorConfig, ConfigError, EngineVersion, SchedulerConfig, SimConfig};
 use super::metrics::StepPoint;
 use super::model::{model_preset, ModelSpec, GIB};
-use super::model_arch::{Attention, LayerAttention, ModelArch, WeightDtype};
+use super::model_arch::{Attention, Biases, LayerAttention, Mlp, ModelArch, WeightDtype};
 use super::sim::Simulation;
 use super::timing::StepTimeModel;
 use super::workload::{Arrival, RequestSpec, WorkloadConfig};
@@ -140,11 +140,15 @@ fn llama_3_8b_sliding(window: u32) -> ModelArch {
             .map(|i| if i % 2 == 0 { LayerAttention::SlidingWindow(window) } else { LayerAttention::Full })
             .collect(),
         norms_per_layer: 2,
+        mlp: Mlp::Gated,
+        biases: Biases::default(),
+        qk_norm: false,
         vision_params: 0,
         dtype: WeightDtype::Bf16,
         quantization: None,
         // The step clock replays read no memory budget: no rotary cache is counted.
         rope_cache_elements: 0,
+        derived_max_len: None,
     }
 }
 

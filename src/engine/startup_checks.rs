@@ -10,11 +10,31 @@
 //! - A block size the attention backend cannot run (`vllm/v1/attention/backend.py::
 //!   supports_block_size` over each backend's `get_supported_kernel_block_sizes`): a size is
 //!   supported when it is a multiple of one of the advertised sizes.
+//! - A `max_model_len` above the length a config.json gives (`vllm/config/model.py::
+//!   _get_and_verify_max_len`, `ModelArch::derived_max_len`), refused before anything loads unless
+//!   `VLLM_ALLOW_LONG_MAX_MODEL_LEN` is set.
 
 use serde::Serialize;
 
 use super::kv_spec::KvLayout;
 use super::memory_budget::{format_gib, MemoryBudget};
+use super::model_arch::ModelArch;
+
+/// `_get_and_verify_max_len`: a `max_model_len` above the model's derived length is refused in
+/// vLLM's words (its `model_max_length` attribute, absent from these configs, prints None).
+pub fn check_derived_max_model_len(arch: &ModelArch, max_model_len: u32) -> Result<(), String> {
+    let Some(d) = arch.derived_max_len else { return Ok(()) };
+    if u64::from(max_model_len) <= d.tokens {
+        return Ok(());
+    }
+    let derived = if d.scaled { format!("{}.0", d.tokens) } else { d.tokens.to_string() };
+    Err(format!(
+        "User-specified max_model_len ({max_model_len}) is greater than the derived max_model_len ({}={derived} or \
+         model_max_length=None in model's config.json). To allow overriding this maximum, set the env var \
+         VLLM_ALLOW_LONG_MAX_MODEL_LEN=1; use a max_model_len of {} or less",
+        d.key, d.tokens
+    ))
+}
 
 /// The CUDA/ROCm/CPU attention backends a dense decoder can use, with the kernel block sizes
 /// vLLM 0.33 advertises for them (`get_supported_kernel_block_sizes`).

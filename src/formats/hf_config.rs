@@ -2,14 +2,21 @@
 //! (`engine::model_arch`): the decoder's keys (under `text_config` for Gemma-3 and Llama-4), the
 //! defaults transformers gives the keys a file leaves out, experts (Mixtral, Qwen-MoE, Llama-4,
 //! gpt-oss, DeepSeek), multi-head latent attention, sliding-window and chunked layers, the dtype
-//! and `quantization_config`, and vLLM's `--dtype` and `--quantization` overrides. A missing or
-//! malformed key is refused naming it (`num_hidden_layers: missing; …`); callers put their own
-//! path in front (`model.hf_config.`, or the CLI's file).
+//! and `quantization_config`, and vLLM's `--dtype` and `--quantization` overrides. Each family's
+//! own modules (Phi-2's plain MLP and biases, Falcon's key names, OLMo-2's q/k norms, …) are in
+//! `hf_config/families.rs`, the rotary caches in `hf_config/rope.rs`. A missing or malformed key
+//! is refused naming it (`num_hidden_layers: missing; …`); callers put their own path in front
+//! (`model.hf_config.`, or the CLI's file).
 
-use serde_json::{Map, Value};
+mod families;
+mod keys;
+mod rope;
+
+use serde_json::Value;
 
 use crate::engine::config::ConfigError;
 use crate::engine::model_arch::{Attention, Experts, LayerAttention, ModelArch, WeightDtype};
+use keys::{err, family, Family, Obj};
 
 /// The architectures kvlab reads, by the family whose keys they use.
 pub const ARCHITECTURES: &[&str] = &[
@@ -30,111 +37,14 @@ pub const ARCHITECTURES: &[&str] = &[
     "GptOssForCausalLM",
     "DeepseekV2ForCausalLM",
     "DeepseekV3ForCausalLM",
+    "PhiForCausalLM",
+    "Phi3ForCausalLM",
+    "CohereForCausalLM",
+    "Olmo2ForCausalLM",
+    "InternLM2ForCausalLM",
+    "Starcoder2ForCausalLM",
+    "FalconForCausalLM",
 ];
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Family {
-    Dense,
-    Mistral,
-    Qwen,
-    Gemma,
-    Gemma2,
-    Gemma3,
-    Mixtral,
-    QwenMoe,
-    Llama4,
-    GptOss,
-    DeepSeek,
-}
-
-fn family(arch: &str) -> Option<Family> {
-    Some(match arch {
-        "LlamaForCausalLM" | "GraniteForCausalLM" => Family::Dense,
-        "MistralForCausalLM" => Family::Mistral,
-        "Qwen2ForCausalLM" | "Qwen3ForCausalLM" => Family::Qwen,
-        "GemmaForCausalLM" => Family::Gemma,
-        "Gemma2ForCausalLM" => Family::Gemma2,
-        "Gemma3ForCausalLM" | "Gemma3ForConditionalGeneration" => Family::Gemma3,
-        "MixtralForCausalLM" => Family::Mixtral,
-        "Qwen2MoeForCausalLM" | "Qwen3MoeForCausalLM" => Family::QwenMoe,
-        "Llama4ForCausalLM" | "Llama4ForConditionalGeneration" => Family::Llama4,
-        "GptOssForCausalLM" => Family::GptOss,
-        "DeepseekV2ForCausalLM" | "DeepseekV3ForCausalLM" => Family::DeepSeek,
-        _ => return None,
-    })
-}
-
-/// One JSON object of the file and its path in it (`""` or `"text_config."`).
-#[derive(Clone, Copy)]
-struct Obj<'a> {
-    map: &'a Map<String, Value>,
-    at: &'a str,
-}
-
-fn err(key: impl Into<String>, message: impl Into<String>) -> ConfigError {
-    ConfigError::new(key, message)
-}
-
-impl<'a> Obj<'a> {
-    fn path(&self, key: &str) -> String {
-        format!("{}{key}", self.at)
-    }
-
-    /// A key that is absent or `null` reads as None.
-    fn get(&self, key: &str) -> Option<&'a Value> {
-        self.map.get(key).filter(|v| !v.is_null())
-    }
-
-    fn u32(&self, key: &str) -> Result<Option<u32>, ConfigError> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(v) => v.as_u64().filter(|&n| n <= u64::from(u32::MAX)).map(|n| Some(n as u32)).ok_or_else(|| {
-                err(self.path(key), format!("{v} is not a whole number; config.json gives it as one, e.g. 32"))
-            }),
-        }
-    }
-
-    fn req(&self, key: &str) -> Result<u32, ConfigError> {
-        self.u32(key)?.ok_or_else(|| {
-            err(self.path(key), "missing; copy the model's whole config.json from its Hugging Face page".to_string())
-        })
-    }
-
-    fn positive(&self, key: &str) -> Result<u32, ConfigError> {
-        match self.req(key)? {
-            0 => Err(err(self.path(key), "is 0; it must be at least 1")),
-            n => Ok(n),
-        }
-    }
-
-    fn bool(&self, key: &str) -> Result<Option<bool>, ConfigError> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(v) => v.as_bool().map(Some).ok_or_else(|| err(self.path(key), format!("{v} is not true or false"))),
-        }
-    }
-
-    fn str(&self, key: &str) -> Result<Option<&'a str>, ConfigError> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(v) => v.as_str().map(Some).ok_or_else(|| err(self.path(key), format!("{v} is not a string"))),
-        }
-    }
-
-    fn array(&self, key: &str) -> Result<Option<&'a Vec<Value>>, ConfigError> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(v) => v.as_array().map(Some).ok_or_else(|| err(self.path(key), format!("{v} is not a list"))),
-        }
-    }
-
-    fn object(&self, key: &str) -> Result<Option<&'a Map<String, Value>>, ConfigError> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(v) => v.as_object().map(Some).ok_or_else(|| err(self.path(key), "is not an object")),
-        }
-    }
-}
 
 /// vLLM's `--dtype` and `--quantization`, when given.
 #[derive(Clone, Copy, Debug, Default)]
@@ -181,26 +91,28 @@ pub fn read_hf_config(config: &Value, overrides: Overrides<'_>) -> Result<ModelA
         })
     };
     let key = |k: &str| -> Result<u32, ConfigError> {
-        match (text.u32(k)?, default_of(k)) {
+        match (families::aliased(text, k, families::alias_of(fam, k))?, default_of(k)) {
+            (Some(0), _) => Err(err(text.path(k), "is 0; it must be at least 1")),
             (Some(n), _) | (None, Some(n)) => Ok(n),
             (None, None) => text.positive(k),
         }
     };
-    let layers = text.positive("num_hidden_layers")?;
+    let layers = key("num_hidden_layers")?;
     let hidden = text.positive("hidden_size")?;
     let heads = key("num_attention_heads")?;
-    let kv_heads = text.u32("num_key_value_heads")?.or(default_of("num_key_value_heads")).unwrap_or(heads);
+    let kv_heads = families::kv_heads(fam, text, heads)?.or(default_of("num_key_value_heads")).unwrap_or(heads);
     let head_dim = match text.u32("head_dim")?.or(default_of("head_dim")) {
         Some(d) => d,
         None => hidden / heads.max(1),
     };
-    let intermediate = match fam {
-        Family::Llama4 => text.u32("intermediate_size_mlp")?.unwrap_or(0),
+    let intermediate = match (fam, families::intermediate(fam, hidden)) {
+        (_, Some(n)) => n,
+        (Family::Llama4, None) => text.u32("intermediate_size_mlp")?.unwrap_or(0),
         _ => text.positive("intermediate_size")?,
     };
     let vocab = key("vocab_size")?;
-    let tied_default = matches!(fam, Family::Gemma | Family::Gemma2 | Family::Gemma3);
-    let tie = text.bool("tie_word_embeddings")?.or(top.bool("tie_word_embeddings")?).unwrap_or(tied_default);
+    let shape = families::shape(fam, &arch, text)?;
+    let tie = text.bool("tie_word_embeddings")?.or(top.bool("tie_word_embeddings")?).unwrap_or(shape.tied_default);
     let attention = if fam == Family::DeepSeek {
         Attention::Latent {
             heads,
@@ -211,8 +123,7 @@ pub fn read_hf_config(config: &Value, overrides: Overrides<'_>) -> Result<ModelA
             v_head_dim: text.positive("v_head_dim")?,
         }
     } else {
-        let bias = text.bool("attention_bias")?.unwrap_or(fam == Family::Qwen && arch.starts_with("Qwen2"));
-        Attention::Grouped { heads, kv_heads, head_dim, bias }
+        Attention::Grouped { heads, kv_heads, head_dim, bias: shape.attention_bias }
     };
     if kv_heads == 0 || heads % kv_heads != 0 {
         return Err(err(
@@ -234,52 +145,16 @@ pub fn read_hf_config(config: &Value, overrides: Overrides<'_>) -> Result<ModelA
         attention,
         experts,
         layer_attention: read_layer_attention(fam, text, layers, default_of("sliding_window_pattern"))?,
-        norms_per_layer: if matches!(fam, Family::Gemma2 | Family::Gemma3) { 4 } else { 2 },
+        norms_per_layer: shape.norms_per_layer,
+        mlp: shape.mlp,
+        biases: shape.biases,
+        qk_norm: shape.qk_norm,
         vision_params: read_vision(top, hidden)?,
         dtype: read_dtype(top, text, overrides.dtype)?,
         quantization: super::hf_quant::read_quantization(top.map, overrides.quantization)?,
-        rope_cache_elements: read_rope_cache(fam, text, &attention, default_of("max_position_embeddings"))?,
+        rope_cache_elements: rope::read_rope_cache(fam, top, text, &attention, default_of("max_position_embeddings"))?,
+        derived_max_len: rope::derived_max_len(fam, text, default_of("max_position_embeddings"))?,
     })
-}
-
-/// Elements of the cos/sin caches vLLM's `get_rope` builds (`rotary_embedding/`): positions ×
-/// rotary dim, positions `max_position_embeddings` for default and `llama3` RoPE, times the
-/// factor for `linear` and `dynamic`, `original_max_position_embeddings` × factor for `yarn`
-/// (DeepSeek's too). Gemma-3 builds two: its sliding layers' unscaled one and its global
-/// layers' scaled one. Without `max_position_embeddings` there is none to count.
-fn read_rope_cache(
-    fam: Family,
-    text: Obj<'_>,
-    attention: &Attention,
-    default_positions: Option<u32>,
-) -> Result<u64, ConfigError> {
-    let Some(positions) = text.u32("max_position_embeddings")?.or(default_positions) else { return Ok(0) };
-    let positions = u64::from(positions);
-    let rotary_dim = u64::from(match *attention {
-        Attention::Grouped { head_dim, .. } => head_dim,
-        Attention::Latent { qk_rope_head_dim, .. } => qk_rope_head_dim,
-    });
-    let scaled = match text.object("rope_scaling")? {
-        None => positions,
-        Some(map) => {
-            let r = Obj { map, at: "rope_scaling." };
-            let kind = match r.str("rope_type")? {
-                Some(k) => k,
-                None => r.str("type")?.unwrap_or("default"),
-            };
-            let factor = r.get("factor").and_then(Value::as_f64).unwrap_or(1.0);
-            match kind {
-                "linear" | "dynamic" => (positions as f64 * factor) as u64,
-                "yarn" | "deepseek_yarn" => {
-                    let original = r.u32("original_max_position_embeddings")?.map_or(positions, u64::from);
-                    (original as f64 * factor) as u64
-                }
-                _ => positions,
-            }
-        }
-    };
-    let local = if fam == Family::Gemma3 && scaled != positions { positions } else { 0 };
-    Ok((scaled + local) * rotary_dim)
 }
 
 fn read_experts(fam: Family, text: Obj<'_>, layers: u32) -> Result<Option<Experts>, ConfigError> {
@@ -405,7 +280,20 @@ fn read_layer_attention(
                 per_layer(&|_| false, LayerAttention::Full)
             }
         }
-        Family::Mistral | Family::Mixtral if text.get("sliding_window").is_some() => {
+        // vLLM gives a model without `layer_types` its `sliding_window` on every layer
+        // (`CacheConfig.sliding_window`, `EngineArgs.create_engine_config`): Mistral's, and
+        // Phi-3-mini-4k's 2,047, StarCoder2's 4,096, which transformers' classes keep.
+        Family::Mistral
+        | Family::Mixtral
+        | Family::Phi
+        | Family::Phi3
+        | Family::Cohere
+        | Family::Olmo2
+        | Family::InternLm2
+        | Family::Starcoder2
+        | Family::Falcon
+            if text.get("sliding_window").is_some() =>
+        {
             per_layer(&|_| true, LayerAttention::SlidingWindow(window()?))
         }
         _ => per_layer(&|_| false, LayerAttention::Full),
