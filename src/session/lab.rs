@@ -325,6 +325,36 @@ impl Lab {
         Ok(())
     }
 
+    /// Whether [`Lab::apply`] would take `state`, or its refusal; nothing changes.
+    pub fn check(&self, state: &LabState) -> Result<(), String> {
+        let mission = match (&state.mission, &self.mission) {
+            (None, _) => None,
+            (Some(r), Some(m)) if self.state.mission.as_ref().is_some_and(|o| o.id == r.id && o.custom == r.custom) => {
+                Some(m.clone())
+            }
+            (Some(r), _) => Some(super::missions::resolve(r)?),
+        };
+        if let Some(m) = &mission {
+            m.check_locks(&state.preset).map_err(|e| e.to_string())?;
+            if let Startup::Refused(_) = start(&state.preset).map_err(|e| e.to_string())? {
+                return Ok(()); // scored, not refused
+            }
+        }
+        for p in state.runs() {
+            if self.runs.iter().any(|r| r.preset == p) {
+                continue;
+            }
+            let paged = matches!(p.allocator, AllocatorDto::Paged { .. });
+            let label = if paged { "paged" } else { "contiguous" };
+            let checked = p.to_config().map_err(|e| e.to_string()).and_then(|config| {
+                check_page_limits(&config)?;
+                Simulation::new(config).map(drop).map_err(|e| e.to_string())
+            });
+            checked.map_err(|e| if state.compare { format!("{e} (in the {label} run)") } else { e })?;
+        }
+        Ok(())
+    }
+
     /// Shows time `t_us` (clamped to the run).
     pub fn seek(&mut self, t_us: u64) {
         let t = if self.runs.is_empty() { 0 } else { t_us.min(self.end_limit_us()) };
