@@ -86,6 +86,7 @@ fn sentence(why: &str) -> String {
 pub fn value_words(path: &str, value: &Value) -> String {
     let text = match value {
         Value::String(s) => s.clone(),
+        Value::Number(n) => n.as_f64().map_or_else(|| n.to_string(), crate::engine::numbers::show_number),
         other => other.to_string(),
     };
     let last = path.rsplit('.').next().unwrap_or(path);
@@ -175,13 +176,15 @@ impl Session {
         }
         self.pending.edits = edits;
         self.judge();
-        let message = self
-            .pending
-            .refusal(&path)
-            .or_else(|| self.pending.refusals.last().map(|(_, why)| why.as_str()))
-            .unwrap_or("refused")
-            .trim_end_matches('.')
-            .to_string();
+        let message = match (self.pending.refusal(&path), self.pending.refusals.last()) {
+            (Some(why), _) => why.trim_end_matches('.').to_string(),
+            (None, Some((_, why))) => format!(
+                "{}: not applied while the setup on screen is refused: {}",
+                display_path(&path),
+                why.trim_end_matches('.')
+            ),
+            (None, None) => format!("{}: not applied", display_path(&path)),
+        };
         Err(Refused { from, place, message })
     }
 
