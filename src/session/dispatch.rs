@@ -16,6 +16,8 @@ use super::kv_search::{KvSearchJob, Refusal};
 use super::lab::{secs_to_us, Lab};
 use super::loader::{self, Document};
 use super::pending::Pending;
+
+mod held;
 use super::sweep::{SweepJob, SweepPanel};
 use super::url_state::{LabState, LinkedFile, MissionRef};
 use super::{control_edit, missions, presets};
