@@ -142,7 +142,11 @@ async fn a_refused_value_is_held_and_the_transport_says_which_setup_runs() {
     let sel = c.find(Locator::Css("#controls select[data-path='scheduler.preemption']")).await.unwrap();
     sel.send_keys("\u{E00C}").await.unwrap();
     let s = held_state(c, "scheduler.preemption").await;
-    assert_eq!((s["note"].clone(), s["value"].as_str(), s["invalid"].clone()), (Value::Null, Some("recompute"), Value::Null), "{s}");
+    assert_eq!(
+        (s["note"].clone(), s["value"].as_str(), s["invalid"].clone()),
+        (Value::Null, Some("recompute"), Value::Null),
+        "{s}"
+    );
 
     // llama-3-70b on one H100, then KV memory from the GPU: the 8B runs from the GPU, and the
     // page says so under a Model box that reads llama-3-70b.
@@ -160,7 +164,7 @@ async fn a_refused_value_is_held_and_the_transport_says_which_setup_runs() {
     c.find(Locator::Id("undo-btn")).await.unwrap().click().await.unwrap();
     let s = held_state(c, "model").await;
     assert_eq!((s["note"].clone(), s["value"].as_str()), (Value::Null, Some("llama-3-8b")), "{s}");
-    assert_eq!(s["running"]["gpu_memory_utilization"].is_number(), true, "{s}");
+    assert!(s["running"]["gpu_memory_utilization"].is_number(), "{s}");
     set_control(c, "gpu", "l4").await;
     c.find(Locator::Id("discard-btn")).await.unwrap().click().await.unwrap();
     assert_eq!(held_state(c, "gpu").await["note"], Value::Null);

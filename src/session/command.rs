@@ -198,10 +198,14 @@ impl Command {
         use Command::*;
         match self {
             Play | Pause | TogglePlay | Step | Seek { .. } | SeekEnd | Speed { .. } => ChangeFrom::Time,
-            Set { .. } | Compare { .. } | AddRow { .. } | RemoveRow { .. } | Series { .. } | Discard { .. } | Undo
-            | Redo => {
-                ChangeFrom::Control
-            }
+            Set { .. }
+            | Compare { .. }
+            | AddRow { .. }
+            | RemoveRow { .. }
+            | Series { .. }
+            | Discard { .. }
+            | Undo
+            | Redo => ChangeFrom::Control,
             Load { .. } => ChangeFrom::Preset,
             LoadDocument { expect: Some(DocKind::Mission), .. } => ChangeFrom::Mission,
             LoadDocument { text, .. } if super::loader::is_mission(text) => ChangeFrom::Mission,

@@ -265,9 +265,7 @@ impl KvSearchJob {
                     runs,
                 }
             }
-            Some(Err(NotFound::Config(e))) => {
-                Answer::Refused { error: super::advice::lab_words(&e.to_string()), runs }
-            }
+            Some(Err(NotFound::Config(e))) => Answer::Refused { error: super::advice::lab_words(&e.to_string()), runs },
         }
     }
 

@@ -9,8 +9,10 @@ use kvlab::session::pending::{screen_of, value_words};
 
 /// The ids of `ids` that `text` names as whole words.
 fn named<'a>(text: &str, ids: &[&'a str]) -> Vec<&'a str> {
-    let words: Vec<&str> =
-        text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '.')).map(|w| w.trim_matches('.')).collect();
+    let words: Vec<&str> = text
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '.'))
+        .map(|w| w.trim_matches('.'))
+        .collect();
     ids.iter().copied().filter(|id| words.contains(id)).collect()
 }
 
@@ -65,4 +67,3 @@ pub fn assert_honest(s: &Session) {
         }
     }
 }
-

@@ -40,7 +40,8 @@ impl Session {
             .edits
             .iter()
             .map(|h| {
-                let now = value_for(running, &h.path).map_or_else(|| "its running value".into(), |v| value_words(&h.path, &v));
+                let now = value_for(running, &h.path)
+                    .map_or_else(|| "its running value".into(), |v| value_words(&h.path, &v));
                 format!("Running with {now} — your choice {} is not applied.", value_words(&h.path, &h.value))
             })
             .collect();
@@ -167,7 +168,8 @@ impl Session {
             self.pending.edits.iter().filter(|h| !unreadable.iter().any(|(p, _)| *p == h.path)).collect();
         if let Some(latest) = readable.last() {
             if let Err(e) = self.lab.check(&screen) {
-                let named = field_of(&e).and_then(|f| readable.iter().find(|h| h.path == f || preset_field(&h.path) == f));
+                let named =
+                    field_of(&e).and_then(|f| readable.iter().find(|h| h.path == f || preset_field(&h.path) == f));
                 let path = named.map_or(latest.path.clone(), |h| h.path.clone());
                 refusals.retain(|(p, _)| *p != path);
                 refusals.push((path, sentence(&self.advise(&e))));
@@ -184,4 +186,3 @@ impl Session {
         }
     }
 }
-
