@@ -161,6 +161,7 @@ async fn a_refused_value_is_held_and_the_transport_says_which_setup_runs() {
     assert!(s["reason"].as_str().unwrap().contains("tensor_parallel_size"), "{s}");
     save_screenshot(c, "e2e-pending-70b-on-one-h100.png").await;
     // Undo takes the held value first; Keep the running values lets go of any left.
+    js(c, "document.getElementById('undo-btn').scrollIntoView({block: 'center'}); return null").await;
     c.find(Locator::Id("undo-btn")).await.unwrap().click().await.unwrap();
     let s = held_state(c, "model").await;
     assert_eq!((s["note"].clone(), s["value"].as_str()), (Value::Null, Some("llama-3-8b")), "{s}");
@@ -233,6 +234,7 @@ async fn undo_and_redo_walk_the_setups_from_buttons_and_keys() {
     set_control(c, "scheduler.max_num_seqs", "64").await;
     c.find(Locator::Id("compare-toggle")).await.unwrap().click().await.unwrap();
     assert!(!disabled("undo-btn").await);
+    js(c, "document.getElementById('undo-btn').scrollIntoView({block: 'center'}); return null").await;
     c.find(Locator::Id("undo-btn")).await.unwrap().click().await.unwrap();
     assert_eq!(js(c, "return kvlab.state().compare").await, false);
     // Ctrl+Z on the page (not in a field) undoes the edit; the field shows the old value.

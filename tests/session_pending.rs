@@ -178,3 +178,26 @@ fn sweeps_and_searches_wait_for_held_values_and_refused_runs_clear_old_results()
     assert!(r.message.contains("gpu holds l4"), "{}", r.message);
     assert_honest(&s);
 }
+
+#[test]
+fn two_causes_give_two_reasons_each_at_its_control() {
+    let mut s = session("paged-default");
+    s.apply(set("allocator.block_size", json!("0")), 0.0).unwrap_err();
+    let r = s.apply(set("model", json!("llama-3-70b")), 0.0).unwrap_err();
+    assert!(r.message.contains("tensor_parallel_size 2 or more"), "{}", r.message);
+    assert!(s.pending().refusal("allocator.block_size").is_some_and(|w| w.contains("block_size")));
+    assert_eq!(s.pending().refusals().len(), 2, "{:?}", s.pending().refusals());
+    assert_honest(&s);
+}
+
+#[test]
+fn the_metrics_say_why_the_queue_waits() {
+    // Contiguous slabs at 40 s: the head's slab fits in no hole, though memory is free.
+    let mut s = session("contiguous-default");
+    s.apply(Command::Seek { t_s: 40.0 }, 0.0).unwrap();
+    let note = s.lab().runs[0].queue_note().expect("a queue waits at 40 s");
+    assert!(note.contains("larger than any hole") && note.contains("requests behind it wait"), "{note}");
+    // Paged blocks on the same traffic admit it: nothing to explain.
+    s.apply(set("allocator.kind", json!("paged")), 0.0).unwrap();
+    assert_eq!(s.lab().runs[0].queue_note(), None);
+}

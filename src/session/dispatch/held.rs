@@ -11,6 +11,19 @@ use crate::session::url_state::LabState;
 
 use super::Session;
 
+/// Controls whose values shape other refusals (the GPU, model and memory they name): a refusal
+/// judged without one of them would not be about the setup on screen.
+const SHAPING: &[&str] = &[
+    "gpu",
+    "model",
+    "kv_dtype",
+    "kv_memory_gib",
+    control_edit::KV_MEMORY_KIND_PATH,
+    "gpu_memory_utilization",
+    "gpu_memory_in_use_gib",
+    "tensor_parallel_size",
+];
+
 impl Session {
     /// The held edits and their refusals.
     pub fn pending(&self) -> &Pending {
@@ -161,19 +174,35 @@ impl Session {
 
     /// The refusals of the held edits, against the screen setup (see the module doc).
     fn judge(&mut self) {
-        let (screen, unreadable) = screen_of(&self.lab.state, &self.pending.edits);
+        let (_, unreadable) = screen_of(&self.lab.state, &self.pending.edits);
         let mut refusals: Vec<(String, String)> =
             unreadable.iter().map(|(p, e)| (p.clone(), sentence(&self.advise(e)))).collect();
         let readable: Vec<&Held> =
             self.pending.edits.iter().filter(|h| !unreadable.iter().any(|(p, _)| *p == h.path)).collect();
-        if let Some(latest) = readable.last() {
-            if let Err(e) = self.lab.check(&screen) {
-                let named =
-                    field_of(&e).and_then(|f| readable.iter().find(|h| h.path == f || preset_field(&h.path) == f));
-                let path = named.map_or(latest.path.clone(), |h| h.path.clone());
-                refusals.retain(|(p, _)| *p != path);
-                refusals.push((path, sentence(&self.advise(&e))));
+        // The screen setup's refusal, at the held control it names (else the latest). When it
+        // names a held control whose value shapes no other reason (a block size, a scheduler
+        // field), that value is set aside and the rest judged again: the next cause gets its
+        // own reason, at the control it names.
+        let mut left: Vec<Held> = self.pending.edits.clone();
+        let mut first = true;
+        while let Some(latest) = readable.iter().rev().find(|h| left.iter().any(|l| l.path == h.path)) {
+            let (screen, _) = screen_of(&self.lab.state, &left);
+            let Err(e) = self.lab.check(&screen) else { break };
+            let named = field_of(&e)
+                .and_then(|f| readable.iter().find(|h| h.path == f || preset_field(&h.path) == f))
+                .filter(|h| !refusals.iter().any(|(p, _)| *p == h.path));
+            let path = match (named, first) {
+                (Some(h), _) => h.path.clone(),
+                (None, true) => latest.path.clone(),
+                (None, false) => break,
+            };
+            first = false;
+            refusals.retain(|(p, _)| *p != path);
+            refusals.push((path.clone(), sentence(&self.advise(&e))));
+            if SHAPING.contains(&path.as_str()) {
+                break;
             }
+            left.retain(|h| h.path != path);
         }
         self.pending.refusals = refusals;
     }
