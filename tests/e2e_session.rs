@@ -166,9 +166,11 @@ async fn a_refused_value_is_held_and_the_transport_says_which_setup_runs() {
     let s = held_state(c, "model").await;
     assert_eq!((s["note"].clone(), s["value"].as_str()), (Value::Null, Some("llama-3-8b")), "{s}");
     assert!(s["running"]["gpu_memory_utilization"].is_number(), "{s}");
-    set_control(c, "gpu", "l4").await;
+    set_control(c, "scheduler.max_num_seqs", "0").await;
+    assert!(held_state(c, "scheduler.max_num_seqs").await["note"].is_string());
     c.find(Locator::Id("discard-btn")).await.unwrap().click().await.unwrap();
-    assert_eq!(held_state(c, "gpu").await["note"], Value::Null);
+    let s = held_state(c, "scheduler.max_num_seqs").await;
+    assert_eq!((s["note"].clone(), s["value"].as_str()), (Value::Null, Some("256")), "{s}");
     assert_eq!(js(c, "return kvlab.errors()").await, json!([]));
     b.close().await;
 }
