@@ -165,7 +165,7 @@ impl Run {
             HolReason::Memory(_) => format!("its prompt needs more blocks than the {free:.0}% of the KV memory that is free"),
             HolReason::SeqLimit => format!("max_num_seqs ({}) requests already run", s.max_num_seqs),
             HolReason::TokenBudget => format!(
-                "its prompt does not fit in what is left of the step's token budget (max_num_batched_tokens {})",
+                "its prompt does not fit in what is left of the step's token budget (max_num_batched_tokens {}; raise it, or turn on chunked prefill where the scheduler has it)",
                 s.max_num_batched_tokens
             ),
         };
