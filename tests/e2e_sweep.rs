@@ -143,6 +143,9 @@ async fn a_trace_preset_is_not_offered_a_request_rate_sweep() {
     let base = serve(require_dist()).await;
     let b = browser(1400, 900).await;
     let c = &b.client;
+    // A contiguous preset starts on a knob that moves its own run, not the paged block size.
+    open(c, &format!("{base}?preset=contiguous-default&autoplay=0")).await;
+    assert_eq!(js(c, "return document.getElementById('sweep-knob').value").await, json!("kv_memory_gib"));
     open(c, &format!("{base}?preset=paged-default&autoplay=0")).await;
     let rate = "document.querySelector('#sweep-knob option[value=\"workload.arrival.rate_per_s\"]')";
     assert_eq!(js(c, &format!("return {rate}.disabled")).await, json!(false), "a Poisson preset sweeps its rate");
