@@ -95,6 +95,17 @@ async fn the_embed_fits_every_frame_without_scrolling() {
             let m = measure(c).await;
             println!("{theme} {w}×{h}: {m}");
             assert_fits(&m, &format!("{theme} {w}×{h}"));
+            // The legend stays (one line in short frames), and no metric tile shown cuts its label.
+            let legible = js(
+                c,
+                "const body = document.querySelector('.metrics-table tbody').getBoundingClientRect();
+                 const cut = [...document.querySelectorAll('.metrics-table tr.key th')]
+                   .filter(e => e.getClientRects().length > 0 && e.getBoundingClientRect().top < body.bottom && e.scrollWidth > e.clientWidth + 1)
+                   .map(e => e.textContent.trim());
+                 return { legend: getComputedStyle(document.querySelector('.legend')).display !== 'none', cut }",
+            )
+            .await;
+            assert_eq!(legible, json!({ "legend": true, "cut": [] }), "{theme} {w}×{h}");
             save_screenshot(c, &format!("e2e-embed-{theme}-{w}x{h}.png")).await;
         }
     }

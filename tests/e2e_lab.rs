@@ -245,6 +245,15 @@ async fn the_compare_table_fits_its_panel_with_h200_scale_numbers() {
         .await;
         assert_eq!(fit, json!({ "scroll": 0, "over": [] }), "{preset}: the compare table overflows its panel");
     }
+    // Side by side at 1400 px, neither map's title is cut, and the maps start level.
+    let titles = js(
+        c,
+        "const cut = [...document.querySelectorAll('.run-kind')].filter(e => e.getClientRects().length > 0 && e.scrollWidth > e.clientWidth + 1).map(e => e.textContent);
+         const [a, b] = ['map-0', 'map-1'].map(id => document.getElementById(id).getBoundingClientRect().top);
+         return { cut, level: Math.abs(a - b) < 1 }",
+    )
+    .await;
+    assert_eq!(titles, json!({ "cut": [], "level": true }), "compare mode's map titles");
     save_screenshot(c, "e2e-compare-table-1400.png").await;
     b.close().await;
 }

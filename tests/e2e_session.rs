@@ -3,7 +3,8 @@
 //! editor keeps refused text and points at the line; Undo and Redo; the lab opens paused with
 //! its first step; the page's listeners, `window.kvlab` and a host page's `postMessage` reach the
 //! same state by the same commands; a refused host command leaves nothing on the reader's screen;
-//! and a linked preset file is read again on every load; the newcomer's tour.
+//! and a linked preset file is read again on every load; the newcomer's tour; a refused value
+//! held in its control never looks applied (the transport says which setup runs).
 #![cfg(not(target_arch = "wasm32"))]
 
 mod common_e2e;
@@ -103,6 +104,77 @@ async fn a_refused_setting_stays_in_its_control_with_the_reason_beside_it_in_vie
     b.close().await;
 }
 
+/// The transport's line, the metrics' note and the held control's mark, as the reader sees them.
+async fn held_state(c: &Client, path: &str) -> Value {
+    let script = format!(
+        "const shown = (id) => {{ const e = document.getElementById(id); return e.getClientRects().length > 0 ? e.textContent : null; }}; \
+         const el = document.querySelector('#controls [data-path=\"{path}\"]:not([type=range])'); \
+         const id = el.getAttribute('aria-describedby'); const note = id && document.getElementById(id); \
+         return {{ note: shown('running-note-text'), metrics: shown('metrics-held'), value: el.value, \
+                   invalid: el.getAttribute('aria-invalid'), reason: note ? note.textContent : null, \
+                   startup: document.getElementById('startup-line').textContent, \
+                   running: kvlab.state().preset }}"
+    );
+    js(c, &script).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_value_is_held_and_the_transport_says_which_setup_runs() {
+    let base = serve(require_dist()).await;
+    let b = browser(1400, 900).await;
+    let c = &b.client;
+    // Mission 3, swap: held, the advice within the mission's locks, the transport saying what runs.
+    open(c, &format!("{base}?mission=m3-preemption-storm")).await;
+    set_control(c, "scheduler.preemption", "swap").await;
+    let s = held_state(c, "scheduler.preemption").await;
+    assert_eq!(s["note"], "Running with recompute — your choice swap is not applied.", "{s}");
+    assert!(s["metrics"].as_str().is_some_and(|t| t.contains("running setup")), "{s}");
+    assert_eq!((s["value"].as_str(), s["invalid"].as_str()), (Some("swap"), Some("true")), "{s}");
+    let reason = s["reason"].as_str().unwrap();
+    assert!(reason.starts_with("Not applied: ") && reason.contains("use \"recompute\""), "{s}");
+    assert!(reason.contains("mission 3 keeps scheduler.engine") && !reason.contains("to \"v0\""), "{s}");
+    save_screenshot(c, "e2e-pending-swap-mission-3.png").await;
+    // Play runs recompute, and the line stays.
+    js(c, "kvlab.runTo(20); return null").await;
+    assert_eq!(js(c, "return kvlab.state().preset.scheduler.preemption").await, "recompute");
+    assert!(held_state(c, "scheduler.preemption").await["note"].is_string());
+    // Escape in the control puts the running value back.
+    let sel = c.find(Locator::Css("#controls select[data-path='scheduler.preemption']")).await.unwrap();
+    sel.send_keys("\u{E00C}").await.unwrap();
+    let s = held_state(c, "scheduler.preemption").await;
+    assert_eq!(
+        (s["note"].clone(), s["value"].as_str(), s["invalid"].clone()),
+        (Value::Null, Some("recompute"), Value::Null),
+        "{s}"
+    );
+
+    // llama-3-70b on one H100, then KV memory from the GPU: the 8B runs from the GPU, and the
+    // page says so under a Model box that reads llama-3-70b.
+    open(c, &format!("{base}?preset=paged-default")).await;
+    set_control(c, "model", "llama-3-70b").await;
+    set_control(c, "kv_memory.kind", "gpu").await;
+    let s = held_state(c, "model").await;
+    assert_eq!(s["value"], "llama-3-70b", "{s}");
+    assert_eq!(s["running"]["model"], "llama-3-8b", "{s}");
+    assert!(s["running"]["gpu_memory_utilization"].is_number(), "the GPU's share applied alone: {s}");
+    assert_eq!(s["note"], "Running with llama-3-8b — your choice llama-3-70b is not applied.", "{s}");
+    assert!(s["reason"].as_str().unwrap().contains("tensor_parallel_size"), "{s}");
+    save_screenshot(c, "e2e-pending-70b-on-one-h100.png").await;
+    // Undo takes the held value first; Keep the running values lets go of any left.
+    js(c, "document.getElementById('undo-btn').scrollIntoView({block: 'center'}); return null").await;
+    c.find(Locator::Id("undo-btn")).await.unwrap().click().await.unwrap();
+    let s = held_state(c, "model").await;
+    assert_eq!((s["note"].clone(), s["value"].as_str()), (Value::Null, Some("llama-3-8b")), "{s}");
+    assert!(s["running"]["gpu_memory_utilization"].is_number(), "{s}");
+    set_control(c, "scheduler.max_num_seqs", "0").await;
+    assert!(held_state(c, "scheduler.max_num_seqs").await["note"].is_string());
+    c.find(Locator::Id("discard-btn")).await.unwrap().click().await.unwrap();
+    let s = held_state(c, "scheduler.max_num_seqs").await;
+    assert_eq!((s["note"].clone(), s["value"].as_str()), (Value::Null, Some("256")), "{s}");
+    assert_eq!(js(c, "return kvlab.errors()").await, json!([]));
+    b.close().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_json_editor_keeps_refused_text_and_points_at_the_line() {
     let base = serve(require_dist()).await;
@@ -164,6 +236,7 @@ async fn undo_and_redo_walk_the_setups_from_buttons_and_keys() {
     set_control(c, "scheduler.max_num_seqs", "64").await;
     c.find(Locator::Id("compare-toggle")).await.unwrap().click().await.unwrap();
     assert!(!disabled("undo-btn").await);
+    js(c, "document.getElementById('undo-btn').scrollIntoView({block: 'center'}); return null").await;
     c.find(Locator::Id("undo-btn")).await.unwrap().click().await.unwrap();
     assert_eq!(js(c, "return kvlab.state().compare").await, false);
     // Ctrl+Z on the page (not in a field) undoes the edit; the field shows the old value.

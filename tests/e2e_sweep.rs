@@ -69,7 +69,8 @@ async fn a_sweep_in_the_page_equals_the_native_sweep_and_bad_values_are_refused(
     assert_eq!(js(c, "return document.getElementById('sweep-chart').hidden").await, json!(false));
 
     // A bad value: refused in the panel's own line (where "3 of 3 points" was, so it cannot
-    // pass for a success), naming the field; the finished sweep's points and the lab stay.
+    // pass for a success), naming the field; the finished sweep's points go (they were another
+    // sweep's, not under this refusal) and the lab stays.
     run_sweep(c, "allocator.block_size", "8,abc").await;
     let line = js(
         c,
@@ -83,7 +84,8 @@ async fn a_sweep_in_the_page_equals_the_native_sweep_and_bad_values_are_refused(
     );
     assert_eq!(line[1], json!(true), "{line}");
     assert!(!js(c, "return kvlab.errors().join(' ')").await.as_str().unwrap().contains("Sweep not run"));
-    assert_eq!(numbers_as_floats(js(c, "return kvlab.sweepResults().points").await).as_array().unwrap().len(), 3);
+    assert_eq!(js(c, "return kvlab.sweepResults()").await, Value::Null, "no old sweep under the refusal");
+    assert_eq!(js(c, "return document.querySelectorAll('#sweep-table tbody tr').length").await, json!(0));
     js(c, "kvlab.runTo(5); return null").await;
     let report = js(c, "return kvlab.report()").await;
     assert!(report["requests"]["finished"].as_f64().unwrap() > 0.0, "the lab keeps running: {report}");
@@ -141,6 +143,9 @@ async fn a_trace_preset_is_not_offered_a_request_rate_sweep() {
     let base = serve(require_dist()).await;
     let b = browser(1400, 900).await;
     let c = &b.client;
+    // A contiguous preset starts on a knob that moves its own run, not the paged block size.
+    open(c, &format!("{base}?preset=contiguous-default&autoplay=0")).await;
+    assert_eq!(js(c, "return document.getElementById('sweep-knob').value").await, json!("kv_memory_gib"));
     open(c, &format!("{base}?preset=paged-default&autoplay=0")).await;
     let rate = "document.querySelector('#sweep-knob option[value=\"workload.arrival.rate_per_s\"]')";
     assert_eq!(js(c, &format!("return {rate}.disabled")).await, json!(false), "a Poisson preset sweeps its rate");
@@ -250,14 +255,17 @@ async fn the_kv_search_in_the_page_answers_as_the_cli_does_and_can_be_cancelled(
     js(c, "kvlab.runTo(30); document.getElementById('sweep-search-title').scrollIntoView(); return null").await;
     save_screenshot(c, "sweep-search-1400x900.png").await;
 
-    // Bad targets: refused under the field, naming it and the fix; the answer and the lab stay.
+    // Bad targets: refused under the field, naming it and the fix; the last answer goes (it was
+    // another target's) and the lab stays.
     for bad in ["", "-5", "0", "abc"] {
         run_search(c, bad).await;
         let error = js(c, &text("sweep-search-error")).await;
         let error = error.as_str().unwrap();
         assert!(error.contains("TTFT p95 target") && error.contains("milliseconds above 0"), "{bad:?}: {error}");
         assert_eq!(js(c, "return document.getElementById('sweep-search-error').hidden").await, json!(false));
-        assert_eq!(numbers_as_floats(js(c, "return kvlab.kvSearchResults()").await), got, "{bad:?}");
+        assert_eq!(js(c, "return kvlab.kvSearchResults()").await, Value::Null, "{bad:?}");
+        let shown = "return ['contiguous', 'paged'].map(a => document.getElementById('sweep-search-' + a).hidden)";
+        assert_eq!(js(c, shown).await, json!([true, true]), "{bad:?}: an old answer under \"Search not run\"");
     }
     save_screenshot(c, "sweep-search-refused-1400x900.png").await;
     js(c, "kvlab.runTo(5); return null").await;
@@ -336,10 +344,10 @@ async fn the_kv_search_takes_a_range_and_a_step_as_the_cli_does() {
         }
     }
     assert_eq!(got["contiguous"]["status"], json!("not_met"), "{}", got["contiguous"]);
-    assert_eq!(got["paged"]["kv_memory_gib"], json!(7.5), "a 0.5 GiB step lands on docs/SWEEP.md's 7.5 GiB");
+    assert_eq!(got["paged"]["kv_memory_gib"], json!(10.0), "a 0.5 GiB step lands on docs/SWEEP.md's 10 GiB");
 
-    // A bad range or step: refused naming the field, which alone is marked invalid; the answer
-    // and the other fields stay.
+    // A bad range or step: refused naming the field, which alone is marked invalid; the other
+    // fields stay, and the last answer goes (it was another grid's).
     let invalid = "return ['sweep-search-target', 'sweep-search-range', 'sweep-search-step'].map(id => document.getElementById(id).getAttribute('aria-invalid'))";
     let text = |id: &str| format!("return document.getElementById('{id}').textContent");
     for (range, step, field, words) in [
@@ -355,7 +363,7 @@ async fn the_kv_search_takes_a_range_and_a_step_as_the_cli_does() {
         let mut marks = json!([null, null, null]);
         marks[field] = json!("true");
         assert_eq!(js(c, invalid).await, marks, "{range:?} {step:?}");
-        assert_eq!(numbers_as_floats(js(c, "return kvlab.kvSearchResults()").await), got, "{range:?} {step:?}");
+        assert_eq!(js(c, "return kvlab.kvSearchResults()").await, Value::Null, "{range:?} {step:?}");
     }
     js(c, "document.getElementById('sweep-search-title').scrollIntoView(); return null").await;
     save_screenshot(c, "sweep-search-range-refused-1400x900.png").await;
@@ -366,7 +374,7 @@ async fn the_kv_search_takes_a_range_and_a_step_as_the_cli_does() {
     wait_for(c, "kvlab.kvSearchResults().finished", "the default search").await;
     let defaults = numbers_as_floats(js(c, "return kvlab.kvSearchResults()").await);
     assert_eq!(defaults["grid"], json!({ "lo_gib": 0.25, "hi_gib": 63.0, "step_gib": 0.25 }));
-    assert_eq!(defaults["paged"]["kv_memory_gib"], json!(7.5));
+    assert_eq!(defaults["paged"]["kv_memory_gib"], json!(10.0));
     assert_eq!(js(c, invalid).await, json!([null, null, null]));
 }
 

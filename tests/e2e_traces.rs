@@ -135,6 +135,9 @@ async fn a_trace_file_loads_by_drop_and_by_the_dialog() {
     assert_eq!(s["workload"]["arrival"]["kind"], json!("trace"));
     let span = trace.lines().skip(1).map(|l| l.split(',').next().unwrap().parse::<f64>().unwrap()).fold(0.0, f64::max);
     assert_eq!(s["duration_s"].as_f64().unwrap(), span.floor() + 1.0);
+    // The first step names the run's length, not a fixed minute.
+    let first = js(c, "return document.getElementById('first-step-duration').textContent").await;
+    assert_eq!(first, json!(format!("{} s", span.floor() + 1.0)), "the first step's length");
     // The whole trace replays: every request arrives by the end.
     js(c, "kvlab.runToEnd(); return null").await;
     assert_eq!(js(c, "return kvlab.report().requests.arrived").await, json!(2000));

@@ -1,7 +1,9 @@
 //! Fuzzing what a browser hands the lab, natively (the session layer needs no browser): damaged
 //! `#lab=` links (bytes changed in the encoded text and in the JSON inside it) and random query
 //! strings. None may panic; a damaged link is refused with a message or read as a valid state
-//! that the lab accepts or refuses; every query option read is one the page can use.
+//! that the lab accepts or refuses; every query option read is one the page can use. Random
+//! sequences of edits, undos and discards: what the page shows never contradicts itself (one
+//! refusal per cause, judged against the setup on screen: `held::assert_honest`).
 #![cfg(not(target_arch = "wasm32"))]
 
 use kvlab::session::lab::Lab;
@@ -9,8 +11,12 @@ use kvlab::session::presets;
 use kvlab::session::url_state::{base64url_decode, base64url_encode, LabState, PageOptions, QUERY_KEYS};
 
 mod fuzz_gen;
+mod held;
 
 use fuzz_gen::Draw;
+use kvlab::session::command::Command;
+use kvlab::session::dispatch::Session;
+use serde_json::{json, Value};
 
 /// Cases per test.
 const CASES: u64 = 2_000;
@@ -90,4 +96,58 @@ fn random_query_strings_give_options_the_page_can_use() {
         }
     }
     assert!(with_time > 0 && known_preset > 0, "times {with_time}, shipped presets {known_preset}");
+}
+
+#[test]
+fn random_edits_never_show_two_refusals_that_contradict() {
+    let edits: Vec<(&str, Vec<Value>)> = vec![
+        ("gpu", vec![json!("l4"), json!("h100-sxm"), json!("a100-40gb"), json!("a10g")]),
+        ("model", vec![json!("llama-3-8b"), json!("llama-3-70b"), json!("mistral-7b"), json!("opt-13b")]),
+        ("kv_memory_gib", vec![json!("1000"), json!("2"), json!("10"), json!("abc"), json!("0"), json!("60")]),
+        ("kv_memory.kind", vec![json!("gpu"), json!("gib")]),
+        ("tensor_parallel_size", vec![json!(1), json!(2), json!(3), json!(4), json!(8)]),
+        ("allocator.block_size", vec![json!("0"), json!("16"), json!("300"), json!("32")]),
+        ("allocator.kind", vec![json!("contiguous"), json!("paged")]),
+        ("scheduler.preemption", vec![json!("swap"), json!("recompute")]),
+        ("scheduler.engine", vec![json!("v0"), json!("v1")]),
+        ("scheduler.max_num_seqs", vec![json!("many"), json!("64"), json!("0")]),
+    ];
+    let starts = ["paged-default", "contiguous-default", "m3-preemption-storm"];
+    let mut d = Draw(0x6b76_6c61_6200_0303);
+    let (mut held, mut most) = (0, 0);
+    for case in 0..40 {
+        let start = starts[case % starts.len()];
+        let mut s = if start.starts_with('m') {
+            let mut s = session("paged-default");
+            s.apply(Command::StartMission { id: start.into() }, 0.0).unwrap();
+            s
+        } else {
+            session(start)
+        };
+        let mut trail = Vec::new();
+        for _ in 0..8 {
+            let cmd = match d.below(10) {
+                0 => Command::Undo,
+                1 => Command::Discard { path: s.pending().edits().first().map(|h| h.path.clone()) },
+                2 => Command::Compare { on: d.chance(50) },
+                _ => {
+                    let (path, values) = &edits[d.below(edits.len() as u64) as usize];
+                    let value = values[d.below(values.len() as u64) as usize].clone();
+                    Command::Set { path: path.to_string(), value }
+                }
+            };
+            trail.push(format!("{cmd:?}"));
+            let _ = s.apply(cmd, 0.0);
+            let n = s.pending().edits().len();
+            held += usize::from(n > 0);
+            most = most.max(n);
+            let honest = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| held::assert_honest(&s)));
+            assert!(honest.is_ok(), "case {case} from {start}: after {trail:#?}");
+        }
+    }
+    assert!(held > 40 && most >= 2, "values held {held} times, at most {most} at once");
+}
+
+fn session(id: &str) -> Session {
+    Session::new(Lab::new(LabState::new(presets::dto(id).unwrap()), PageOptions::default()).unwrap())
 }

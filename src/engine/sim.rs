@@ -12,7 +12,7 @@ use super::memory_map::MemoryMap;
 use super::metrics::{GapHistogram, Integrals, Rejection, Report, Series, StepPoint};
 use super::model::GIB;
 use super::request::{GroupStatus, Sequence, SequenceGroup};
-use super::scheduler::Scheduler;
+use super::scheduler::{HolReason, Scheduler};
 use super::timing::{StepTimeModel, StepWork};
 use super::workload::{generate, Arrival, RequestSpec};
 use std::collections::VecDeque;
@@ -63,6 +63,9 @@ pub struct Simulation {
     integrals: Integrals,
     hol_blocked_steps: u64,
     hol_blocked_with_free_memory_steps: u64,
+    /// Why the head of the waiting queue was not admitted in the last step (None: it was, or
+    /// none waited).
+    last_hol: Option<HolReason>,
     running_max: u32,
     finished: u32,
     /// Samples finished (v1 requests, children counted one by one).
@@ -164,6 +167,7 @@ impl Simulation {
             integrals: Integrals::default(),
             hol_blocked_steps: 0,
             hol_blocked_with_free_memory_steps: 0,
+            last_hol: None,
             running_max: 0,
             finished: 0,
             finished_seqs: 0,

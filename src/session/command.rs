@@ -87,7 +87,14 @@ pub enum Command {
     Mission {
         action: MissionAction,
     },
-    /// Undoes the last change of the setup (Ctrl+Z); `redo` does it again (Ctrl+Shift+Z).
+    /// Returns the control of `path` (every control, when absent) from a value the lab refused
+    /// to the running value (Escape in the control; the transport's "Discard").
+    Discard {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        path: Option<String>,
+    },
+    /// Undoes the last change of the setup (Ctrl+Z), or first a refused value a control holds;
+    /// `redo` does it again (Ctrl+Shift+Z).
     Undo,
     Redo,
     /// Plans and starts a sweep of `knob` over `values` (`A,B,C` or `LO:HI:N`).
@@ -191,9 +198,14 @@ impl Command {
         use Command::*;
         match self {
             Play | Pause | TogglePlay | Step | Seek { .. } | SeekEnd | Speed { .. } => ChangeFrom::Time,
-            Set { .. } | Compare { .. } | AddRow { .. } | RemoveRow { .. } | Series { .. } | Undo | Redo => {
-                ChangeFrom::Control
-            }
+            Set { .. }
+            | Compare { .. }
+            | AddRow { .. }
+            | RemoveRow { .. }
+            | Series { .. }
+            | Discard { .. }
+            | Undo
+            | Redo => ChangeFrom::Control,
             Load { .. } => ChangeFrom::Preset,
             LoadDocument { expect: Some(DocKind::Mission), .. } => ChangeFrom::Mission,
             LoadDocument { text, .. } if super::loader::is_mission(text) => ChangeFrom::Mission,
@@ -208,7 +220,8 @@ impl Command {
 /// Where the eye should find a refusal.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Place {
-    /// Beside the control of this path (the control keeps what the user chose, marked invalid).
+    /// Beside the control of this path (the control keeps what the user chose, held and marked
+    /// not applied: `session::pending`).
     Control(String),
     /// Under the smallest-KV search's fields (the one named marked invalid).
     Search(Option<SearchField>),

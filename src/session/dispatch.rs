@@ -15,15 +15,20 @@ use super::history::{same_setup, History};
 use super::kv_search::{KvSearchJob, Refusal};
 use super::lab::{secs_to_us, Lab};
 use super::loader::{self, Document};
+use super::pending::Pending;
+
+mod held;
 use super::sweep::{SweepJob, SweepPanel};
 use super::url_state::{LabState, LinkedFile, MissionRef};
 use super::{control_edit, missions, presets};
 
 /// The lab behind its one dispatcher.
 pub struct Session {
-    lab: Lab,
+    pub(super) lab: Lab,
     panel: SweepPanel,
-    history: History,
+    pub(super) history: History,
+    /// Controls holding a value the lab refused (`pending.rs`).
+    pub(super) pending: Pending,
     /// The mission setup whose final score was last kept (so it is kept once).
     recorded: Option<String>,
 }
@@ -33,7 +38,13 @@ type Proposal = Result<LabState, String>;
 
 impl Session {
     pub fn new(lab: Lab) -> Session {
-        Session { lab, panel: SweepPanel::default(), history: History::default(), recorded: None }
+        Session {
+            lab,
+            panel: SweepPanel::default(),
+            history: History::default(),
+            pending: Pending::default(),
+            recorded: None,
+        }
     }
 
     pub fn lab(&self) -> &Lab {
@@ -48,9 +59,26 @@ impl Session {
         &self.history
     }
 
-    /// Applies `cmd`, or refuses it and changes nothing. `now_ms` is the page's clock, used only
-    /// for how long a sweep or a search took.
+    /// Applies `cmd`, or refuses it and changes nothing but the value a control holds (a
+    /// refused `set` stays held in its control, not applied: `pending.rs`). `now_ms` is the
+    /// page's clock, used only for how long a sweep or a search took.
     pub fn apply(&mut self, cmd: Command, now_ms: f64) -> Result<Applied, Refused> {
+        self.apply_with(cmd, now_ms, true)
+    }
+
+    /// [`Session::apply`]; `hold`: whether a refused `set` stays held in its control (false for
+    /// a sender with no control on screen, such as a host page).
+    pub fn apply_with(&mut self, cmd: Command, now_ms: f64, hold: bool) -> Result<Applied, Refused> {
+        let judged = matches!(cmd, Command::Set { .. } | Command::Discard { .. } | Command::Undo);
+        let applied = self.apply_command(cmd, now_ms, hold)?;
+        if applied.setup && !judged {
+            // The running setup changed under the held values: judge them again (they may run).
+            self.settle();
+        }
+        Ok(applied)
+    }
+
+    fn apply_command(&mut self, cmd: Command, now_ms: f64, hold: bool) -> Result<Applied, Refused> {
         let from = cmd.from();
         if !matches!(cmd, Command::Set { .. }) {
             self.history.break_run();
@@ -95,11 +123,8 @@ impl Session {
                 lab.speed = if speed.is_finite() && speed > 0.0 { speed } else { 0.0 };
                 Ok(Applied::default())
             }
-            Command::Set { path, value } => {
-                let place = Place::Control(path.clone());
-                let proposal = control_edit::edit(&lab.state, &path, value);
-                self.change(from, true, Some(&path), proposal).map_err(|e| Refused { place, ..e })
-            }
+            Command::Set { path, value } => self.set_field(path, value, hold),
+            Command::Discard { path } => Ok(self.discard(path.as_deref())),
             Command::Compare { on } => {
                 let next = LabState { compare: on, ..lab.state.clone() };
                 self.change(from, true, None, Ok(next))
@@ -110,6 +135,8 @@ impl Session {
             }
             Command::RemoveRow { row, index } => {
                 let next = control_edit::remove_row(&lab.state, row, index);
+                // The rows' paths move: a value held in a row's control is let go.
+                self.discard_rows();
                 self.change(from, true, None, Ok(next))
             }
             Command::Series { name, show } => {
@@ -144,7 +171,8 @@ impl Session {
             Command::Mission { action } => self.mission_action(action),
             Command::Undo | Command::Redo => self.undo_or_redo(matches!(cmd, Command::Undo)),
             Command::Sweep { knob, values } => {
-                let job = self.preset_value().and_then(|p| {
+                let held = self.held_blocks_runs().map_or(Ok(()), Err);
+                let job = held.and_then(|()| self.preset_value()).and_then(|p| {
                     let m = self.lab.mission.as_ref();
                     SweepJob::plan_for(&p, m, &knob, &values)
                 });
@@ -152,6 +180,8 @@ impl Session {
                 let job = job.map_err(|message| {
                     let refused = Refused { from, place: Place::Sweep, message };
                     panel.sweep_error = Some(refused.text());
+                    // What the panel showed was another sweep's: not under this refusal.
+                    panel.job = None;
                     refused
                 })?;
                 panel.sweep_error = None;
@@ -172,7 +202,8 @@ impl Session {
             }
             Command::KvSearch { target, range, step } => {
                 let fields = super::kv_search::SearchFields { target, range, step };
-                let job = self.preset_value().map_err(Refusal::general).and_then(|p| {
+                let held = self.held_blocks_runs().map_or(Ok(()), Err);
+                let job = held.and_then(|()| self.preset_value()).map_err(Refusal::general).and_then(|p| {
                     let m = self.lab.mission.as_ref();
                     KvSearchJob::plan_for(&p, m, &fields)
                 });
@@ -188,6 +219,8 @@ impl Session {
                     Err(e) => {
                         let refused = Refused { from, place: Place::Search(e.field), message: e.message.clone() };
                         panel.search_error = Some(Refusal { message: refused.text(), ..e });
+                        // The last search's answer was another target's: not under this refusal.
+                        panel.search = None;
                         Err(refused)
                     }
                 }
@@ -231,8 +264,9 @@ impl Session {
     }
 
     /// Takes a proposed state when every run of it validates; `field` is the control path an
-    /// edit came from (one undo step for a run of edits of it).
-    fn change(
+    /// edit came from (one undo step for a run of edits of it). A whole new setup (`from` not a
+    /// control) lets go of every value a control held.
+    pub(super) fn change(
         &mut self,
         from: ChangeFrom,
         keep_time: bool,
@@ -240,7 +274,11 @@ impl Session {
         proposal: Proposal,
     ) -> Result<Applied, Refused> {
         let before = self.lab.state.clone();
-        proposal.and_then(|s| self.lab.apply(s, keep_time)).map_err(|e| Refused::page(from, e))?;
+        let applied = proposal.and_then(|s| self.lab.apply(s, keep_time));
+        applied.map_err(|e| Refused::page(from, self.advise(&e)))?;
+        if !matches!(from, ChangeFrom::Control | ChangeFrom::Mission) || !keep_time {
+            self.clear_held();
+        }
         if from != ChangeFrom::Control {
             // A whole new setup: the header shows its title until the learner edits it.
             self.lab.loaded = self.lab.state.preset.clone();
@@ -319,6 +357,7 @@ impl Session {
                 // The setup on screen with this model: an edit of its model, undone as one.
                 let mut next = self.lab.state.clone();
                 next.preset.model = *model;
+                self.discard(Some("model"));
                 self.change(ChangeFrom::Control, true, Some("model"), Ok(next))
             }
             Document::Preset(dto) => {
@@ -379,6 +418,13 @@ impl Session {
     }
 
     fn undo_or_redo(&mut self, undo: bool) -> Result<Applied, Refused> {
+        if undo {
+            if let Some(applied) = self.undo_held() {
+                return Ok(applied);
+            }
+        } else {
+            self.clear_held();
+        }
         let current = self.lab.state.clone();
         let step = if undo { self.history.undo(current) } else { self.history.redo(current) };
         let word = if undo { "undo" } else { "redo" };

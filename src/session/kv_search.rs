@@ -117,18 +117,30 @@ pub enum Answer {
     Cancelled { runs: usize },
     /// The smallest KV size on the grid that meets the target; `misses_at_gib` is the grid point
     /// below it (None: the lowest point tried already meets it) and `misses_because` why it misses.
-    /// `checked_over_s` is how long each point's run went to judge it (`engine::sweep`'s
-    /// steady-state horizon: 180 s for a 60 s Poisson preset).
+    /// `unfinished` and `misses_unfinished`: requests still running, waiting or swapped at the
+    /// end of the run at `kv_memory_gib` and at `misses_at_gib`. `checked_over_s` is how long
+    /// each point's run went to judge it (`engine::sweep`'s steady-state horizon: 180 s for a
+    /// 60 s Poisson preset).
     Met {
         kv_memory_gib: f64,
         ttft_p95_ms: f64,
+        unfinished: u32,
         misses_at_gib: Option<f64>,
         misses_because: Option<String>,
+        misses_unfinished: Option<u32>,
         runs: usize,
         checked_over_s: f64,
     },
-    /// Even the top of the grid misses: its TTFT p95 (None when the engine refused the run) and why.
-    NotMet { top_gib: f64, ttft_p95_ms: Option<f64>, why: String, runs: usize, checked_over_s: f64 },
+    /// Even the top of the grid misses: its TTFT p95 and unfinished requests (None when the
+    /// engine refused the run) and why.
+    NotMet {
+        top_gib: f64,
+        ttft_p95_ms: Option<f64>,
+        unfinished: Option<u32>,
+        why: String,
+        runs: usize,
+        checked_over_s: f64,
+    },
     /// The search could not set up its most generous point; the engine's words.
     Refused { error: String, runs: usize },
 }
@@ -139,6 +151,13 @@ struct Side {
     search: Bisection,
     /// Why each grid point run so far missed the target (`engine::sweep::ttft_p95_miss`).
     misses: BTreeMap<usize, String>,
+    /// Requests unfinished at the end of each grid point run so far.
+    unfinished: BTreeMap<usize, u32>,
+}
+
+/// Requests still running, waiting or swapped at the end of a run (whole requests).
+pub fn unfinished(r: &crate::engine::Report) -> u32 {
+    r.requests.running_at_end + r.requests.waiting_at_end + r.requests.swapped_at_end
 }
 
 /// A search in progress or finished: both allocators, one after the other.
@@ -164,6 +183,7 @@ impl KvSearchJob {
             preset,
             search: Bisection::new(grid.len()),
             misses: BTreeMap::new(),
+            unfinished: BTreeMap::new(),
         });
         let checked_over_s = check_horizon_s(&config);
         Ok(KvSearchJob { target_ms, checked_over_s, grid, step_gib, sides, cancelled: false })
@@ -225,6 +245,9 @@ impl KvSearchJob {
         match with_kv_memory(&side.preset, self.grid[i]) {
             Ok(config) => {
                 let (run, miss) = run_against_ttft_p95(&config, target);
+                if let Ok(r) = &run {
+                    side.unfinished.insert(i, unfinished(r));
+                }
                 side.search.record(run, miss.is_none());
                 if let Some(why) = miss {
                     side.misses.insert(i, why);
@@ -251,12 +274,13 @@ impl KvSearchJob {
                 Answer::NotMet {
                     top_gib: self.grid[top],
                     ttft_p95_ms: last.as_ref().as_ref().ok().map(|r| r.latency_ms.ttft_p95),
-                    why,
+                    unfinished: side.unfinished.get(&top).copied(),
+                    why: super::advice::lab_words(&why),
                     runs,
                     checked_over_s: self.checked_over_s,
                 }
             }
-            Some(Err(NotFound::Config(e))) => Answer::Refused { error: e.to_string(), runs },
+            Some(Err(NotFound::Config(e))) => Answer::Refused { error: super::advice::lab_words(&e.to_string()), runs },
         }
     }
 
@@ -265,8 +289,10 @@ impl KvSearchJob {
         Answer::Met {
             kv_memory_gib: self.grid[f.index],
             ttft_p95_ms: f.report.latency_ms.ttft_p95,
+            unfinished: unfinished(&f.report),
             misses_at_gib: below.map(|i| self.grid[i]),
-            misses_because: below.and_then(|i| side.misses.get(&i).cloned()),
+            misses_because: below.and_then(|i| side.misses.get(&i).map(|w| super::advice::lab_words(w))),
+            misses_unfinished: below.and_then(|i| side.unfinished.get(&i).copied()),
             runs: f.probes.len(),
             checked_over_s: self.checked_over_s,
         }
@@ -280,20 +306,44 @@ pub fn answer_text(allocator: &str, target_ms: f64, answer: &Answer) -> String {
         Answer::Searching { runs } => format!("{allocator}: searching… {runs} {}", plural(*runs, "run")),
         Answer::Cancelled { runs } => format!("{allocator}: cancelled after {runs} {}.", plural(*runs, "run")),
         Answer::Met {
-            kv_memory_gib, ttft_p95_ms, misses_at_gib: Some(below), misses_because, checked_over_s, ..
-        } => format!(
-            "{allocator}: {kv_memory_gib} GiB meets TTFT p95 ≤ {target_ms} ms and keeps up over {} s of traffic (p95 {ttft_p95_ms:.0} ms); {below} GiB misses it{}.",
-            show_number(*checked_over_s),
-            misses_because.as_ref().map_or(String::new(), |w| format!(" ({w})"))
-        ),
-        Answer::Met { kv_memory_gib, ttft_p95_ms, misses_at_gib: None, checked_over_s, .. } => format!(
-            "{allocator}: met already at the lowest KV tried, {kv_memory_gib} GiB (p95 {ttft_p95_ms:.0} ms ≤ {target_ms} ms over {} s of traffic).",
-            show_number(*checked_over_s)
-        ),
-        Answer::NotMet { top_gib, why, .. } => {
-            format!("{allocator}: not met even at {top_gib} GiB ({why}); raise the target or lower the traffic.")
+            kv_memory_gib,
+            ttft_p95_ms,
+            unfinished,
+            misses_at_gib: Some(below),
+            misses_because,
+            misses_unfinished,
+            checked_over_s,
+            ..
+        } => {
+            let why: Vec<String> = misses_because.iter().cloned().chain(misses_unfinished.map(unfinished_text)).collect();
+            format!(
+                "{allocator}: {kv_memory_gib} GiB meets TTFT p95 ≤ {target_ms} ms and keeps up over {} s of traffic (p95 {ttft_p95_ms:.0} ms, {}); {below} GiB misses it{}.",
+                show_number(*checked_over_s),
+                unfinished_text(*unfinished),
+                if why.is_empty() { String::new() } else { format!(" ({})", why.join("; ")) }
+            )
         }
-        Answer::Refused { error, .. } => format!("{allocator}: cannot search: {error}."),
+        Answer::Met { kv_memory_gib, ttft_p95_ms, unfinished, misses_at_gib: None, checked_over_s, .. } => format!(
+            "{allocator}: met already at the lowest KV tried, {kv_memory_gib} GiB (p95 {ttft_p95_ms:.0} ms ≤ {target_ms} ms over {} s of traffic, {}).",
+            show_number(*checked_over_s),
+            unfinished_text(*unfinished)
+        ),
+        Answer::NotMet { top_gib, why, unfinished, .. } => {
+            let count = unfinished.map_or(String::new(), |n| format!("; {}", unfinished_text(n)));
+            format!("{allocator}: not met even at {top_gib} GiB ({why}{count}); raise the target or lower the traffic.")
+        }
+        Answer::Refused { error, .. } => {
+            format!("{allocator}: cannot search: {}.", error.trim_end().trim_end_matches('.'))
+        }
+    }
+}
+
+/// "201 requests unfinished at the end", "none unfinished at the end".
+pub fn unfinished_text(n: u32) -> String {
+    match n {
+        0 => "none unfinished at the end".into(),
+        1 => "1 request unfinished at the end".into(),
+        n => format!("{} requests unfinished at the end", crate::engine::plan::group_thousands(u64::from(n))),
     }
 }
 

@@ -133,6 +133,44 @@ impl Run {
     pub fn last_sample(&self) -> Option<&StepPoint> {
         self.sim.series().last()
     }
+
+    /// Why requests wait at the time shown, when the head of the queue was not admitted in the
+    /// last step: the reason in the learner's words (the metrics panel shows it).
+    pub fn queue_note(&self) -> Option<String> {
+        use crate::engine::scheduler::HolReason;
+        let last = self.sim.series().last()?;
+        if last.waiting == 0 {
+            return None;
+        }
+        let behind = match last.waiting {
+            1 => "It waits".to_string(),
+            n => format!(
+                "It and the {} requests behind it wait (first come, first served)",
+                group_thousands(u64::from(n) - 1)
+            ),
+        };
+        let free =
+            100.0 * (1.0 - self.sim.kv().allocated_tokens() as f64 / self.sim.kv().capacity_tokens().max(1) as f64);
+        let s = &self.config.scheduler;
+        let why = match self.sim.head_of_line()? {
+            HolReason::Memory(b) if b.enough_total_free && !self.is_paged() => format!(
+                "its slab (prompt + max_tokens, reserved whole) is larger than any hole, though {free:.0}% of the KV memory is free in all (paged blocks need no single hole)"
+            ),
+            HolReason::Memory(b) if b.enough_total_free => {
+                format!("its blocks do not fit beside the watermark vLLM keeps, though {free:.0}% of the KV memory is free")
+            }
+            HolReason::Memory(_) if !self.is_paged() => format!(
+                "its slab (prompt + max_tokens, reserved whole) is larger than the {free:.0}% of the KV memory that is free"
+            ),
+            HolReason::Memory(_) => format!("its prompt needs more blocks than the {free:.0}% of the KV memory that is free"),
+            HolReason::SeqLimit => format!("max_num_seqs ({}) requests already run", s.max_num_seqs),
+            HolReason::TokenBudget => format!(
+                "its prompt does not fit in what is left of the step's token budget (max_num_batched_tokens {}; raise it, or turn on chunked prefill where the scheduler has it)",
+                s.max_num_batched_tokens
+            ),
+        };
+        Some(format!("The request at the head of the queue is not admitted: {why}. {behind}."))
+    }
 }
 
 /// Most memory-map cells the page draws (a 1,024 × 1,024 canvas at one pixel a cell).
@@ -322,6 +360,36 @@ impl Lab {
         self.refusal = None;
         self.t_us = 0;
         self.seek(t);
+        Ok(())
+    }
+
+    /// Whether [`Lab::apply`] would take `state`, or its refusal; nothing changes.
+    pub fn check(&self, state: &LabState) -> Result<(), String> {
+        let mission = match (&state.mission, &self.mission) {
+            (None, _) => None,
+            (Some(r), Some(m)) if self.state.mission.as_ref().is_some_and(|o| o.id == r.id && o.custom == r.custom) => {
+                Some(m.clone())
+            }
+            (Some(r), _) => Some(super::missions::resolve(r)?),
+        };
+        if let Some(m) = &mission {
+            m.check_locks(&state.preset).map_err(|e| e.to_string())?;
+            if let Startup::Refused(_) = start(&state.preset).map_err(|e| e.to_string())? {
+                return Ok(()); // scored, not refused
+            }
+        }
+        for p in state.runs() {
+            if self.runs.iter().any(|r| r.preset == p) {
+                continue;
+            }
+            let paged = matches!(p.allocator, AllocatorDto::Paged { .. });
+            let label = if paged { "paged" } else { "contiguous" };
+            let checked = p.to_config().map_err(|e| e.to_string()).and_then(|config| {
+                check_page_limits(&config)?;
+                Simulation::new(config).map(drop).map_err(|e| e.to_string())
+            });
+            checked.map_err(|e| if state.compare { format!("{e} (in the {label} run)") } else { e })?;
+        }
         Ok(())
     }
 

@@ -9,12 +9,15 @@
 //!   validates, applies or refuses it, keeps undo history, and says what the page must redraw
 //! - [`lab`]: runs, time and playback; [`url_state`]: the state in the URL
 //! - [`control_edit`]: how a control's path reads and edits the lab state
+//! - [`pending`]: values the lab refused, held in their controls and never taken for the run;
+//!   [`advice`]: a refusal's fixes within a mission's locks
 //! - [`sweep`], [`kv_search`]: the Sweep panel's sweep and smallest-KV search, stepped a
 //!   frame's budget at a time
 //! - [`missions`], [`presets`]: the shipped missions and presets by id
 //! - [`trace_file`]: a file that is a trace made into a preset
 //! - [`tour`]: the newcomer's four-step tour of the page
 
+pub mod advice;
 pub mod command;
 pub mod control_edit;
 pub mod dispatch;
@@ -23,6 +26,7 @@ pub mod kv_search;
 pub mod lab;
 pub mod loader;
 pub mod missions;
+pub mod pending;
 pub mod presets;
 pub mod sweep;
 pub mod title;

@@ -92,6 +92,14 @@ impl SweepJob {
         m.is_none_or(|m| control_unlocked(m.knobs(), knob)) && Knob::parse(knob).is_ok_and(|k| knob_applies(preset, &k))
     }
 
+    /// The knob the panel starts on for `preset`: the first one offered that changes the
+    /// preset's own run (a block size changes nothing in a contiguous preset's).
+    pub fn first_knob(preset: &Value, m: Option<&Mission>) -> Option<&'static str> {
+        let contiguous = preset.pointer("/allocator/kind").and_then(Value::as_str) == Some("contiguous");
+        let offered = || KNOBS.iter().map(|(p, _)| *p).filter(|p| Self::offered(preset, m, p));
+        offered().find(|p| !(contiguous && *p == "allocator.block_size")).or_else(|| offered().next())
+    }
+
     /// Points in the sweep.
     pub fn total_points(&self) -> usize {
         self.points.len()

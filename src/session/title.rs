@@ -70,3 +70,8 @@ pub fn describe(state: &LabState) -> String {
     let tp = if p.tensor_parallel_size > 1 { format!(" × {}", p.tensor_parallel_size) } else { String::new() };
     format!("{allocator} · {kv} · {model} on {}{tp}", p.gpu)
 }
+
+/// A run's length as the page writes it ("60 s", "425 s").
+pub fn seconds_text(duration_us: u64) -> String {
+    format!("{:.0} s", duration_us as f64 / 1e6)
+}

@@ -42,8 +42,9 @@ pub struct App {
     pub stars: Stars,
     /// The messages shown in `#messages` (messages.rs).
     pub messages: Messages,
-    /// Controls holding a value the lab refused (path → why): they keep what the user chose,
-    /// marked invalid, until that control is changed again or a whole new setup loads.
+    /// Page elements outside the form holding text the lab refused (the JSON editor: key →
+    /// why), until changed again or a whole new setup loads. The form's controls hold refused
+    /// values in the session (`session::pending`).
     invalid: RefCell<BTreeMap<String, String>>,
 }
 
@@ -115,7 +116,9 @@ impl App {
         };
         let solution = cmd == Command::Mission { action: MissionAction::Solution };
         let was_playing = self.lab().playing;
-        let result = self.session.borrow_mut().apply(cmd, dom::now_ms());
+        // A refused value stays held in its control when the reader can see that control.
+        let hold = matches!(input, Input::Page | Input::Handle) && edited.as_deref().is_some_and(controls::has_control);
+        let result = self.session.borrow_mut().apply_with(cmd, dom::now_ms(), hold);
         if document.is_some() {
             self.messages.clear("mission-check");
         }
@@ -154,6 +157,7 @@ impl App {
                 if matches!(input, Input::Page | Input::Handle) {
                     self.show_refusal(&refused, input == Input::Page);
                 }
+
                 self.request_frame();
                 Err(refused.message)
             }
@@ -190,9 +194,7 @@ impl App {
     /// page message of its source.
     fn show_refusal(&self, r: &Refused, reveal: bool) {
         match &r.place {
-            Place::Control(path) if controls::has_control(path) => {
-                let why = r.message.trim_end().trim_end_matches('.');
-                self.invalid.borrow_mut().insert(path.clone(), format!("{why}."));
+            Place::Control(path) if self.session.borrow().pending().held(path).is_some() => {
                 self.sync_controls();
                 if reveal {
                     controls::reveal(path);
@@ -254,9 +256,15 @@ impl App {
         let session = self.session.borrow();
         let lab = session.lab();
         let kv_max = lab.runs.first().map(|r| crate::engine::gpu_fit::max_kv_gib(&r.config));
-        let history = session.history();
-        let form = controls::Form { kv_max_gib: kv_max, invalid: &self.invalid.borrow(), history };
-        controls::sync(&lab.state, lab.mission.as_ref(), &lab.loaded, &form);
+        let form = controls::Form {
+            kv_max_gib: kv_max,
+            invalid: &self.invalid.borrow(),
+            pending: session.pending(),
+            can_undo: session.can_undo(),
+            can_redo: session.history().can_redo(),
+        };
+        controls::sync(&session.screen(), &lab.state, lab.mission.as_ref(), &lab.loaded, &form);
+        controls::running_note(session.running_note().as_deref());
         sweep_view::lock(lab);
     }
 

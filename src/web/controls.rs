@@ -1,9 +1,10 @@
 //! The settings form. Every control names the field it edits in `data-path`, a lab path
 //! (`scheduler.max_num_seqs`, `workload.classes[0].n`, `allocator.block_size`: the command
 //! dialect of `session::command`) and its type in `data-type`. An edit becomes a `set` command;
-//! the session takes it, or refuses it and the control keeps what the user chose, marked
-//! `aria-invalid` with the reason beside it. The same paths fill the form from the state, so
-//! the form and the state cannot disagree. In mission mode the controls no knob covers are
+//! the session takes it, or refuses it and the control keeps what the user chose, held and
+//! marked as not applied (`aria-invalid`, the class `held`) with the reason beside it
+//! (`session::pending`). The same paths fill the form from the setup on screen (the running
+//! setup with the held values), so the form and the session cannot disagree. In mission mode the controls no knob covers are
 //! disabled, with a note saying which knobs the mission leaves free.
 
 use serde_json::Value;
@@ -20,8 +21,10 @@ use crate::shipped;
 
 use std::collections::BTreeMap;
 
-use crate::session::control_edit::{control_unlocked, text_of, value_for, ATTENTION_BACKEND_PATH, CUSTOM_MODEL};
-use crate::session::history::History;
+use crate::session::control_edit::{
+    control_unlocked, display_path, text_of, value_for, ATTENTION_BACKEND_PATH, CUSTOM_MODEL,
+};
+use crate::session::pending::Pending;
 use crate::session::presets;
 use crate::session::url_state::LabState;
 
@@ -177,16 +180,19 @@ pub const EDITOR_ERROR_ID: &str = "preset-json-error";
 pub struct Form<'a> {
     /// The most KV the run's GPUs hold (`engine::gpu_fit::max_kv_gib`): the KV slider's end.
     pub kv_max_gib: Option<f64>,
-    /// Controls holding a refused value (path → why): left as the user set them, marked.
+    /// The page's own held elements (the JSON editor: key → why).
     pub invalid: &'a BTreeMap<String, String>,
+    /// Controls holding a value that is not applied, and the refusals shown for them.
+    pub pending: &'a Pending,
     /// Undo and Redo are on when there is a step to take.
-    pub history: &'a History,
+    pub can_undo: bool,
+    pub can_redo: bool,
 }
 
-/// Puts `state` into the form: rows, values, which allocator settings show, the JSON text, the
-/// refused controls' marks, Undo and Redo, and the locks of `mission` (the lab parsed it once;
-/// the form never parses it again).
-pub fn sync(state: &LabState, mission: Option<&Mission>, loaded: &PresetDto, form_state: &Form) {
+/// Puts the setup on screen `state` into the form: rows, values, which allocator settings show,
+/// the held controls' marks, Undo and Redo, and the locks of `mission` (the lab parsed it once;
+/// the form never parses it again); the title and the JSON text are the `running` setup's.
+pub fn sync(state: &LabState, running: &LabState, mission: Option<&Mission>, loaded: &PresetDto, form_state: &Form) {
     let kv_max_gib = form_state.kv_max_gib;
     let Some(form) = dom::by_id::<HtmlElement>("controls") else { return };
     // Rows of classes and bursts (rebuilt only when their number changes, so focus survives).
@@ -240,8 +246,11 @@ pub fn sync(state: &LabState, mission: Option<&Mission>, loaded: &PresetDto, for
         for i in 0..list.length() {
             if let Some(el) = list.item(i).and_then(|n| n.dyn_into::<Element>().ok()) {
                 let path = el.get_attribute("data-path").unwrap_or_default();
-                match form_state.invalid.get(&path) {
-                    Some(why) => mark(&el, Some(why)),
+                match form_state.pending.held(&path) {
+                    Some(v) => {
+                        set_value(&el, v);
+                        mark(&el, Some(&held_note(form_state.pending, &path)));
+                    }
                     None => {
                         mark(&el, None);
                         set_control(&el, state);
@@ -250,7 +259,7 @@ pub fn sync(state: &LabState, mission: Option<&Mission>, loaded: &PresetDto, for
             }
         }
     }
-    for (id, on) in [("undo-btn", form_state.history.can_undo()), ("redo-btn", form_state.history.can_redo())] {
+    for (id, on) in [("undo-btn", form_state.can_undo), ("redo-btn", form_state.can_redo)] {
         if let Some(b) = dom::by_id::<web_sys::HtmlButtonElement>(id) {
             b.set_disabled(!on);
         }
@@ -258,12 +267,12 @@ pub fn sync(state: &LabState, mission: Option<&Mission>, loaded: &PresetDto, for
     if let Some(cb) = dom::by_id::<HtmlInputElement>("compare-toggle") {
         cb.set_checked(state.compare);
     }
-    super::title::show(state, loaded);
+    super::title::show(running, loaded);
     if let Some(ta) = dom::by_id::<HtmlTextAreaElement>(EDITOR_ID) {
         // Refused text stays in the editor (json_editor.rs) until a new setup replaces it.
         let held = form_state.invalid.contains_key(EDITOR_ID);
         if !held && dom::document().active_element().as_ref() != Some(ta.as_ref()) {
-            ta.set_value(&serde_json::to_string_pretty(&state.preset).unwrap_or_default());
+            ta.set_value(&serde_json::to_string_pretty(&running.preset).unwrap_or_default());
         }
         if !held && ta.has_attribute("aria-invalid") {
             let _ = ta.remove_attribute("aria-invalid");
@@ -274,6 +283,20 @@ pub fn sync(state: &LabState, mission: Option<&Mission>, loaded: &PresetDto, for
         }
     }
     lock(&form, mission);
+}
+
+/// The transport's line saying which setup runs while controls hold values that are not
+/// applied (`Session::running_note`), with its Discard button, and the metrics' note that their
+/// figures are the running setup's; both hidden when the controls show the running setup.
+pub fn running_note(note: Option<&str>) {
+    if let Some(text) = dom::by_id::<HtmlElement>("running-note-text") {
+        dom::set_text(&text, note.unwrap_or_default());
+    }
+    for id in ["running-note", "metrics-held"] {
+        if let Some(el) = dom::by_id::<HtmlElement>(id) {
+            dom::set_hidden(&el, note.is_none());
+        }
+    }
 }
 
 /// Disables the controls the mission's knobs do not cover (all enabled outside missions).
@@ -405,22 +428,39 @@ pub fn reveal_both(top: &Element, bottom: &Element) {
     bottom.scroll_into_view_with_scroll_into_view_options(&options);
 }
 
+/// What a held control says beside itself: its refusal, or where the refusal of the setup on
+/// screen is shown.
+fn held_note(pending: &Pending, path: &str) -> String {
+    match (pending.refusal(path), pending.refusals().last()) {
+        (Some(why), _) => format!("Not applied: {why}"),
+        (None, Some((other, _))) => {
+            format!("Not applied: the setup on screen is refused (the reason is beside {}).", display_path(other))
+        }
+        (None, None) => "Not applied.".into(),
+    }
+}
+
 fn set_control(el: &Element, state: &LabState) {
     let path = el.get_attribute("data-path").unwrap_or_default();
     let Some(v) = value_for(state, &path) else { return };
+    set_value(el, &v);
+}
+
+/// Shows `v` in control `el` (a radio is checked when it is its value).
+fn set_value(el: &Element, v: &Value) {
     if let Some(input) = el.dyn_ref::<HtmlInputElement>() {
         match input.type_().as_str() {
             "checkbox" => input.set_checked(v.as_bool().unwrap_or(false)),
-            "radio" => input.set_checked(input.value() == text_of(&v)),
+            "radio" => input.set_checked(input.value() == text_of(v)),
             _ => {
-                let text = text_of(&v);
+                let text = text_of(v);
                 if input.value() != text {
                     input.set_value(&text);
                 }
             }
         }
     } else if let Some(sel) = el.dyn_ref::<HtmlSelectElement>() {
-        sel.set_value(&text_of(&v));
+        sel.set_value(&text_of(v));
     }
 }
 

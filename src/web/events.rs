@@ -150,6 +150,18 @@ fn wire_form(app: &Rc<App>) {
     });
     wire_preset_file(app);
     let a = app.clone();
+    on::<KeyboardEvent>("controls", "keydown", move |e: KeyboardEvent| {
+        // Escape in a control holding a value that is not applied puts the running value back.
+        let Some(path) = target_el(&e).and_then(|t| t.get_attribute("data-path")) else { return };
+        if e.key() == "Escape" && a.session().pending().held(&path).is_some() {
+            e.prevent_default();
+            e.stop_propagation();
+            send(&a, Command::Discard { path: Some(path) });
+        }
+    });
+    let a = app.clone();
+    on::<Event>("discard-btn", "click", move |_| send(&a, Command::Discard { path: None }));
+    let a = app.clone();
     on::<Event>("undo-btn", "click", move |_| send(&a, Command::Undo));
     let a = app.clone();
     on::<Event>("redo-btn", "click", move |_| send(&a, Command::Redo));
@@ -462,6 +474,12 @@ fn wire_sweep(app: &Rc<App>) {
     let a = app.clone();
     on("sweep-run", "click", move |_: Event| {
         send(&a, Command::Sweep { knob: value("sweep-knob"), values: value("sweep-values") })
+    });
+    // The reader's own pick of a knob stays (sweep_view::lock otherwise starts on the preset's).
+    on("sweep-knob", "change", move |e: Event| {
+        if let Some(el) = target_el(&e) {
+            let _ = el.set_attribute("data-picked", "");
+        }
     });
     let a = app.clone();
     on("sweep-cancel", "click", move |_: Event| send(&a, Command::CancelSweep));

@@ -105,7 +105,8 @@ impl LabHandle {
     }
 
     /// The Sweep panel's points so far, as `kvlab sweep --json` gives them: `{knob, points:
-    /// [{value, contiguous, paged}], total, finished, cancelled}`; `null` before any sweep.
+    /// [{value, contiguous, paged}], total, finished, cancelled}`; `null` before any sweep and
+    /// after a refused one.
     #[wasm_bindgen(js_name = sweepResults)]
     pub fn sweep_results(&self) -> Result<JsValue, JsError> {
         let panel = self.app.panel();
@@ -115,8 +116,8 @@ impl LabHandle {
     /// The Sweep panel's smallest-KV search: `{target_ttft_p95_ms, grid: {lo_gib, hi_gib,
     /// step_gib}, contiguous, paged, runs, max_runs, finished, cancelled}`, each allocator's answer
     /// an object with a `status` (`searching`, `cancelled`, `met` with `kv_memory_gib`,
-    /// `ttft_p95_ms` and `misses_at_gib`, `not_met`, `refused`) and its `runs`; `null` before any
-    /// search.
+    /// `ttft_p95_ms`, `unfinished` and `misses_at_gib`, `not_met`, `refused`) and its `runs`;
+    /// `null` before any search and after a refused one.
     #[wasm_bindgen(js_name = kvSearchResults)]
     pub fn kv_search_results(&self) -> Result<JsValue, JsError> {
         let panel = self.app.panel();

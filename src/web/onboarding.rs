@@ -42,6 +42,7 @@ pub fn wire(lab: &Lab, show_run_at: impl Fn(f64) + 'static) {
     let Some(el) = dom::by_id::<HtmlElement>("first-step") else { return };
     let due = !done() && !lab.options.embed && lab.state.mission.is_none() && !lab.playing;
     dom::set_hidden(&el, !due);
+    show_duration(lab);
     if let Some(b) = dom::by_id::<HtmlElement>("first-step-close") {
         dom::listen::<Event>(&b, "click", |_| dismiss());
     }
@@ -154,5 +155,13 @@ pub fn follow(lab: &Lab) {
         dismiss();
     } else if lab.state.mission.is_some() {
         dom::set_hidden(&el, true);
+    }
+    show_duration(lab);
+}
+
+/// The first step's "watch N s of traffic": the run's length, not a fixed minute.
+fn show_duration(lab: &Lab) {
+    if let Some(span) = dom::by_id::<HtmlElement>("first-step-duration") {
+        dom::set_text(&span, &crate::session::title::seconds_text(lab.duration_us()));
     }
 }

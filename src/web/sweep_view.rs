@@ -66,14 +66,13 @@ pub fn lock(lab: &Lab) {
         let _ = run.toggle_attribute_with_force("disabled", !any);
     }
     // A knob that stopped applying (a trace loaded over a rate sweep) gives way to the first
-    // one offered.
+    // one offered; until the reader picks one, the first that changes the preset's own run.
     if let Some(sel) = wasm_bindgen::JsCast::dyn_ref::<web_sys::HtmlSelectElement>(&sel) {
         let chosen = sel.selected_options().item(0);
-        if chosen.is_some_and(|o| o.has_attribute("disabled")) {
-            if let Some(first) =
-                (0..options.length()).filter_map(|i| options.item(i)).find(|o| !o.has_attribute("disabled"))
-            {
-                sel.set_value(&first.get_attribute("value").unwrap_or_default());
+        let picked = sel.has_attribute("data-picked");
+        if chosen.is_none_or(|o| o.has_attribute("disabled")) || !picked {
+            if let Some(first) = SweepJob::first_knob(preset, mission) {
+                sel.set_value(first);
             }
         }
     }
@@ -310,7 +309,7 @@ fn cell(m: &Result<SweepMetrics, String>, metric: &str) -> (String, String) {
             );
             (text, title)
         }
-        Err(e) => ("refused".into(), e.clone()),
+        Err(e) => ("refused".into(), crate::session::advice::lab_words(e)),
     }
 }
 

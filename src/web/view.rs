@@ -314,6 +314,18 @@ impl View {
             })
             .collect();
         self.metrics.update(&inputs);
+        // Why requests wait, when the queue's head was not admitted (the first run that says so).
+        if let Some(el) = dom::by_id::<web_sys::HtmlElement>("queue-note") {
+            let compare = lab.runs.len() > 1;
+            let note = lab
+                .runs
+                .iter()
+                .find_map(|r| r.queue_note().map(|n| if compare { format!("[{}] {n}", r.label) } else { n }));
+            if el.text_content().as_deref() != note.as_deref().or(Some("")) {
+                dom::set_text(&el, note.as_deref().unwrap_or(""));
+            }
+            dom::set_hidden(&el, note.is_none());
+        }
     }
 
     fn render_transport(&mut self, lab: &Lab) {

@@ -35,6 +35,7 @@ impl Simulation {
         self.integrals.add(counted, &sample, self.kv.capacity_tokens());
         self.series.push(sample);
         self.running_max = self.running_max.max(sample.running);
+        self.last_hol = hol;
         if let Some(reason) = hol {
             self.hol_blocked_steps += 1;
             if let HolReason::Memory(b) = reason {

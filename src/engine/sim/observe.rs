@@ -17,6 +17,12 @@ use crate::engine::plan::{group_thousands, startup_line};
 use crate::engine::request::GroupStatus;
 
 impl Simulation {
+    /// Why the head of the waiting queue was not admitted in the last step (None: it was, or
+    /// nothing waited).
+    pub fn head_of_line(&self) -> Option<crate::engine::scheduler::HolReason> {
+        self.last_hol
+    }
+
     /// The longest wait so far, in milliseconds, of a request that arrived, was not refused and
     /// has no first token yet (0 when there is none).
     pub fn longest_wait_ms(&self) -> f64 {
