@@ -58,11 +58,7 @@ fi
 
 if [ -z "$shots" ]; then
 echo "==> Release bundle (gzip -9)"
-wasm_gz=$(cat dist/*.wasm | gzip -9 | wc -c)
-js_gz=$(cat dist/*.js | gzip -9 | wc -c)
-wasm_raw=$(cat dist/*.wasm | wc -c)
-awk -v w="$wasm_raw" -v wg="$wasm_gz" -v jg="$js_gz" \
-  'BEGIN { printf "wasm %d bytes (%d gz), js %d gz: total %.1f KiB gz\n", w, wg, jg, (wg + jg) / 1024 }'
+scripts/bundle-size.sh
 
 if [ "$native" = 1 ]; then
   echo "==> Native engine (criterion, cargo bench --bench engine -- simulate_60s/contiguous-default)"

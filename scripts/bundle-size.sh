@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The browser bundle's first load: what the page fetches before its first view (www/index.html's
+# scripts early.js and boot.js, the wasm-bindgen module kvlab.js and the wasm kvlab_bg.wasm),
+# each gzipped (-9) as a server sends it. Prints the sizes; with --check, fails when the total is
+# over the target (docs/PERFORMANCE.md). The worker's script, the embed example and the other
+# files of dist/ load later, if at all, and are not counted.
+# Usage: scripts/bundle-size.sh [--check] [DIST]   (DIST defaults to dist/)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+check=0
+[ "${1:-}" = "--check" ] && { check=1; shift; }
+dist="${1:-dist}"
+FIRST_LOAD_MAX=400000
+
+gz() { gzip -9c "$1" | wc -c; }
+wasm_raw=$(wc -c < "$dist/kvlab_bg.wasm")
+wasm_gz=$(gz "$dist/kvlab_bg.wasm")
+js_gz=0
+for f in kvlab.js boot.js early.js; do js_gz=$((js_gz + $(gz "$dist/$f"))); done
+total=$((wasm_gz + js_gz))
+echo "bundle: wasm $wasm_gz + js $js_gz bytes gzipped (wasm $wasm_raw bytes)"
+echo "first load: $total bytes gzipped, target $FIRST_LOAD_MAX"
+if [ "$check" = 1 ] && [ "$total" -gt "$FIRST_LOAD_MAX" ]; then
+  echo "first load is $((total - FIRST_LOAD_MAX)) bytes over the $FIRST_LOAD_MAX-byte target (docs/PERFORMANCE.md)" >&2
+  exit 1
+fi
