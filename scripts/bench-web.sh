@@ -58,11 +58,7 @@ fi
 
 if [ -z "$shots" ]; then
 echo "==> Release bundle (gzip -9)"
-wasm_gz=$(cat dist/*.wasm | gzip -9 | wc -c)
-js_gz=$(cat dist/*.js | gzip -9 | wc -c)
-wasm_raw=$(cat dist/*.wasm | wc -c)
-awk -v w="$wasm_raw" -v wg="$wasm_gz" -v jg="$js_gz" \
-  'BEGIN { printf "wasm %d bytes (%d gz), js %d gz: total %.1f KiB gz\n", w, wg, jg, (wg + jg) / 1024 }'
+scripts/bundle-size.sh
 
 if [ "$native" = 1 ]; then
   echo "==> Native engine (criterion, cargo bench --bench engine -- simulate_60s/contiguous-default)"
@@ -178,7 +174,7 @@ if (process.env.SHOTS) {
     await shot("narrow-420x900.png");
     await resize(1400, 900);
     await open(`${base}?autoplay=0&preset=h200-scale`);
-    await exec("kvlab.setField('@paged.block_size', '1'); kvlab.runTo(300); return null");
+    await exec("kvlab.setField('allocator.block_size', '1'); kvlab.runTo(300); return null");
     await shot("h200-1-token-blocks-1400x900.png");
   } finally {
     await wd("DELETE", `/session/${sid}`).catch(() => {});
@@ -210,7 +206,7 @@ try {
   const scrubCases = [
     ["paged-default, 60 s", () => exec("kvlab.setCompare(false); kvlab.loadPresetId('paged-default'); return null")],
     ["h200-scale, 600 s, 16-token blocks", () => exec("kvlab.setCompare(false); kvlab.loadPresetId('h200-scale'); return null")],
-    ["h200-scale, 600 s, 1-token blocks", () => exec("kvlab.setCompare(false); kvlab.loadPresetId('h200-scale'); kvlab.setField('@paged.block_size', '1'); return null")],
+    ["h200-scale, 600 s, 1-token blocks", () => exec("kvlab.setCompare(false); kvlab.loadPresetId('h200-scale'); kvlab.setField('allocator.block_size', '1'); return null")],
   ];
   for (const [name, setup] of scrubCases) {
     await setup();
@@ -240,7 +236,7 @@ try {
     ["compare mode (2 × 5,120 cells)", () => exec("kvlab.loadPresetId('contiguous-default'); kvlab.setCompare(true); kvlab.runTo(30); return null")],
     ["paged, 1-token blocks, 12.5 GiB (102,400 cells)", () => exec(`kvlab.setCompare(false); kvlab.loadPreset(${JSON.stringify(big({ kind: "paged", block_size: 1 }, 12.5, 14))}); kvlab.runTo(30); return null`)],
     ["contiguous, 200 GiB (102,400 cells)", () => exec(`kvlab.setCompare(false); kvlab.loadPreset(${JSON.stringify(big({ kind: "contiguous" }, 200, 150))}); kvlab.runTo(30); return null`)],
-    ["h200-scale, 1-token blocks (819,200 cells)", () => exec("kvlab.setCompare(false); kvlab.loadPresetId('h200-scale'); kvlab.setField('@paged.block_size', '1'); kvlab.runTo(300); return null")],
+    ["h200-scale, 1-token blocks (819,200 cells)", () => exec("kvlab.setCompare(false); kvlab.loadPresetId('h200-scale'); kvlab.setField('allocator.block_size', '1'); kvlab.runTo(300); return null")],
   ];
   for (const [name, setup] of cases) {
     await setup();

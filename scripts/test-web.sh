@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The browser lab's tests: builds the release bundle with trunk (offline) into dist/, runs the
 # wasm-bindgen tests (tests/web_*.rs) in headless Chromium, then the end-to-end tests
-# (tests/e2e_*.rs: fantoccini + chromedriver against dist/ served from 127.0.0.1).
+# (tests/e2e_*.rs: fantoccini + chromedriver against dist/ served from 127.0.0.1), and fails
+# when the first load (scripts/bundle-size.sh) is over its 400,000-byte target.
 # A second, debug bundle with the `test-hooks` feature goes to target/dist-test-hooks/ for the
 # one end-to-end test that needs `kvlab.testPanic()`.
 # Needs the tools of scripts/setup.sh (run it first on a fresh machine).
@@ -21,9 +22,9 @@ scripts/browsers-left.sh snapshot "$browsers_before"
 step "Release bundle: trunk build --release --offline (dist/)"
 trunk build --release --offline
 scripts/sources-digest.sh > dist/.sources-digest
-wasm_gz=$(cat dist/*.wasm | gzip -9 | wc -c)
-js_gz=$(cat dist/*.js | gzip -9 | wc -c)
-echo "bundle: wasm $wasm_gz + js $js_gz bytes gzipped"
+# The first load's size (wasm + the scripts the page runs before its first view, gzipped); the
+# script fails at the end, after the tests, when it is over the 400,000-byte target.
+scripts/bundle-size.sh
 
 step "Test-hooks bundle: trunk build --offline --features test-hooks (target/dist-test-hooks/)"
 # A debug build (no LTO, no wasm-opt): only the panic test of tests/e2e_lab.rs loads it. The
@@ -43,5 +44,8 @@ cargo test "${e2e_tests[@]}"
 
 step "No browser left behind by the wasm and end-to-end tests"
 scripts/browsers-left.sh check "$browsers_before"
+
+step "First load against its budget and target (scripts/bundle-size.sh --check)"
+scripts/bundle-size.sh --check
 
 step "Browser tests passed (screenshots in target/screenshots/)"

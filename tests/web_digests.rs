@@ -2,6 +2,8 @@
 //! random accepted presets (the fuzzer's generator, `fuzz_gen`) run to the end in the browser
 //! give the same run digests as the native engine, pinned in tests/golden/preset_digests.json
 //! and tests/golden/random_digests.json (tests/determinism.rs checks the same files natively).
+//! The page's copies of the shipped calibrations (without their raw samples, `build.rs`) read as
+//! the whole files do.
 #![cfg(target_arch = "wasm32")]
 
 mod fuzz_gen;
@@ -9,6 +11,7 @@ mod fuzz_gen;
 use std::collections::BTreeMap;
 
 use kvlab::engine::Simulation;
+use kvlab::formats::calibration::{parse_calibration, shipped_calibration};
 use kvlab::formats::preset::parse_preset;
 use kvlab::formats::report::digest;
 use kvlab::session::presets;
@@ -18,6 +21,28 @@ wasm_bindgen_test_configure!(run_in_browser);
 
 const PINNED: &str = include_str!("golden/preset_digests.json");
 const PINNED_RANDOM: &str = include_str!("golden/random_digests.json");
+/// The whole shipped calibration files, samples included, as the native build embeds them.
+const WHOLE_CALIBRATIONS: [(&str, &str); 2] = [
+    ("cuda-nvidia-h200", include_str!("../assets/calibration/cuda-nvidia-h200.json")),
+    ("host-xeon-2core", include_str!("../assets/calibration/host-xeon-2core.json")),
+];
+
+#[wasm_bindgen_test]
+fn the_pages_calibrations_are_the_shipped_files_less_their_samples() {
+    assert_eq!(
+        kvlab::shipped::names(kvlab::shipped::CALIBRATIONS),
+        WHOLE_CALIBRATIONS.iter().map(|(n, _)| *n).collect::<Vec<_>>()
+    );
+    for (name, text) in WHOLE_CALIBRATIONS {
+        let mut whole = parse_calibration(text).unwrap();
+        assert!(!whole.measurements.is_null(), "{name}: the whole file has its samples");
+        let page = shipped_calibration(name).unwrap();
+        assert!(page.measurements.is_null(), "{name}: the page's copy keeps its samples");
+        whole.measurements = serde_json::Value::Null;
+        assert_eq!(page, whole, "{name}");
+        assert_eq!(page.step_time(), whole.step_time(), "{name}");
+    }
+}
 
 #[wasm_bindgen_test]
 fn shipped_presets_give_the_pinned_digests_in_wasm() {

@@ -16,9 +16,12 @@ pub use super::control_edit::Row;
 use super::kv_search::SearchField;
 pub use super::loader::Verdict;
 
-/// One change of the lab.
+mod read;
+
+/// One change of the lab. Its JSON is read by `read.rs` (`TryFrom<Value>`), field by field as
+/// serde's derive would, and written by the derive.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+#[serde(tag = "type", rename_all = "snake_case", try_from = "Value")]
 pub enum Command {
     /// Plays from the time shown (from 0 at the end).
     Play,

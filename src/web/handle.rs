@@ -201,7 +201,11 @@ impl LabHandle {
     /// Any command, as its JSON object (`{type: "set", path: "scheduler.max_num_seqs", value:
     /// 64}`: docs/EMBED.md lists them), as a host page posts it.
     pub fn command(&self, command: JsValue) -> Result<(), JsError> {
-        let cmd: Command = js::from_js(command).map_err(|e| JsError::new(&format!("not a command: {e}")))?;
+        // Read as a JSON value first, then as a command: one deserializer of `Command` (the
+        // host API's, from `serde_json::Value`) serves both, which keeps the bundle smaller.
+        let cmd: Command = js::from_js::<serde_json::Value>(command)
+            .and_then(|v| serde_json::from_value(v).map_err(|e| e.to_string()))
+            .map_err(|e| JsError::new(&format!("not a command: {e}")))?;
         self.send(cmd)
     }
 

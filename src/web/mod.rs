@@ -20,7 +20,7 @@
 //!   worker's side (`www/worker.js` drives its `DayRun`)
 //! - [`host`]: `postMessage` events and commands between an embedded lab and its host page
 //! - [`menu`]: the Export menu button (keyboard, Escape, a click elsewhere)
-//! - [`js`]: values handed to JavaScript as plain objects (serde-wasm-bindgen)
+//! - [`js`]: values handed to JavaScript as plain objects (serde_json and `JSON.parse`)
 //! - [`messages`]: the page's messages (bad input, notices), state `App` or the hub owns;
 //!   [`errors`]: the panic report; [`export`]
 //! - `test_hooks` and `bench` (feature `test-hooks` only, never in the release bundle): the

@@ -247,7 +247,7 @@ impl Simulation {
         Some(RequestView {
             request,
             class: g.class,
-            status: format!("{:?}", g.status).to_lowercase(),
+            status: format!("{:?}", g.status).to_ascii_lowercase(),
             arrival_s: g.arrival_us as f64 / 1e6,
             prompt_tokens: g.prompt_tokens,
             max_tokens: g.max_tokens,
