@@ -197,3 +197,61 @@ fn swap_out_and_in_keeps_sharing() {
     assert_eq!(p.table(1).unwrap().num_tokens, 41);
     p.check_invariants().unwrap();
 }
+
+mod own_blocks {
+    //! Blocks holding one request's own tokens, listed by request (`engine/alloc/own_hashes.rs`).
+    use kvlab::engine::alloc::{ComputedBlocks, PagedAdmit, PagedAllocator, RequestId, TokenIdentity};
+    use kvlab::engine::version::EngineVersion;
+
+    fn identity(request: RequestId, prompt_tokens: u32, shared_prefix_tokens: u32) -> TokenIdentity {
+        let prefix_key = u32::from(shared_prefix_tokens > 0);
+        TokenIdentity { request, seq: request, prefix_key, shared_prefix_tokens, prompt_tokens, prompt_blocks: None }
+    }
+
+    fn admit(p: &mut PagedAllocator, id: &TokenIdentity, tokens: u32) -> ComputedBlocks {
+        let hits = p.get_computed_blocks(id, tokens);
+        let req = PagedAdmit {
+            request: id.request,
+            identity: id.clone(),
+            num_new_tokens: tokens - hits.num_tokens,
+            full_tokens: tokens,
+            apply_watermark: false,
+            preempted_before: false,
+        };
+        p.admit(id.seq, &req, &hits).expect("fits");
+        p.check_invariants().expect("consistent after admission");
+        hits
+    }
+
+    /// A preempted request finds its own blocks again (after the shared prefix, which is in the
+    /// map), the same blocks, until they are evicted; another request never finds them, and
+    /// once the request has ended they are no longer listed.
+    #[test]
+    fn a_preempted_request_hits_its_own_blocks_until_they_are_evicted() {
+        let mut p = PagedAllocator::new(9, 4, true, 0.0, EngineVersion::V1);
+        let a = identity(1, 18, 8); // blocks 0-1 a shared prefix, 2-3 its own, then a partial one
+        assert_eq!(admit(&mut p, &a, 18).num_tokens, 0);
+        let held = p.table(1).unwrap().blocks.clone();
+        p.free(1); // preempted
+        p.check_invariants().unwrap();
+        let hits = p.get_computed_blocks(&a, 18);
+        assert_eq!((hits.num_tokens, &hits.blocks[..]), (16, &held[..4]));
+        let b = identity(2, 30, 8);
+        assert_eq!(p.get_computed_blocks(&b, 30).num_tokens, 8, "only the shared prefix is anyone's");
+        // Request 2 takes the four uncached free blocks, then the oldest cached ones: the free
+        // queue's tail holds a's table last block first, so its own blocks go first.
+        admit(&mut p, &b, 30);
+        assert_eq!(p.get_computed_blocks(&a, 18).num_tokens, 8, "its own blocks were evicted");
+        p.free(2);
+        // Admitted again, a hits the prefix and caches its own blocks anew in blocks that held
+        // them before (its stale entries for them must not count).
+        assert_eq!(admit(&mut p, &a, 18).num_tokens, 8);
+        let held = p.table(1).unwrap().blocks.clone();
+        p.free(1);
+        let hits = p.get_computed_blocks(&a, 18);
+        assert_eq!((hits.num_tokens, &hits.blocks[..]), (16, &held[..4]));
+        p.forget_request(1);
+        p.check_invariants().unwrap();
+        assert_eq!(p.get_computed_blocks(&a, 18).num_tokens, 8, "an ended request's blocks are not listed");
+    }
+}
