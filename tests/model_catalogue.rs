@@ -39,10 +39,17 @@ fn the_kept_keys_give_the_same_model_as_the_whole_config() {
         println!("skipped: {} is absent (CI has ../shared)", dir.display());
         return;
     }
+    // The entries added beyond the shared folder's files are checked by their sizes below.
+    let compared = compare_kept_keys_with(&dir);
+    assert!(compared >= 15, "{compared}");
+}
+
+/// For every catalogue entry whose whole config.json is in `dir` (as `owner__name.config.json`):
+/// the kept keys give the same model as the whole file. Returns how many were compared.
+fn compare_kept_keys_with(dir: &std::path::Path) -> usize {
     let mut compared = 0;
     for id in catalogue_ids() {
         let path = dir.join(format!("{}.config.json", id.replace('/', "__")));
-        // The entries added beyond the shared folder's files are checked by their sizes below.
         if !path.is_file() {
             continue;
         }
@@ -52,7 +59,7 @@ fn the_kept_keys_give_the_same_model_as_the_whole_config() {
         let kept = catalogue_model(&id).unwrap().unwrap();
         assert_eq!(kept.arch.as_deref(), Some(&full), "{id}");
     }
-    assert!(compared >= 15, "{compared}");
+    compared
 }
 
 /// The entries whose whole config.json is kept in `tests/golden/model-configs/` (the Phi family):
@@ -60,19 +67,7 @@ fn the_kept_keys_give_the_same_model_as_the_whole_config() {
 #[test]
 fn the_kept_keys_give_the_same_model_as_the_golden_config() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/model-configs");
-    let mut compared = 0;
-    for id in catalogue_ids() {
-        let path = dir.join(format!("{}.config.json", id.replace('/', "__")));
-        if !path.is_file() {
-            continue;
-        }
-        compared += 1;
-        let whole: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-        let full = read_hf_config(&whole, Overrides::default()).unwrap();
-        let kept = catalogue_model(&id).unwrap().unwrap();
-        assert_eq!(kept.arch.as_deref(), Some(&full), "{id}");
-    }
-    assert_eq!(compared, 4);
+    assert_eq!(compare_kept_keys_with(&dir), 4);
 }
 
 /// (id, published total B, published active B, source) for the entries whose whole config.json is

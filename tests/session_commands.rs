@@ -5,6 +5,9 @@
 //! document, and the linked file a state remembers.
 #![cfg(not(target_arch = "wasm32"))]
 
+mod common;
+
+use common::{mission_session, session};
 use kvlab::session::command::{ChangeFrom, Command, DocKind, MissionAction, Place, Row};
 use kvlab::session::dispatch::Session;
 use kvlab::session::kv_search::SearchField;
@@ -13,16 +16,6 @@ use kvlab::session::missions;
 use kvlab::session::presets;
 use kvlab::session::url_state::{LabState, PageOptions};
 use serde_json::json;
-
-fn session(id: &str) -> Session {
-    Session::new(Lab::new(LabState::new(presets::dto(id).unwrap()), PageOptions::default()).unwrap())
-}
-
-fn mission_session(id: &str) -> Session {
-    let mut s = session("paged-default");
-    s.apply(Command::StartMission { id: id.into() }, 0.0).unwrap();
-    s
-}
 
 fn set(path: &str, value: serde_json::Value) -> Command {
     Command::Set { path: path.into(), value }

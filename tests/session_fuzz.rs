@@ -6,6 +6,8 @@
 //! refusal per cause, judged against the setup on screen: `held::assert_honest`).
 #![cfg(not(target_arch = "wasm32"))]
 
+mod common;
+
 use kvlab::session::lab::Lab;
 use kvlab::session::presets;
 use kvlab::session::url_state::{base64url_decode, base64url_encode, LabState, PageOptions, QUERY_KEYS};
@@ -13,9 +15,9 @@ use kvlab::session::url_state::{base64url_decode, base64url_encode, LabState, Pa
 mod fuzz_gen;
 mod held;
 
+use common::session;
 use fuzz_gen::Draw;
 use kvlab::session::command::Command;
-use kvlab::session::dispatch::Session;
 use serde_json::{json, Value};
 
 /// Cases per test.
@@ -146,8 +148,4 @@ fn random_edits_never_show_two_refusals_that_contradict() {
         }
     }
     assert!(held > 40 && most >= 2, "values held {held} times, at most {most} at once");
-}
-
-fn session(id: &str) -> Session {
-    Session::new(Lab::new(LabState::new(presets::dto(id).unwrap()), PageOptions::default()).unwrap())
 }

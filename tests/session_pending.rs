@@ -5,27 +5,17 @@
 //! held, and clears the results a refused run would otherwise sit over.
 #![cfg(not(target_arch = "wasm32"))]
 
+mod common;
+
+use common::{mission_session, session};
 use kvlab::session::command::{Command, Place};
 use kvlab::session::control_edit::value_for;
 use kvlab::session::dispatch::Session;
-use kvlab::session::lab::Lab;
-use kvlab::session::presets;
-use kvlab::session::url_state::{LabState, PageOptions};
 use serde_json::{json, Value};
 
 mod held;
 
 use held::assert_honest;
-
-fn session(id: &str) -> Session {
-    Session::new(Lab::new(LabState::new(presets::dto(id).unwrap()), PageOptions::default()).unwrap())
-}
-
-fn mission_session(id: &str) -> Session {
-    let mut s = session("paged-default");
-    s.apply(Command::StartMission { id: id.into() }, 0.0).unwrap();
-    s
-}
 
 fn set(path: &str, value: Value) -> Command {
     Command::Set { path: path.into(), value }

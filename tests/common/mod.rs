@@ -104,3 +104,16 @@ pub fn run_checked_every(config: SimConfig, k: u64) -> (Simulation, Report) {
 pub fn run(config: SimConfig) -> Report {
     Simulation::new(config).expect("valid config").run_to_end()
 }
+
+/// The lab's session on a shipped preset, as the page starts it.
+pub fn session(id: &str) -> kvlab::session::dispatch::Session {
+    use kvlab::session::{dispatch::Session, lab::Lab, presets, url_state::LabState, url_state::PageOptions};
+    Session::new(Lab::new(LabState::new(presets::dto(id).unwrap()), PageOptions::default()).unwrap())
+}
+
+/// The session with a shipped mission started (from `paged-default`, as the hub starts one).
+pub fn mission_session(id: &str) -> kvlab::session::dispatch::Session {
+    let mut s = session("paged-default");
+    s.apply(kvlab::session::command::Command::StartMission { id: id.into() }, 0.0).unwrap();
+    s
+}
