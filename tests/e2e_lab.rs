@@ -36,12 +36,16 @@ async fn contiguous_to_paged_lifts_utilisation_and_errors_keep_the_lab() {
     assert!(util_contiguous < 0.6, "contiguous should waste memory: {util_contiguous}");
     assert_eq!(contiguous, native_report("contiguous-default"), "wasm and native runs differ");
     assert!(map_coverage(c, "map-0").await > 0.3, "the contiguous map is blank");
-    let legend = "return [...document.querySelectorAll('.legend li')].filter(li => getComputedStyle(li).display !== 'none').map(li => li.textContent.trim()).join('|')";
+    let legend = "return [...document.querySelectorAll('.legend li')].filter(li => getComputedStyle(li).display !== 'none').map(li => li.innerText.trim()).join('|')";
     let shown = js(c, legend).await;
     assert!(
         shown.as_str().unwrap().contains("slab start") && !shown.as_str().unwrap().contains("shared block"),
         "{shown}"
     );
+    // The article's words, where the map shows them: the dark-red reserved tail and the holes.
+    let words = shown.as_str().unwrap();
+    assert!(words.contains("reservation waste") && words.contains("external fragmentation"), "{words}");
+    assert!(!words.contains("internal fragmentation"), "{words}");
 
     // Switch to paged with the allocator control, as a learner would.
     c.find(Locator::Css(".segmented label:nth-child(2)")).await.unwrap().click().await.unwrap();
@@ -54,13 +58,17 @@ async fn contiguous_to_paged_lifts_utilisation_and_errors_keep_the_lab() {
     assert!(map_coverage(c, "map-0").await > 0.3, "the paged map is blank");
     let shown = js(c, legend).await;
     assert!(
-        !shown.as_str().unwrap().contains("slab start") && shown.as_str().unwrap().contains("copy-on-write"),
-        "{shown}"
+        !shown.as_str().unwrap().contains("slab start") && !shown.as_str().unwrap().contains("copy-on-write"),
+        "vLLM v1 never copies a block, so the legend lists no copy-on-write: {shown}"
     );
+    let words = shown.as_str().unwrap();
+    assert!(words.contains("internal fragmentation") && !words.contains("reservation waste"), "{words}");
+    assert!(!words.contains("sliding window"), "no window in this model: {words}");
     let metrics = c.find(Locator::Id("metrics-table")).await.unwrap().text().await.unwrap();
     assert!(metrics.contains("kv_cache_usage_perc") && metrics.contains("num_preemptions"), "{metrics}");
     let startup = c.find(Locator::Id("startup-line")).await.unwrap().text().await.unwrap();
     assert!(startup.starts_with("GPU KV cache size: 81,920 tokens"), "{startup}");
+    assert!(startup.contains("null block") && startup.contains("81,904 tokens requests can use"), "{startup}");
 
     // Off-page runs agree with the native engine too.
     let json =

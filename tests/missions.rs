@@ -405,8 +405,33 @@ fn a_block_size_vllm_would_not_run_does_not_earn_the_top_star() {
     for b in [16, 32] {
         let s = run(b);
         assert_eq!(s.stars, 3, "block size {b}: {s:?}");
-        assert!(s.goals.iter().all(|g| g.metric != "block_size_note"), "{s:?}");
+        let g = s.goals.iter().find(|g| g.metric == "block_size_note").expect("the goal scores at every size");
+        assert!(g.met && g.actual == Some(0.0), "block size {b}: {g:?}");
     }
+}
+
+/// Every goal that scores has a card: the mission panel draws `Mission::scoring_goals`, and
+/// every score, whatever the setup, lists exactly those goals (an implicit goal added in
+/// scoring would be a goal the learner misses without seeing it).
+#[test]
+fn no_mission_scores_a_goal_without_a_card() {
+    for file in mission_files() {
+        let m = load(&file);
+        let cards: Vec<(String, u8)> = m.scoring_goals().into_iter().map(|g| (g.metric, g.stars)).collect();
+        let mut patches = vec![json!({}), m.fix().clone()];
+        if m.knobs().iter().any(|k| k == "allocator" || k == "allocator.block_size") {
+            patches.push(json!({ "allocator": { "kind": "paged", "block_size": 24 } }));
+        }
+        for patch in patches {
+            let Ok((_, _, score)) = m.run_patch(&patch) else { continue };
+            let scored: Vec<(String, u8)> = score.goals.iter().map(|g| (g.metric.clone(), g.stars)).collect();
+            assert_eq!(scored, cards, "{file} with {patch}: a scoring goal without a card");
+        }
+    }
+    let m2 = load("m2-block-size.json");
+    let s = m2.run_patch(&json!({ "allocator": { "block_size": 24 } })).unwrap().2;
+    assert_eq!(s.stars, 2, "mission 2 at 24-token blocks misses the backend's goal: {s:?}");
+    assert!(m2.scoring_goals().iter().any(|g| g.metric == "block_size_note"), "and shows it");
 }
 
 /// The mission check names the goal a setup meets or misses, with the run's figure and the

@@ -117,7 +117,7 @@ fn undo_and_redo_walk_the_setups_and_a_drag_is_one_step() {
 }
 
 #[test]
-fn missions_start_paused_and_score_only_runs_played_to_the_end() {
+fn missions_start_paused_and_the_final_score_on_screen_is_the_score_kept() {
     let mut s = session("paged-default");
     s.apply(Command::Play, 0.0).unwrap();
     let applied = s.apply(Command::StartMission { id: "m1-paging".into() }, 0.0).unwrap();
@@ -127,12 +127,17 @@ fn missions_start_paused_and_score_only_runs_played_to_the_end() {
     // The broken setup, played to the end: 0 stars, kept once.
     assert_eq!(s.apply(Command::SeekEnd, 0.0).unwrap().earned, Some(("m1-paging".into(), 0)));
     assert_eq!(s.apply(Command::SeekEnd, 0.0).unwrap().earned, None, "kept once");
-    // The fix chosen while the time shown is the end: nothing is earned by the change itself.
+    // The fix chosen while the time shown is the end runs to the end at once: the final score
+    // the panel shows is kept with the change itself, once.
     let fixed = s.apply(set("allocator.kind", json!("paged")), 0.0).unwrap();
-    assert_eq!(fixed.earned, None, "a setup change at the end scores nothing");
     assert!(s.lab().is_at_end());
-    // Played to the end again (here: the End key), the fix earns its stars.
-    assert_eq!(s.apply(Command::SeekEnd, 0.0).unwrap().earned, Some(("m1-paging".into(), 3)));
+    assert_eq!(s.lab().mission_status().map(|m| (m.at_end, m.score.stars)), Some((true, 3)));
+    assert_eq!(fixed.earned, Some(("m1-paging".into(), 3)), "the score on screen is kept");
+    assert_eq!(s.apply(Command::SeekEnd, 0.0).unwrap().earned, None, "kept once");
+    // Undone at the end, the broken setup's score is on screen again, and kept again (the star
+    // record never decreases, so the best stays 3).
+    assert_eq!(s.apply(Command::Undo, 0.0).unwrap().earned, Some(("m1-paging".into(), 0)));
+    s.apply(Command::Redo, 0.0).unwrap();
     // The shown solution plays and earns nothing; a restart is paused at 0.
     s.apply(Command::Mission { action: MissionAction::Solution }, 0.0).unwrap();
     assert!(s.lab().playing, "the solution is shown playing");

@@ -187,6 +187,7 @@ fn the_metrics_say_why_the_queue_waits() {
     s.apply(Command::Seek { t_s: 40.0 }, 0.0).unwrap();
     let note = s.lab().runs[0].queue_note().expect("a queue waits at 40 s");
     assert!(note.contains("larger than any hole") && note.contains("requests behind it wait"), "{note}");
+    assert!(note.contains("external fragmentation"), "the hole too small is named: {note}");
     // Paged blocks on the same traffic admit it: nothing to explain.
     s.apply(set("allocator.kind", json!("paged")), 0.0).unwrap();
     assert_eq!(s.lab().runs[0].queue_note(), None);

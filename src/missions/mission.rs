@@ -105,27 +105,33 @@ pub fn score_refused(mission: &Mission, preset: &PresetDto, refusal: &str) -> Sc
 fn score_values(mission: &Mission, preset: &PresetDto, report_v: &Value, refusal: Option<String>) -> Score {
     let preset_v = serde_json::to_value(preset).unwrap_or(Value::Null);
     let goals: Vec<GoalResult> = mission
-        .dto
-        .goals
-        .iter()
+        .scoring_goals()
+        .into_iter()
         .map(|g| {
-            let actual = resolve(&g.metric, &preset_v, report_v);
+            let note = report_v.get(BACKEND_BLOCK_SIZE_METRIC).and_then(Value::as_str);
+            let actual = if g.metric == BACKEND_BLOCK_SIZE_METRIC {
+                // 1 where the run's block size is one vLLM would not run, 0 where it is; no
+                // figure without a run.
+                (!report_v.is_null()).then_some(if note.is_some() { 1.0 } else { 0.0 })
+            } else {
+                resolve(&g.metric, &preset_v, report_v)
+            };
+            let explain = match note.filter(|_| g.metric == BACKEND_BLOCK_SIZE_METRIC) {
+                Some(note) => format!("{note}. vLLM would pick another backend or refuse to start; use a multiple of 16."),
+                None => g.explain,
+            };
             GoalResult {
-                label: g.label.clone(),
-                metric: g.metric.clone(),
+                met: actual.is_some_and(|a| g.comparison.holds(a, g.value)),
+                label: g.label,
+                metric: g.metric,
                 actual,
                 comparison: g.comparison,
                 value: g.value,
                 stars: g.stars,
-                met: actual.is_some_and(|a| g.comparison.holds(a, g.value)),
-                explain: g.explain.clone(),
+                explain,
             }
         })
         .collect();
-    let mut goals = goals;
-    if let Some(goal) = unsupported_block_size(mission, report_v) {
-        goals.push(goal);
-    }
     let locked_changes = mission.locked_changes(preset);
     let mut stars = 0;
     if locked_changes.is_empty() && refusal.is_none() {
@@ -140,23 +146,25 @@ fn score_values(mission: &Mission, preset: &PresetDto, report_v: &Value, refusal
     Score { stars, max_stars: MAX_STARS, goals, locked_changes, startup_refusal: refusal }
 }
 
+/// The metric of the goal a mission adds when it lets the learner pick the block size: the
+/// report's `block_size_note`, present when the size is one vLLM's default attention backend
+/// (FlashAttention, multiples of 16) does not run.
+pub const BACKEND_BLOCK_SIZE_METRIC: &str = "block_size_note";
+
 /// In a mission that lets the learner pick the block size, a size vLLM's default attention
-/// backend does not run (the report's `block_size_note`: FlashAttention runs multiples of 16)
-/// cannot earn the top star, whatever the lab's figures say: vLLM would not serve it so.
-fn unsupported_block_size(mission: &Mission, report_v: &Value) -> Option<GoalResult> {
-    let note = report_v.get("block_size_note")?.as_str()?;
-    let block_size = [Seg::Key("allocator".into()), Seg::Key("block_size".into())];
-    let chosen = mission.dto.knobs.iter().filter_map(|k| parse_path(k)).any(|k| covers(&k, &block_size));
-    chosen.then(|| GoalResult {
-        label: "A block size vLLM's attention backend runs".into(),
-        metric: "block_size_note".into(),
-        actual: Some(1.0),
+/// backend does not run cannot earn the top star, whatever the lab's figures say: vLLM would
+/// not serve it so. The goal is scored (and shown as a card) from the start, met or not.
+fn backend_block_size_goal() -> GoalDto {
+    GoalDto {
+        metric: BACKEND_BLOCK_SIZE_METRIC.into(),
         comparison: Comparison::AtMost,
         value: 0.0,
         stars: MAX_STARS,
-        met: false,
-        explain: format!("{note}. vLLM would pick another backend or refuse to start; use a multiple of 16."),
-    })
+        label: "A block size vLLM's attention backend runs".into(),
+        explain: "vLLM's default attention backend, FlashAttention, runs block sizes that are multiples of 16. \
+                  The lab simulates any size, but a size vLLM would not serve cannot earn the top star."
+            .into(),
+    }
 }
 
 fn number(v: &Value) -> Option<f64> {
@@ -224,6 +232,18 @@ impl Mission {
     }
     pub fn goals(&self) -> &[GoalDto] {
         &self.dto.goals
+    }
+    /// Every goal that scores, each of which the mission panel shows as a card: the file's
+    /// goals in order, then, where a knob lets the learner pick the block size, the goal of a
+    /// size vLLM's attention backend runs.
+    pub fn scoring_goals(&self) -> Vec<GoalDto> {
+        let block_size = [Seg::Key("allocator".into()), Seg::Key("block_size".into())];
+        let chosen = self.dto.knobs.iter().filter_map(|k| parse_path(k)).any(|k| covers(&k, &block_size));
+        let mut goals = self.dto.goals.clone();
+        if chosen {
+            goals.push(backend_block_size_goal());
+        }
+        goals
     }
     pub fn hints(&self) -> &[String] {
         &self.dto.hints

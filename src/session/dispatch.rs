@@ -1,10 +1,11 @@
 //! [`Session`]: the lab, its Sweep panel and its undo history behind one dispatcher. Every
 //! [`Command`] goes through [`Session::apply`], which validates it, applies it or refuses it
 //! (leaving everything as it was), records undo steps, and says what the page must follow
-//! ([`Applied`]) or where the refusal belongs ([`Refused`]). Mission stars are earned here: when
-//! time reaches the end of a mission run with a setup the learner chose (playback, a step, a
-//! seek), never because a setup changed while the time shown was already the end (a slider
-//! dragged at 60 s scores nothing until the run is played again).
+//! ([`Applied`]) or where the refusal belongs ([`Refused`]). Mission stars are earned here, by
+//! one rule: the score on screen is the score kept. Whenever a command leaves a mission run with
+//! a setup the learner chose at its end (playback or a seek reaching it, or a setting changed
+//! while the time shown is already the end, which simulates the new setup to the end at once),
+//! the final score the panel shows is recorded.
 
 use serde_json::Value;
 
@@ -70,10 +71,15 @@ impl Session {
     /// a sender with no control on screen, such as a host page).
     pub fn apply_with(&mut self, cmd: Command, now_ms: f64, hold: bool) -> Result<Applied, Refused> {
         let judged = matches!(cmd, Command::Set { .. } | Command::Discard { .. } | Command::Undo);
-        let applied = self.apply_command(cmd, now_ms, hold)?;
+        let mut applied = self.apply_command(cmd, now_ms, hold)?;
         if applied.setup && !judged {
             // The running setup changed under the held values: judge them again (they may run).
             self.settle();
+        }
+        if applied.earned.is_none() {
+            // Whatever the command was (a seek, a setting changed at the end, an undo), a final
+            // score on screen is a score kept.
+            applied.earned = self.keep_stars();
         }
         Ok(applied)
     }
@@ -286,9 +292,9 @@ impl Session {
         if !same_setup(&before, &self.lab.state) {
             self.history.record(before, field);
         }
-        // A setup vLLM refuses to start is over before it began: its score is final now.
-        let earned = if self.lab.refusal.is_some() { self.keep_stars() } else { None };
-        Ok(Applied { setup: true, earned, verdict: None })
+        // A setup vLLM refuses to start is over before it began, and one changed at the end of
+        // the run is simulated to the end at once: either score is final now.
+        Ok(Applied { setup: true, earned: self.keep_stars(), verdict: None })
     }
 
     fn time_moved(&mut self) -> Applied {

@@ -154,7 +154,7 @@ impl Run {
         let s = &self.config.scheduler;
         let why = match self.sim.head_of_line()? {
             HolReason::Memory(b) if b.enough_total_free && !self.is_paged() => format!(
-                "its slab (prompt + max_tokens, reserved whole) is larger than any hole, though {free:.0}% of the KV memory is free in all (paged blocks need no single hole)"
+                "its slab (prompt + max_tokens, reserved whole) is larger than any hole, though {free:.0}% of the KV memory is free in all: external fragmentation, free memory in pieces too small to use (paged blocks need no single hole)"
             ),
             HolReason::Memory(b) if b.enough_total_free => {
                 format!("its blocks do not fit beside the watermark vLLM keeps, though {free:.0}% of the KV memory is free")

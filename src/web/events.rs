@@ -82,6 +82,8 @@ fn wire_transport(app: &Rc<App>) {
     let a = app.clone();
     on::<Event>("step-btn", "click", move |_| send(&a, Command::Step));
     let a = app.clone();
+    on::<Event>("end-btn", "click", move |_| send(&a, Command::SeekEnd));
+    let a = app.clone();
     on::<Event>("reset-btn", "click", move |_| send(&a, Command::Seek { t_s: 0.0 }));
     let a = app.clone();
     on::<Event>("speed-select", "change", move |e: Event| {
@@ -373,6 +375,9 @@ fn wire_keys(app: &Rc<App>) {
         let on_control = target.as_ref().is_some_and(|t| {
             matches!(t.tag_name().to_ascii_lowercase().as_str(), "button" | "a" | "summary" | "input")
         });
+        // Home and End jump in time whatever has focus (a button right after it was pressed, a
+        // link), except the time scrubber, whose own Home and End do the same.
+        let on_slider = target.as_ref().is_some_and(|t| t.get_attribute("type").as_deref() == Some("range"));
         let step_s = if e.shift_key() { 5.0 } else { 1.0 };
         let t = a.lab().t_us as f64 / 1e6;
         let cmd = match e.key().as_str() {
@@ -389,8 +394,8 @@ fn wire_keys(app: &Rc<App>) {
             "ArrowLeft" | "ArrowRight" if !on_control || target.as_ref().is_some_and(|t| t.tag_name() == "BUTTON") => {
                 Command::Seek { t_s: if e.key() == "ArrowLeft" { (t - step_s).max(0.0) } else { t + step_s } }
             }
-            "Home" if !on_control => Command::Seek { t_s: 0.0 },
-            "End" if !on_control => Command::SeekEnd,
+            "Home" if !on_slider => Command::Seek { t_s: 0.0 },
+            "End" if !on_slider => Command::SeekEnd,
             "Escape" => {
                 let mut view = a.view.borrow_mut();
                 view.pinned = None;

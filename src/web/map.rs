@@ -181,7 +181,7 @@ pub fn describe_cell(
         if v.preemptions > 0 { format!(" · preempted {}×", v.preemptions) } else { String::new() },
     );
     let mut out = vec![main, dom::node("p").text(&lengths), cell_line];
-    out.extend(v.samples.iter().take(4).map(|s| describe_sample(s, v.n > 1)));
+    out.extend(v.samples.iter().take(4).map(|s| describe_sample(s, v.n > 1, ct, v.prompt_tokens)));
     let more = v.samples.len().saturating_sub(4);
     if more > 0 {
         out.push(dom::node("p").text(&format!("… and {more} more samples")));
@@ -230,17 +230,35 @@ fn strong(text: &str) -> Node {
     dom::node("strong").text(text)
 }
 
-/// One sample's memory: its slab, or its block table (in `<code>`), as a `p.insp-table`.
-fn describe_sample(s: &SampleView, many: bool) -> Node {
+/// One sample's memory: its slab, or its block table (in `<code>`), as a `p.insp-table`, with
+/// the waste the map shows in it named as the PagedAttention paper names it: a slab's empty
+/// reserved tail is reservation waste, a block table's partly filled last block internal
+/// fragmentation. `block_tokens`: the paged block size; `prompt`: the request's prompt tokens.
+fn describe_sample(s: &SampleView, many: bool, block_tokens: u32, prompt: u32) -> Node {
     let line = dom::node("p").class("insp-table");
     let who = if many { format!("Sample {}: ", s.seq) } else { String::new() };
     if s.finished {
         return line.text(&format!("{who}finished, its memory is freed"));
     }
+    // In decode the token just sampled has no KV yet: the next step computes it.
+    let pending = (prompt + s.generated).saturating_sub(s.kv_tokens);
+    let newest = match pending {
+        1 => " (the token just generated gets its KV in the next step)".to_string(),
+        _ => String::new(),
+    };
     if let Some([start, len, live]) = s.slab {
         let pct = if len > 0 { 100.0 * f64::from(live) / f64::from(len) } else { 0.0 };
+        let empty = len.saturating_sub(live);
+        let waste = if empty > 0 {
+            format!(
+                ". Its {} empty slots are reservation waste: reserved up front for prompt + max_tokens, held until it finishes",
+                group_thousands(u64::from(empty))
+            )
+        } else {
+            String::new()
+        };
         return line.text(&format!(
-            "{who}Slab at slots {}–{}: {} reserved, {} hold KV ({pct:.0}%)",
+            "{who}Slab at slots {}–{}: {} reserved, {} hold KV ({pct:.0}%){newest}{waste}",
             group_thousands(u64::from(start)),
             group_thousands(u64::from(start + len.max(1) - 1)),
             group_thousands(u64::from(len)),
@@ -266,9 +284,19 @@ fn describe_sample(s: &SampleView, many: bool) -> Node {
         extra.push_str(&format!(" · {} copied on write", s.copied_blocks));
     }
     let head = format!(
-        "{who}Block table ({} blocks, {} tokens){extra}: ",
+        "{who}Block table ({} blocks, {} tokens hold KV{newest}){extra}: ",
         s.block_table.len(),
         group_thousands(u64::from(s.kv_tokens)),
     );
-    line.text(&head).child(dom::node("code").text(&table.join(" ")))
+    let slots = s.block_table.len() as u64 * u64::from(block_tokens);
+    let empty = slots.saturating_sub(u64::from(s.kv_tokens));
+    let tail = if empty > 0 {
+        format!(
+            ". Its last block is partly filled: {} empty slots, internal fragmentation (less than one block per sequence)",
+            group_thousands(empty)
+        )
+    } else {
+        String::new()
+    };
+    line.text(&head).child(dom::node("code").text(&table.join(" "))).text(&tail)
 }

@@ -225,6 +225,15 @@ impl MetricsView {
                     }
                     None => m.report.capacity_line.clone(),
                 };
+                // vLLM v1 counts its null block in the line; the map and the chart leave it out.
+                let text = if m.report.allocator == "paged" && m.report.engine == "v1" {
+                    format!(
+                        "{text}\n(vLLM's count includes its null block, which holds no tokens and is never handed out: the map and the chart show the {} tokens requests can use.)",
+                        crate::engine::plan::group_thousands(m.report.capacity_tokens)
+                    )
+                } else {
+                    text
+                };
                 if runs.len() > 1 {
                     format!("[{}] {text}", m.label)
                 } else {

@@ -7,7 +7,7 @@
 use web_sys::{Element, HtmlButtonElement, HtmlElement};
 
 use crate::formats::mission::{Comparison, MAX_STARS};
-use crate::missions::mission::{GoalResult, Mission};
+use crate::missions::mission::{GoalResult, Mission, BACKEND_BLOCK_SIZE_METRIC};
 
 use super::dom;
 use super::storage::Stars;
@@ -41,6 +41,9 @@ struct GoalItem {
 
 /// A metric's value as the learner reads it: shares in %, latencies in ms, memory in GiB.
 pub fn format_metric(metric: &str, v: f64) -> String {
+    if metric == BACKEND_BLOCK_SIZE_METRIC {
+        return if v == 0.0 { "a FlashAttention size" } else { "not a FlashAttention size" }.to_string();
+    }
     let shares = [
         "kv.utilization_mean",
         "kv.allocated_fraction_mean",
@@ -81,6 +84,9 @@ pub fn comparison_text(c: Comparison) -> &'static str {
 
 /// "kv.utilization_mean ≥ 96%".
 pub fn goal_target(g: &GoalResult) -> String {
+    if g.metric == BACKEND_BLOCK_SIZE_METRIC {
+        return "allocator.block_size a multiple of 16".to_string();
+    }
     format!("{} {} {}", g.metric, comparison_text(g.comparison), format_metric(&g.metric, g.value))
 }
 
@@ -159,9 +165,11 @@ impl MissionView {
         self.goals.clear();
         let Some(list) = dom::by_id::<Element>("mission-goals") else { return };
         dom::clear(&list);
-        let mut goals: Vec<_> = m.goals().iter().collect();
+        // Every goal that scores has its card (`Mission::scoring_goals`), in the order the
+        // score lists them (by star, then file order).
+        let mut goals = m.scoring_goals();
         goals.sort_by_key(|g| g.stars);
-        for g in goals {
+        for g in &goals {
             let li = dom::append(&list, dom::el("li", "goal pending", None));
             let head = dom::append(&li, dom::el("div", "goal-head", None));
             let tier = dom::append(&head, dom::el("span", "goal-tier", None));

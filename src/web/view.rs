@@ -2,8 +2,10 @@
 //! the transport bar. `View::render` is the whole frame; the parts skip work when nothing they
 //! show has changed (same time, same hover, same size).
 
+use wasm_bindgen::JsCast;
 use web_sys::{HtmlCanvasElement, HtmlElement, HtmlInputElement, HtmlSelectElement};
 
+use crate::engine::memory_map::MapCell;
 use crate::engine::MemoryMap;
 use crate::render::RenderOptions;
 
@@ -47,6 +49,11 @@ pub struct View {
     /// Embedded: the maps' boxes at the last fit.
     fitted_boxes: Vec<(i32, i32)>,
     last_inspected: Option<(CellRef, u64)>,
+    /// The kinds of cell (`MapCell` flags, and `GROUP_SEEN` for a later KV cache group) the
+    /// shown runs have drawn since their setup was loaded: the legend lists only those.
+    legend_kinds: u8,
+    /// The kinds the legend lists now (None: not yet set for this setup).
+    legend_listed: Option<u8>,
     last_chart: Option<(u64, usize, usize, Vec<String>, u32, u32)>,
 }
 
@@ -83,6 +90,8 @@ impl View {
             dark: false,
             fitted_boxes: Vec::new(),
             last_inspected: None,
+            legend_kinds: 0,
+            legend_listed: None,
             last_chart: None,
         })
     }
@@ -96,6 +105,8 @@ impl View {
     pub fn invalidate(&mut self) {
         self.layout_dirty = true;
         self.last_inspected = None;
+        self.legend_kinds = 0;
+        self.legend_listed = None;
         self.last_chart = None;
         if let Some(m) = &mut self.mission {
             m.invalidate();
@@ -136,6 +147,34 @@ impl View {
         }
     }
 
+    /// Lists in the legend the kinds of cell the runs have drawn since their setup was loaded
+    /// (shared, copy-on-write, cached-prefix, later-group and freed-behind-a-window cells), so
+    /// a run with none of them lists none; an entry, once drawn, stays while the setup does.
+    fn show_legend_kinds(&mut self, maps: &[MemoryMap]) {
+        const GROUP_SEEN: u8 = 128;
+        let kinds = maps.iter().flat_map(|m| &m.cells).fold(self.legend_kinds, |k, c| {
+            k | c.flags | if c.group > 0 { GROUP_SEEN } else { 0 }
+        });
+        self.legend_kinds = kinds;
+        if self.legend_listed == Some(kinds) {
+            return;
+        }
+        self.legend_listed = Some(kinds);
+        let named = [
+            ("shared", MapCell::SHARED),
+            ("copied", MapCell::COPIED),
+            ("cached", MapCell::CACHED),
+            ("group", GROUP_SEEN),
+            ("window", MapCell::BEHIND_WINDOW),
+        ];
+        for (kind, bit) in named {
+            let li = dom::document().query_selector(&format!("#map-legend li[data-kind='{kind}']"));
+            if let Some(li) = li.ok().flatten().and_then(|e| e.dyn_into::<HtmlElement>().ok()) {
+                dom::set_hidden(&li, kinds & bit == 0);
+            }
+        }
+    }
+
     /// The whole frame.
     pub fn render(&mut self, lab: &Lab) {
         // Classes that change the boxes' sizes first, then measure.
@@ -158,6 +197,7 @@ impl View {
             let _ = self.root.set_attribute("data-allocators", kinds);
         }
         let maps: Vec<MemoryMap> = lab.runs.iter().map(|r| r.sim.memory_map()).collect();
+        self.show_legend_kinds(&maps);
         let boxes = if lab.options.embed { self.map_boxes(maps.len()) } else { Vec::new() };
         if self.layout_dirty
             || boxes != self.fitted_boxes
@@ -228,6 +268,13 @@ impl View {
         if self.inspector.get_attribute("aria-live").as_deref() != Some(live) {
             let _ = self.inspector.set_attribute("aria-live", live);
         }
+        // A cell of a map no longer shown (Compare turned off) is let go, and so is a hovered
+        // cell the pointer is no longer over (the map moved or shrank under a still pointer,
+        // which fires no `mouseleave`).
+        let shown = lab.runs.len();
+        self.pinned = self.pinned.filter(|c| c.0 < shown);
+        self.cursor = self.cursor.filter(|c| c.0 < shown);
+        self.hover = self.hover.filter(|c| c.0 < shown && self.maps[c.0].canvas.matches(":hover").unwrap_or(false));
         let Some((run_i, cell_i)) = self.focus_cell() else {
             if self.last_inspected.take().is_some() {
                 let hint =
