@@ -65,6 +65,8 @@ async fn a_sweep_in_the_page_equals_the_native_sweep_and_bad_values_are_refused(
     let progress = js(c, "return document.getElementById('sweep-progress').textContent").await;
     let progress = progress.as_str().unwrap();
     assert!(progress.starts_with("3 of 3 points"), "{progress}");
+    assert!(progress.contains("each over 60 s of traffic"), "the sweep names its horizon: {progress}");
+    assert_eq!(got["setup"]["id"], json!("paged-default"), "the sweep names its setup");
     assert!(progress.contains("contiguous stays as the preset has it"), "{progress}");
     assert_eq!(js(c, "return document.getElementById('sweep-chart').hidden").await, json!(false));
 

@@ -457,6 +457,13 @@ pub fn preset_dto_from_value(value: &serde_json::Value) -> Result<PresetDto, Con
                  or open it in the lab's Load dialog (kvlab run, plan and sweep take it as --model-config FILE)",
             ))
         }
+        // An exported report carries the whole setup that made it: that preset runs again.
+        Document::Report => {
+            let setup = value.get("setup").ok_or_else(|| {
+                ConfigError::new("setup", "missing; a report exported by the lab carries its setup here")
+            })?;
+            return preset_dto_from_value(setup).map_err(|e| super::mission::within("setup", e));
+        }
         Document::Mission => return Err(ConfigError::new(
             "schema",
             "this file is a mission, not a preset; run it with `kvlab mission FILE` or open it as a mission in the lab",

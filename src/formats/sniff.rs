@@ -9,6 +9,8 @@ pub const MISSION_SCHEMA: &str = "kvlab/mission@1";
 pub const MISSION_INDEX_SCHEMA: &str = "kvlab/missions-index@1";
 pub const CALIBRATION_SCHEMA: &str = "kvlab/calibration@1";
 pub const STARS_SCHEMA: &str = "kvlab/stars@1";
+/// An exported report: the run's report (docs/REPORT.md) with the whole setup that made it.
+pub const REPORT_SCHEMA: &str = "kvlab/report@1";
 
 /// What a JSON document says it is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -18,6 +20,8 @@ pub enum Document {
     MissionIndex,
     Calibration,
     Stars,
+    /// An exported report, whose `setup` is the preset that made it.
+    Report,
     /// A `schema` that is not one of kvlab's (or not a string).
     OtherSchema,
     /// A model's Hugging Face `config.json` (no `schema`; `architectures` or `model_type`).
@@ -46,6 +50,7 @@ pub fn sniff(value: &Value) -> Document {
             MISSION_INDEX_SCHEMA => Document::MissionIndex,
             CALIBRATION_SCHEMA => Document::Calibration,
             STARS_SCHEMA => Document::Stars,
+            REPORT_SCHEMA => Document::Report,
             _ => Document::OtherSchema,
         },
         Some(_) => Document::OtherSchema,

@@ -163,6 +163,8 @@ pub fn unfinished(r: &crate::engine::Report) -> u32 {
 /// A search in progress or finished: both allocators, one after the other.
 pub struct KvSearchJob {
     pub target_ms: f64,
+    /// The preset the search was planned on, every run's setup but the KV memory.
+    pub setup: Value,
     /// How long each run goes to judge a point, seconds (`engine::sweep::check_horizon_s`).
     pub checked_over_s: f64,
     grid: Vec<f64>,
@@ -186,7 +188,7 @@ impl KvSearchJob {
             unfinished: BTreeMap::new(),
         });
         let checked_over_s = check_horizon_s(&config);
-        Ok(KvSearchJob { target_ms, checked_over_s, grid, step_gib, sides, cancelled: false })
+        Ok(KvSearchJob { target_ms, setup: preset.clone(), checked_over_s, grid, step_gib, sides, cancelled: false })
     }
 
     /// Plans the search on the lab's preset, refused when the mission `m` locks the KV memory
@@ -372,5 +374,6 @@ pub fn results_json(job: &KvSearchJob) -> Value {
         "max_runs": job.max_runs(),
         "finished": job.finished(),
         "cancelled": job.cancelled,
+        "setup": job.setup,
     })
 }

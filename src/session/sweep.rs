@@ -54,6 +54,8 @@ pub fn metric_value(m: &SweepMetrics, metric: &str) -> f64 {
 /// A sweep in progress or finished.
 pub struct SweepJob {
     pub knob: Knob,
+    /// The preset the sweep was planned on, every point's setup but the knob.
+    pub setup: Value,
     points: Vec<PlannedPoint>,
     /// The runs so far, in point order then [`ALLOCATORS`] order: metrics, or why the engine
     /// refused the run.
@@ -71,7 +73,7 @@ impl SweepJob {
         let values =
             values.map_err(|e| e.to_string().replace("--values", "Sweep values").replace("--range", "Sweep range"))?;
         let points = plan(preset, &knob, &values).map_err(|e| e.to_string())?;
-        Ok(SweepJob { knob, points, outcomes: Vec::new(), cancelled: false })
+        Ok(SweepJob { knob, setup: preset.clone(), points, outcomes: Vec::new(), cancelled: false })
     }
 
     /// Plans a sweep on the lab's preset, refusing a knob the mission `m` locks.
@@ -147,14 +149,23 @@ impl SweepJob {
         self.points.iter().zip(self.outcomes.chunks_exact(2)).map(|(p, o)| (&p.value, [&o[0], &o[1]])).collect()
     }
 
-    /// The points so far as `kvlab sweep --json` writes them, with the job's progress: `{knob,
-    /// points, total, finished, cancelled}` (`kvlab.sweepResults()`, the panel's JSON download).
+    /// The points so far as `kvlab sweep --json` writes them, with the job's progress and
+    /// its setup: `{knob, points, total, finished, cancelled, run_s, setup}`
+    /// (`kvlab.sweepResults()`, the panel's JSON download). `run_s`: how long each point ran.
     pub fn results_json(&self) -> Value {
         let mut doc = sweep_json(&self.knob.path(), &self.points());
         doc["total"] = self.total_points().into();
         doc["finished"] = self.finished().into();
         doc["cancelled"] = self.cancelled.into();
+        doc["run_s"] = self.run_s().into();
+        doc["setup"] = self.setup.clone();
         doc
+    }
+
+    /// How long each point runs, seconds: the preset's `duration_s` (a sweep judges no steady
+    /// state; the smallest-KV search does, over longer runs).
+    pub fn run_s(&self) -> f64 {
+        self.setup.get("duration_s").and_then(Value::as_f64).unwrap_or(crate::engine::SimConfig::default().duration_s)
     }
 
     /// The points so far as `kvlab sweep --csv` writes them (the panel's CSV download).

@@ -71,6 +71,30 @@ pub fn describe(state: &LabState) -> String {
     format!("{allocator} · {kv} · {model} on {}{tp}", p.gpu)
 }
 
+/// A file name's stem that says the setup (`describe`'s words, lower case, one hyphen between
+/// words): "kvlab-paged-16-token-blocks-10-gib-kv-llama-3-8b-on-h100-sxm-x2". Only ASCII
+/// letters, digits, dots and hyphens, at most 120 characters.
+pub fn file_stem(state: &LabState) -> String {
+    let words = describe(state).replace('×', "x").replace('%', "pct");
+    let mut stem = String::from("kvlab");
+    let mut gap = true;
+    for c in words.chars() {
+        if c.is_ascii_alphanumeric() || c == '.' {
+            if gap {
+                stem.push('-');
+            }
+            stem.push(c.to_ascii_lowercase());
+            gap = false;
+        } else {
+            gap = true;
+        }
+        if stem.len() >= 120 {
+            break;
+        }
+    }
+    stem
+}
+
 /// A run's length as the page writes it ("60 s", "425 s").
 pub fn seconds_text(duration_us: u64) -> String {
     format!("{:.0} s", duration_us as f64 / 1e6)

@@ -198,7 +198,7 @@ fn on_form_action(a: &App, action: &str, index: usize) {
         }
         "download-json" => {
             let text = serde_json::to_string_pretty(&a.lab().state.preset).unwrap_or_default();
-            let name = format!("{}.json", a.lab().state.preset.id);
+            let name = format!("{}-preset.json", crate::session::title::file_stem(&a.lab().state));
             if let Err(err) = export::download_text(&name, "application/json", &text) {
                 a.messages.error("export", &format!("Download failed: {err}"));
             }

@@ -15,11 +15,11 @@ fn js_err(e: JsValue) -> String {
     e.as_string().unwrap_or_else(|| format!("{e:?}"))
 }
 
+/// The exports' file names say the setup on screen and the time shown:
+/// `kvlab-paged-16-token-blocks-10-gib-kv-llama-3-8b-on-h100-sxm-60.0s-report.json`.
 fn file_stem(app: &App) -> String {
     let lab = app.lab();
-    let id = if lab.state.preset.id.is_empty() { "custom".to_string() } else { lab.state.preset.id.clone() };
-    let mode = if lab.runs.len() > 1 { "-compare" } else { "" };
-    format!("kvlab-{id}{mode}-{:.1}s", lab.t_us as f64 / 1e6)
+    format!("{}-{:.1}s", crate::session::title::file_stem(&lab.state), lab.t_us as f64 / 1e6)
 }
 
 pub fn export(app: &App, what: &str) -> Result<(), String> {
@@ -30,17 +30,19 @@ pub fn export(app: &App, what: &str) -> Result<(), String> {
         "csv" => download_text(&format!("{stem}-series.csv"), "text/csv", &csv(app)),
         "report" => download_text(&format!("{stem}-report.json"), "application/json", &report_json(app)),
         "sweep-csv" => match app.panel().job.as_ref() {
-            Some(job) => download_text("kvlab-sweep.csv", "text/csv", &job.csv()),
+            Some(job) => download_text(&job_file(&job.setup, "sweep", "csv"), "text/csv", &job.csv()),
             None => Err("no sweep has run yet".into()),
         },
         "sweep-json" => match app.panel().job.as_ref() {
-            Some(job) => download_text("kvlab-sweep.json", "application/json", &pretty(&job.results_json())),
+            Some(job) => {
+                download_text(&job_file(&job.setup, "sweep", "json"), "application/json", &pretty(&job.results_json()))
+            }
             None => Err("no sweep has run yet".into()),
         },
         "search-json" => match app.panel().search.as_ref() {
             Some(s) => {
                 let doc = crate::session::kv_search::results_json(s);
-                download_text("kvlab-kv-search.json", "application/json", &pretty(&doc))
+                download_text(&job_file(&s.setup, "kv-search", "json"), "application/json", &pretty(&doc))
             }
             None => Err("no search has run yet".into()),
         },
@@ -48,19 +50,28 @@ pub fn export(app: &App, what: &str) -> Result<(), String> {
     }
 }
 
+/// A sweep's or a search's file name, after the setup it ran on (which may differ from the one
+/// on screen since).
+fn job_file(setup: &serde_json::Value, what: &str, ext: &str) -> String {
+    let stem = serde_json::from_value(setup.clone()).map_or_else(
+        |_| "kvlab".to_string(),
+        |preset| crate::session::title::file_stem(&crate::session::url_state::LabState::new(preset)),
+    );
+    format!("{stem}-{what}.{ext}")
+}
+
 fn pretty(v: &serde_json::Value) -> String {
     serde_json::to_string_pretty(v).unwrap_or_default()
 }
 
-/// Every run's report at the time shown (docs/REPORT.md): one object, or an array of two in
-/// compare mode (contiguous, paged).
+/// Every run's report at the time shown with the setup that made it (`kvlab/report@1`,
+/// docs/REPORT.md): the report's fields, or `reports` (contiguous, paged) in compare mode.
 pub fn report_json(app: &App) -> String {
     let lab = app.lab();
     let reports: Vec<_> = lab.runs.iter().map(|r| r.report()).collect();
-    match reports.as_slice() {
-        [one] => serde_json::to_string_pretty(one).unwrap_or_default(),
-        many => serde_json::to_string_pretty(many).unwrap_or_default(),
-    }
+    let title = crate::session::title::describe(&lab.state);
+    let at_s = lab.t_us as f64 / 1e6;
+    pretty(&crate::formats::report::exported_report(&lab.state.preset, &title, at_s, &reports))
 }
 
 pub fn csv(app: &App) -> String {

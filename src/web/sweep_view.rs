@@ -125,7 +125,10 @@ fn progress_text(panel: &SweepPanel) -> String {
         format!("Cancelled after {k} of {n} points.{note}")
     } else if job.finished() {
         let took = panel.took_ms.map(|ms| format!(" in {ms:.0} ms")).unwrap_or_default();
-        format!("{n} of {n} points{took}.{note}")
+        format!(
+            "{n} of {n} points{took}, each over {} s of traffic (the KV search below runs each point three times as long to judge the steady state, so its p95 for the same KV memory can be higher).{note}",
+            tick(job.run_s())
+        )
     } else {
         format!("Running… {k} of {n} points.")
     }
@@ -207,6 +210,8 @@ fn xs(points: &[SweepPoint]) -> (Vec<f64>, bool) {
 
 /// A tick label: whole numbers with thousands separators, others with up to 3 digits.
 pub fn tick(v: f64) -> String {
+    // From a thousand up, whole numbers with thousands separators ("45,886", "153,847").
+    let v = if v.abs() >= 1000.0 && v.abs() < 1e15 { v.round() } else { v };
     if v.fract() == 0.0 && v.abs() < 1e15 {
         let n = v.abs() as u64;
         let s = crate::engine::plan::group_thousands(n);
@@ -289,7 +294,9 @@ fn cell(m: &Result<SweepMetrics, String>, metric: &str) -> (String, String) {
             let mut text = tick(metric_value(m, metric));
             let mut notes = Vec::new();
             if m.unfinished > 0 && metric != "unfinished" {
-                notes.push(format!("{} unfinished", m.unfinished));
+                // Requests still running or waiting when the run stopped: normal in a healthy run
+                // (the last arrivals), a sign of a queue only when it is large.
+                notes.push(format!("{} in flight at the end", tick(f64::from(m.unfinished))));
             }
             if m.rejected > 0 && metric != "rejected" {
                 notes.push(format!("{} rejected", m.rejected));
