@@ -6,7 +6,8 @@
 # given as $1. (`chromium --screenshot` is not used: it may resize the view just before the
 # capture without letting the page lay itself out again, which shows a map fitted to another
 # size.) Also a mission mid-run on a phone (390×844, tests/e2e_access.rs) as
-# mission-phone-390x844.png. Needs dist/ (scripts/test-web.sh builds it) and the tools of scripts/setup.sh.
+# mission-phone-390x844.png, and mission 2 (the longest goals) in each frame as
+# embed-mission-<w>x<h>.png. Needs dist/ (scripts/test-web.sh builds it) and the tools of scripts/setup.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/.tools/bin:$HOME/.cargo/bin:$PATH"
@@ -20,6 +21,10 @@ for theme in light dark; do
     cp "target/screenshots/e2e-embed-$theme-$size.png" "$out/embed-$theme-$size.png"
     echo "$out/embed-$theme-$size.png"
   done
+done
+for size in 360x640 600x400 800x500; do
+  cp "target/screenshots/e2e-embed-m2-block-size-$size.png" "$out/embed-mission-$size.png"
+  echo "$out/embed-mission-$size.png"
 done
 cp target/screenshots/mission-phone-390x844.png "$out/mission-phone-390x844.png"
 echo "$out/mission-phone-390x844.png"

@@ -456,3 +456,64 @@ async fn instructors_documents_are_checked_and_the_calibration_selector_works() 
     assert_eq!(report(c).await["calibration"], Value::Null);
     b.close().await;
 }
+
+/// Hovers cells of map 0 along its diagonal until the inspector names `words`; its text.
+async fn inspect_until(c: &Client, words: &str) -> String {
+    for k in 1..40 {
+        js(
+            c,
+            &format!(
+                "const m = document.getElementById('map-0'), r = m.getBoundingClientRect(); \
+                 m.dispatchEvent(new MouseEvent('mousemove', {{ clientX: r.left + r.width * {k} / 40, clientY: r.top + r.height * {k} / 40, bubbles: true }})); return null"
+            ),
+        )
+        .await;
+        wait_for(c, "document.querySelector('#inspector .insp-main')", "the inspector to describe a cell").await;
+        let text = js(c, "return document.getElementById('inspector').innerText").await;
+        if text.as_str().is_some_and(|t| t.contains(words)) {
+            return text.as_str().unwrap().to_string();
+        }
+    }
+    panic!("no cell of map 0 shows {words:?} in the inspector");
+}
+
+/// The article's three kinds of waste are named where the map shows them: reservation waste and
+/// external fragmentation in a contiguous run's legend and a slab's inspector, internal
+/// fragmentation in a paged run's legend and a block table's, and in missions 1 and 2's words.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_three_kinds_of_waste_are_named_where_the_map_shows_them() {
+    let base = serve(require_dist()).await;
+    let b = browser(1400, 900).await;
+    let c = &b.client;
+    set_viewport(c, 1400, 900).await;
+    let legend = "return [...document.querySelectorAll('.legend li')].filter(li => getComputedStyle(li).display !== 'none').map(li => li.innerText.trim()).join(' | ')";
+
+    // Mission 1: the contiguous run at its end.
+    open(c, &format!("{base}?mission=m1-paging&autoplay=0")).await;
+    js(c, "kvlab.runToEnd(); return null").await;
+    let story = js(c, "return document.getElementById('mission-story').textContent").await;
+    let story = story.as_str().unwrap();
+    assert!(story.contains("reservation waste") && story.contains("external fragmentation"), "{story}");
+    let shown = js(c, legend).await;
+    let shown = shown.as_str().unwrap();
+    assert!(shown.contains("reservation waste") && shown.contains("external fragmentation"), "{shown}");
+    let slab = inspect_until(c, "reservation waste").await;
+    assert!(slab.contains("Slab at slots") && slab.contains("reserved up front"), "{slab}");
+    js(c, "document.getElementById('map-panel-0').scrollIntoView(); return null").await;
+    save_screenshot(c, "waste-mission-1-contiguous-1400x900.png").await;
+
+    // Mission 2: paged blocks of 256 tokens, whose half-empty last blocks are internal fragmentation.
+    open(c, &format!("{base}?mission=m2-block-size&autoplay=0")).await;
+    js(c, "kvlab.runTo(30); return null").await;
+    let story = js(c, "return document.getElementById('mission-story').textContent").await;
+    assert!(story.as_str().unwrap().contains("internal fragmentation"), "{story}");
+    let shown = js(c, legend).await;
+    let shown = shown.as_str().unwrap();
+    assert!(shown.contains("internal fragmentation") && !shown.contains("reservation waste"), "{shown}");
+    assert!(shown.contains("copy-on-write"), "v0's samples copy the last prompt block: {shown}");
+    let table = inspect_until(c, "internal fragmentation").await;
+    assert!(table.contains("Block table") && table.contains("partly filled"), "{table}");
+    js(c, "document.getElementById('map-panel-0').scrollIntoView(); return null").await;
+    save_screenshot(c, "waste-mission-2-paged-1400x900.png").await;
+    b.close().await;
+}

@@ -36,8 +36,8 @@ fn an_exported_report_names_its_setup_and_reimports_as_the_same_run() {
     let run = &lab.runs[0];
     let report = run.report();
     let (title, at_s) = (describe(&lab.state), lab.t_us as f64 / 1e6);
-    let text = serde_json::to_string_pretty(&exported_report(&lab.state.preset, &title, at_s, &[report.clone()]))
-        .unwrap();
+    let text =
+        serde_json::to_string_pretty(&exported_report(&lab.state.preset, &title, at_s, &[report.clone()])).unwrap();
 
     // The file says what ran: the schema, the setup's words, and the whole preset.
     let doc: Value = serde_json::from_str(&text).unwrap();
@@ -78,7 +78,10 @@ fn compare_mode_exports_both_reports_with_one_setup() {
     let reports: Vec<_> = lab.runs.iter().map(|r| r.report()).collect();
     let doc = exported_report(&lab.state.preset, &describe(&lab.state), 60.0, &reports);
     assert_eq!(doc["reports"].as_array().map(Vec::len), Some(2));
-    assert_eq!((&doc["reports"][0]["allocator"], &doc["reports"][1]["allocator"]), (&json!("contiguous"), &json!("paged")));
+    assert_eq!(
+        (&doc["reports"][0]["allocator"], &doc["reports"][1]["allocator"]),
+        (&json!("contiguous"), &json!("paged"))
+    );
     assert!(file_stem(&lab.state).starts_with("kvlab-contiguous-vs-paged-"), "{}", file_stem(&lab.state));
     assert_eq!(parse_preset_dto(&doc.to_string()).unwrap(), lab.state.preset);
 }

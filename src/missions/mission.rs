@@ -117,7 +117,9 @@ fn score_values(mission: &Mission, preset: &PresetDto, report_v: &Value, refusal
                 resolve(&g.metric, &preset_v, report_v)
             };
             let explain = match note.filter(|_| g.metric == BACKEND_BLOCK_SIZE_METRIC) {
-                Some(note) => format!("{note}. vLLM would pick another backend or refuse to start; use a multiple of 16."),
+                Some(note) => {
+                    format!("{note}. vLLM would pick another backend or refuse to start; use a multiple of 16.")
+                }
                 None => g.explain,
             };
             GoalResult {

@@ -232,6 +232,20 @@ fn wire_maps(app: &Rc<App>) {
         wire_map_pointer(app, i);
         wire_map_keys(app, i);
     }
+    // The pointer over anything but a map lets a hovered cell go: a map that moved, shrank or
+    // hid under a still pointer (Compare toggled, the page reflowed at the end of a run) fired
+    // no `mouseleave`, and the inspector must not keep describing it.
+    let a = app.clone();
+    dom::listen::<MouseEvent>(&dom::document(), "mousemove", move |e: MouseEvent| {
+        let on_map = e
+            .target()
+            .and_then(|t| t.dyn_into::<Element>().ok())
+            .is_some_and(|t| matches!(t.id().as_str(), "map-0" | "map-1"));
+        if !on_map && a.view.borrow().hover.is_some() {
+            a.view.borrow_mut().hover = None;
+            a.request_frame();
+        }
+    });
 }
 
 /// The cell of map `i` under the pointer.

@@ -37,6 +37,8 @@ struct Host {
     last_state: Option<String>,
     last_height: Option<i32>,
     finished_sent: bool,
+    /// A `state` was posted since the host's last command arrived (every command is answered).
+    answered: bool,
 }
 
 fn own_origin() -> String {
@@ -112,6 +114,7 @@ fn changed(app: &App, host: &RefCell<Host>) {
         h.last_state = Some(key);
         let finished = at_end && !h.finished_sent;
         h.finished_sent = at_end;
+        h.answered |= new;
         (new, finished)
     };
     if send_state {
@@ -186,8 +189,25 @@ fn on_message(app: &Rc<App>, host: &RefCell<Host>, e: &MessageEvent) {
         post(host, "state", state_fields(app));
         return;
     }
-    if let Err(message) = command(app, &msg) {
+    // The Sweep panel is the full lab's: an embed has no place to show a sweep or a search.
+    let panel = ["sweep", "cancel_sweep", "sweep_metric", "kv_search", "cancel_kv_search"];
+    if app.lab().options.embed && panel.contains(&kind.as_str()) {
+        let message = format!(
+            "{kind}: sweeps and the KV search run in the full lab's Sweep panel, not in an embed; open the full lab (the frame's \"Open full lab\" link) or run `kvlab sweep` (docs/EMBED.md)"
+        );
         post(host, "error", json!({ "command": kind, "message": message }));
+        return;
+    }
+    host.borrow_mut().answered = false;
+    match command(app, &msg) {
+        Err(message) => post(host, "error", json!({ "command": kind, "message": message })),
+        // Every command gets a reply: the state it left, even when nothing in it changed.
+        Ok(()) if !host.borrow().answered => {
+            let fields = state_fields(app);
+            host.borrow_mut().last_state = Some(fields.to_string());
+            post(host, "state", fields);
+        }
+        Ok(()) => {}
     }
 }
 

@@ -242,10 +242,7 @@ fn describe_sample(s: &SampleView, many: bool, block_tokens: u32, prompt: u32) -
     }
     // In decode the token just sampled has no KV yet: the next step computes it.
     let pending = (prompt + s.generated).saturating_sub(s.kv_tokens);
-    let newest = match pending {
-        1 => " (the token just generated gets its KV in the next step)".to_string(),
-        _ => String::new(),
-    };
+    let newest = if pending == 1 { "the token just generated gets its KV in the next step" } else { "" };
     if let Some([start, len, live]) = s.slab {
         let pct = if len > 0 { 100.0 * f64::from(live) / f64::from(len) } else { 0.0 };
         let empty = len.saturating_sub(live);
@@ -258,11 +255,12 @@ fn describe_sample(s: &SampleView, many: bool, block_tokens: u32, prompt: u32) -
             String::new()
         };
         return line.text(&format!(
-            "{who}Slab at slots {}–{}: {} reserved, {} hold KV ({pct:.0}%){newest}{waste}",
+            "{who}Slab at slots {}–{}: {} reserved, {} hold KV ({pct:.0}%{}){waste}",
             group_thousands(u64::from(start)),
             group_thousands(u64::from(start + len.max(1) - 1)),
             group_thousands(u64::from(len)),
             group_thousands(u64::from(live)),
+            if newest.is_empty() { String::new() } else { format!("; {newest}") },
         ));
     }
     if s.block_table.is_empty() {
@@ -284,9 +282,10 @@ fn describe_sample(s: &SampleView, many: bool, block_tokens: u32, prompt: u32) -
         extra.push_str(&format!(" · {} copied on write", s.copied_blocks));
     }
     let head = format!(
-        "{who}Block table ({} blocks, {} tokens hold KV{newest}){extra}: ",
+        "{who}Block table ({} blocks, {} tokens hold KV{}){extra}: ",
         s.block_table.len(),
         group_thousands(u64::from(s.kv_tokens)),
+        if newest.is_empty() { String::new() } else { format!("; {newest}") },
     );
     let slots = s.block_table.len() as u64 * u64::from(block_tokens);
     let empty = slots.saturating_sub(u64::from(s.kv_tokens));

@@ -142,7 +142,7 @@ impl View {
     fn fit_embedded(&mut self, maps: &[MemoryMap]) {
         for (i, m) in maps.iter().enumerate().take(self.maps.len()) {
             let Some(wrap) = self.maps[i].canvas.parent_element() else { continue };
-            let (w, h) = (wrap.client_width().max(60), wrap.client_height().max(40));
+            let (w, h) = (wrap.client_width().max(1), wrap.client_height().max(1));
             self.maps[i].fill(m.cells.len(), f64::from(w), f64::from(h));
         }
     }
@@ -152,9 +152,10 @@ impl View {
     /// a run with none of them lists none; an entry, once drawn, stays while the setup does.
     fn show_legend_kinds(&mut self, maps: &[MemoryMap]) {
         const GROUP_SEEN: u8 = 128;
-        let kinds = maps.iter().flat_map(|m| &m.cells).fold(self.legend_kinds, |k, c| {
-            k | c.flags | if c.group > 0 { GROUP_SEEN } else { 0 }
-        });
+        let kinds = maps
+            .iter()
+            .flat_map(|m| &m.cells)
+            .fold(self.legend_kinds, |k, c| k | c.flags | if c.group > 0 { GROUP_SEEN } else { 0 });
         self.legend_kinds = kinds;
         if self.legend_listed == Some(kinds) {
             return;
@@ -268,13 +269,12 @@ impl View {
         if self.inspector.get_attribute("aria-live").as_deref() != Some(live) {
             let _ = self.inspector.set_attribute("aria-live", live);
         }
-        // A cell of a map no longer shown (Compare turned off) is let go, and so is a hovered
-        // cell the pointer is no longer over (the map moved or shrank under a still pointer,
-        // which fires no `mouseleave`).
+        // A cell of a map no longer shown (Compare turned off) is let go (a hidden map fires no
+        // `mouseleave`; a pointer moving anywhere but a map lets go too: `events.rs`).
         let shown = lab.runs.len();
         self.pinned = self.pinned.filter(|c| c.0 < shown);
         self.cursor = self.cursor.filter(|c| c.0 < shown);
-        self.hover = self.hover.filter(|c| c.0 < shown && self.maps[c.0].canvas.matches(":hover").unwrap_or(false));
+        self.hover = self.hover.filter(|c| c.0 < shown);
         let Some((run_i, cell_i)) = self.focus_cell() else {
             if self.last_inspected.take().is_some() {
                 let hint =
