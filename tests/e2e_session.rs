@@ -220,6 +220,30 @@ async fn the_json_editor_keeps_refused_text_and_points_at_the_line() {
     .await;
     assert_eq!(js(c, "return kvlab.state().preset.scheduler.max_num_seqs").await, 12);
     assert_eq!(js(c, "return document.getElementById('preset-json-error')").await, Value::Null);
+    // A long preset whose faulty line lies below the editor's box: the editor scrolls to it.
+    let long = js(c, "return JSON.stringify(kvlab.state().preset, null, 2)").await;
+    let long = long.as_str().unwrap().replace("\"max_num_seqs\": 12", "\"max_num_seqs\": 0");
+    let long = format!("{}{}", "\n".repeat(60), long);
+    js(
+        c,
+        &format!(
+            "const ta = document.getElementById('preset-json'); ta.value = {}; ta.scrollTop = 0; \
+             document.querySelector('[data-action=apply-json]').click(); return null",
+            json!(long)
+        ),
+    )
+    .await;
+    let seen = js(
+        c,
+        "const ta = document.getElementById('preset-json'); const lines = ta.value.split('\\n'); \
+         const line = ta.value.slice(0, ta.selectionStart).split('\\n').length; \
+         const y = (line - 1) * ta.scrollHeight / lines.length - ta.scrollTop; \
+         return { line, y, h: ta.clientHeight, selected: ta.value.slice(ta.selectionStart, ta.selectionEnd) }",
+    )
+    .await;
+    assert!(seen["selected"].as_str().unwrap().contains("\"max_num_seqs\": 0"), "{seen}");
+    let (y, h) = (seen["y"].as_f64().unwrap(), seen["h"].as_f64().unwrap());
+    assert!(y >= 0.0 && y < h, "the faulty line is scrolled out of view: {seen}");
     b.close().await;
 }
 

@@ -376,3 +376,16 @@ fn wrong_numbers_are_refused_in_plain_words_at_their_path() {
     }
     assert!(checked > 60, "{checked} cases");
 }
+
+/// Text where a whole number with a fixed range belongs names that range, not the type's: 1 to
+/// 4,096 sequences, not "0 to 4,294,967,295".
+#[test]
+fn a_type_error_names_the_field_s_own_range() {
+    let e = check_preset(|v| set(v, "/scheduler/max_num_seqs", json!("lots")), "scheduler.max_num_seqs");
+    assert!(e.message.contains("a whole number from 1 to 4,096") && !e.message.contains("4,294,967,295"), "{e}");
+    let e = check_preset(|v| set(v, "/scheduler/max_model_len", json!(-3)), "scheduler.max_model_len");
+    assert!(e.message.contains("a whole number from 2 to 1,048,576"), "{e}");
+    // The range check itself says the same range.
+    let e = check_preset(|v| set(v, "/scheduler/max_num_seqs", json!(5000)), "scheduler.max_num_seqs");
+    assert!(e.message.contains("from 1 to 4096"), "{e}");
+}

@@ -295,3 +295,27 @@ fn a_config_json_loaded_replaces_the_model_and_a_broken_one_names_its_key() {
     let e = kvlab::formats::preset::parse_preset(&text).unwrap_err().to_string();
     assert!(e.contains("config.json, not a preset") && e.contains("hf_config"), "{e}");
 }
+
+/// A linked file (`?preset_url=`) refused names the file, and a field error in a document of
+/// several lines (the Load dialog's file or paste) names its line.
+#[test]
+fn a_refused_document_names_its_file_and_its_line() {
+    use kvlab::session::command::DocKind;
+    let mut s = session("paged-default");
+    let mut preset: serde_json::Value =
+        serde_json::from_str(include_str!("../assets/presets/paged-default.json")).unwrap();
+    preset["scheduler"]["max_num_seqs"] = json!("lots");
+    let text = serde_json::to_string_pretty(&preset).unwrap();
+    let line = text.lines().position(|l| l.contains("\"max_num_seqs\"")).unwrap() + 1;
+    let load = |source: Option<&str>| Command::LoadDocument {
+        text: text.clone(),
+        expect: Some(DocKind::Preset),
+        source: source.map(str::to_string),
+    };
+    let r = s.apply(load(Some("presets/mine.json")), 0.0).unwrap_err();
+    assert!(r.message.starts_with("presets/mine.json: scheduler.max_num_seqs"), "{}", r.message);
+    let r = s.apply(load(None), 0.0).unwrap_err();
+    assert!(r.message.starts_with(&format!("scheduler.max_num_seqs (line {line}): ")), "{}", r.message);
+    assert!(r.message.contains("a whole number from 1 to 4,096"), "{}", r.message);
+    assert_eq!(s.lab().state.preset, presets::dto("paged-default").unwrap(), "the lab keeps its setup");
+}

@@ -192,3 +192,16 @@ fn the_metrics_say_why_the_queue_waits() {
     s.apply(set("allocator.kind", json!("paged")), 0.0).unwrap();
     assert_eq!(s.lab().runs[0].queue_note(), None);
 }
+
+/// A value held behind another refusal names itself in its reason: 1000 GiB typed while a 70B
+/// model and an L4 are held says 1000 as well as why the setup on screen cannot run.
+#[test]
+fn a_value_held_behind_another_refusal_names_itself() {
+    let mut s = session("paged-default");
+    s.apply(set("model", json!("llama-3-70b")), 0.0).unwrap_err();
+    s.apply(set("gpu", json!("l4")), 0.0).unwrap_err();
+    let r = s.apply(set("kv_memory_gib", json!("1000")), 0.0).unwrap_err();
+    assert!(r.message.starts_with("kv_memory_gib: 1000 is held, not applied, while"), "{}", r.message);
+    assert!(r.message.contains("llama-3-70b") && r.message.contains("l4"), "{}", r.message);
+    assert_honest(&s);
+}

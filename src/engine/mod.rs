@@ -40,3 +40,4 @@ pub use memory_map::{MapCell, MemoryMap};
 pub use metrics::{Report, StepPoint};
 pub use sim::observe::RequestView;
 pub use sim::{Simulation, Stepping};
+pub use validate::{whole_number_range, WHOLE_NUMBER_RANGES};

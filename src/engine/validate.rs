@@ -16,6 +16,30 @@ use super::startup_checks::{
 };
 use super::workload::Arrival;
 
+/// The fixed ranges of the whole-number fields [`SimConfig::validate_fields`] checks, by path:
+/// the one table both the range check and a reader's type error (`"lots"` where a number
+/// belongs: `formats::json`) take the range from.
+pub const WHOLE_NUMBER_RANGES: &[(&str, u32, u32)] = &[
+    ("model.layers", 1, 256),
+    ("model.kv_heads", 1, 256),
+    ("model.head_dim", 1, 1024),
+    ("scheduler.max_num_seqs", 1, 4096),
+    ("scheduler.max_num_batched_tokens", 1, 1 << 20),
+    ("scheduler.max_model_len", 2, 1 << 20),
+    ("allocator.block_size", 1, 256),
+];
+
+/// The range [`WHOLE_NUMBER_RANGES`] gives `field`.
+pub fn whole_number_range(field: &str) -> Option<(u32, u32)> {
+    WHOLE_NUMBER_RANGES.iter().find(|(f, ..)| *f == field).map(|&(_, lo, hi)| (lo, hi))
+}
+
+/// [`check_range`] with the range of [`WHOLE_NUMBER_RANGES`].
+fn check_fixed(field: &str, v: u32) -> Result<(), ConfigError> {
+    let (lo, hi) = whole_number_range(field).expect("a field of WHOLE_NUMBER_RANGES");
+    check_range(field, v, lo, hi)
+}
+
 fn check_range<T: PartialOrd + fmt::Display + Copy>(field: &str, v: T, lo: T, hi: T) -> Result<(), ConfigError> {
     if v >= lo && v <= hi {
         Ok(())
@@ -100,14 +124,14 @@ impl SimConfig {
     pub fn validate_fields(&self) -> Result<(), ConfigError> {
         check_f64("duration_s", self.duration_s, 1.0, 604_800.0)?;
         let m = &self.model;
-        check_range("model.layers", m.layers, 1, 256)?;
-        check_range("model.kv_heads", m.kv_heads, 1, 256)?;
-        check_range("model.head_dim", m.head_dim, 1, 1024)?;
+        check_fixed("model.layers", m.layers)?;
+        check_fixed("model.kv_heads", m.kv_heads)?;
+        check_fixed("model.head_dim", m.head_dim)?;
         check_f64("model.params_b", m.params_b, 0.01, 5000.0)?;
         let s = &self.scheduler;
-        check_range("scheduler.max_num_seqs", s.max_num_seqs, 1, 4096)?;
-        check_range("scheduler.max_num_batched_tokens", s.max_num_batched_tokens, 1, 1 << 20)?;
-        check_range("scheduler.max_model_len", s.max_model_len, 2, 1 << 20)?;
+        check_fixed("scheduler.max_num_seqs", s.max_num_seqs)?;
+        check_fixed("scheduler.max_num_batched_tokens", s.max_num_batched_tokens)?;
+        check_fixed("scheduler.max_model_len", s.max_model_len)?;
         check_f64("scheduler.swap_space_gib", s.swap_space_gib, 0.0, 4096.0)?;
         if let Some(w) = s.watermark {
             check_f64("scheduler.watermark", w, 0.0, 0.5)?;
@@ -131,7 +155,7 @@ impl SimConfig {
         }
         check_tensor_parallel(self)?;
         if let AllocatorConfig::Paged { block_size, prefix_caching } = self.allocator {
-            check_range("allocator.block_size", block_size, 1, 256)?;
+            check_fixed("allocator.block_size", block_size)?;
             if prefix_caching && self.kv_cache_group_kinds().is_some() {
                 return Err(ConfigError::new(
                     "allocator.prefix_caching",

@@ -2,6 +2,8 @@
 //! (presets, missions, the mission index, calibrations, the lab's URL state) comes through here.
 
 use crate::engine::config::ConfigError;
+use crate::engine::plan::group_thousands;
+use crate::engine::whole_number_range;
 
 /// serde_json with the failing field's path in the error. The text is parsed into a JSON value
 /// first and every DTO is read from a value, so each DTO's deserializer exists once in the wasm
@@ -18,7 +20,14 @@ pub fn from_value_with_path<T: serde::de::DeserializeOwned>(value: &serde_json::
         let path = e.path().to_string();
         let message = e.into_inner().to_string();
         let path = deepen_path(value, if path == "." { String::new() } else { path }, &message);
-        ConfigError::new(path, plain_words(&message))
+        let mut words = plain_words(&message);
+        // A field with a fixed range names that range, not its type's ("lots" for
+        // max_num_seqs: 1 to 4,096, not 0 to 4,294,967,295).
+        if let Some((lo, hi)) = whole_number_range(&path) {
+            let range = format!("a whole number from {} to {}", group_thousands(lo.into()), group_thousands(hi.into()));
+            words = words.replace("a whole number from 0 to 4,294,967,295", &range);
+        }
+        ConfigError::new(path, words)
     })
 }
 

@@ -158,7 +158,13 @@ impl Session {
                 self.change(from, false, None, proposal)
             }
             Command::LoadDocument { text, expect, source } => {
-                let applied = self.load_document(&text, expect)?;
+                // A linked file's refusal names the file (`?preset_url=`).
+                let applied = self.load_document(&text, expect).map_err(|mut r| {
+                    if let Some(url) = &source {
+                        r.message = format!("{url}: {}", r.message);
+                    }
+                    r
+                })?;
                 self.lab.state.source = source.map(|url| LinkedFile { url, digest: loader::digest(&text) });
                 Ok(applied)
             }
@@ -353,7 +359,7 @@ impl Session {
             let (is, want) = (kind.name(), want.name());
             return Err(Refused::page(from, format!("this is a {is}, not a {want}; use {is}_url")));
         }
-        match loader::parse_document(text).map_err(|e| Refused::page(from, e))? {
+        match loader::parse_document(text).map_err(|e| Refused::page(from, loader::with_line(&e, text)))? {
             Document::Mission(m) => {
                 let mut applied = self.start_mission(&m)?;
                 applied.verdict = Some(loader::verdict(&m));

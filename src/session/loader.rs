@@ -56,6 +56,36 @@ pub fn parse_document(text: &str) -> Result<Document, String> {
     }
 }
 
+/// The 1-based line an error is about: serde's "line N", else the first line holding the key of
+/// the field the error names ("scheduler.max_num_seqs: …" → the line of `"max_num_seqs"`).
+pub fn fault_line(why: &str, text: &str) -> Option<usize> {
+    if let Some(rest) = why.split("line ").nth(1) {
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        if let Ok(n) = digits.parse::<usize>() {
+            return Some(n);
+        }
+    }
+    let field = why.split(": ").next()?;
+    let key = field.rsplit('.').next()?.split('[').next()?;
+    if key.is_empty() || key.contains(' ') {
+        return None;
+    }
+    let quoted = format!("\"{key}\"");
+    text.lines().position(|l| l.contains(&quoted)).map(|i| i + 1)
+}
+
+/// `why` with the line it is about, for a document of several lines whose error names a field
+/// but no line: "scheduler.max_num_seqs (line 17): …", so the author finds it in their file.
+pub fn with_line(why: &str, text: &str) -> String {
+    if why.contains("line ") || text.lines().nth(1).is_none() {
+        return why.to_string();
+    }
+    match (fault_line(why, text), why.split_once(": ")) {
+        (Some(n), Some((field, rest))) => format!("{field} (line {n}): {rest}"),
+        _ => why.to_string(),
+    }
+}
+
 /// `kvlab check`'s mission check on `m`.
 pub fn verdict(m: &Mission) -> Verdict {
     match check_mission(m) {

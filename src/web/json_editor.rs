@@ -46,7 +46,7 @@ pub fn show(why: Option<&str>, text: &str) {
         let _ = ta.after_with_node_1(&p);
         p
     });
-    let line = fault_line(why, text);
+    let line = crate::session::loader::fault_line(why, text);
     let at = line.map(|n| format!(" (line {n})")).unwrap_or_default();
     dom::set_text(&note, &format!("Preset not loaded{at}: {why}. Your text is kept; fix it and load again."));
     let _ = ta.set_attribute("aria-invalid", "true");
@@ -58,26 +58,14 @@ pub fn show(why: Option<&str>, text: &str) {
         let (start, end) = line_span(text, n);
         let _ = ta.focus();
         let _ = ta.set_selection_range(start as u32, end as u32);
+        // Selecting does not scroll a textarea to the selection: put the line a third of the
+        // way down the editor's box.
+        let lines = text.split('\n').count().max(1) as f64;
+        let per_line = f64::from(ta.scroll_height()) / lines;
+        let top = per_line * (n as f64 - 1.0) - f64::from(ta.client_height()) / 3.0;
+        ta.set_scroll_top(top.max(0.0) as i32);
     }
     super::controls::reveal_both(&ta, &note);
-}
-
-/// The 1-based line an error is about: serde's "line N", else the first line holding the key of
-/// the field the error names ("scheduler.max_num_seqs: …" → the line of `"max_num_seqs"`).
-pub fn fault_line(why: &str, text: &str) -> Option<usize> {
-    if let Some(rest) = why.split("line ").nth(1) {
-        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-        if let Ok(n) = digits.parse::<usize>() {
-            return Some(n);
-        }
-    }
-    let field = why.split(": ").next()?;
-    let key = field.rsplit('.').next()?.split('[').next()?;
-    if key.is_empty() || key.contains(' ') {
-        return None;
-    }
-    let quoted = format!("\"{key}\"");
-    text.lines().position(|l| l.contains(&quoted)).map(|i| i + 1)
 }
 
 /// The character offsets of line `n` (1-based) of `text`, as the textarea counts them (UTF-16).

@@ -98,11 +98,21 @@ impl Session {
         self.judge();
         let message = match (self.pending.refusal(&path), self.pending.refusals.last()) {
             (Some(why), _) => why.trim_end_matches('.').to_string(),
-            (None, Some((_, why))) => format!(
-                "{}: not applied while the setup on screen is refused: {}",
-                display_path(&path),
-                why.trim_end_matches('.')
-            ),
+            (None, Some((_, why))) => {
+                // The value typed, in the reason given for holding it ("kv_memory_gib: 1000 is
+                // held, not applied, while …").
+                let typed = self.pending.edits.iter().rev().find(|h| h.path == path).map(|h| match &h.value {
+                    Value::String(text) => text.clone(),
+                    other => other.to_string(),
+                });
+                let typed =
+                    typed.map(|t| format!(" {t} is held, not applied,")).unwrap_or_else(|| " not applied".into());
+                format!(
+                    "{}:{typed} while the setup on screen is refused: {}",
+                    display_path(&path),
+                    why.trim_end_matches('.')
+                )
+            }
             (None, None) => format!("{}: not applied", display_path(&path)),
         };
         Err(Refused { from, place, message })
