@@ -517,3 +517,37 @@ async fn the_three_kinds_of_waste_are_named_where_the_map_shows_them() {
     save_screenshot(c, "waste-mission-2-paged-1400x900.png").await;
     b.close().await;
 }
+
+/// The hub's "Continue" on a mission the learner changed takes them back to their change, not
+/// to the broken setup the mission starts from.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn continue_on_the_hub_brings_back_the_learners_change() {
+    let base = serve(require_dist()).await;
+    let b = browser(1400, 900).await;
+    let c = &b.client;
+    open(c, &format!("{base}?mission=m2-block-size&autoplay=0")).await;
+    js(c, "kvlab.setField('allocator.block_size', '32'); return null").await;
+    open_hub(c, &base).await;
+    let card = "#hub-list li[data-id='m2-block-size']";
+    assert!(js(c, &format!("return document.querySelector(\"{card}\").textContent"))
+        .await
+        .as_str()
+        .unwrap()
+        .contains("Continue"));
+    let href = js(c, &format!("return document.querySelector(\"{card} a\").getAttribute('href')")).await;
+    assert!(href.as_str().unwrap().starts_with("./?mission=m2-block-size#lab="), "{href}");
+    c.find(Locator::Css(&format!("{card} a"))).await.unwrap().click().await.unwrap();
+    wait_for(c, "window.kvlab && kvlab.state && kvlab.state().mission", "the mission to open").await;
+    let state = js(c, "return kvlab.state()").await;
+    assert_eq!(
+        (state["mission"]["id"].clone(), state["preset"]["allocator"]["block_size"].clone()),
+        (json!("m2-block-size"), json!(32))
+    );
+    assert!(state.get("t_s").is_none_or(Value::is_null), "from the start of the run: {state}");
+    // Mission 3, never changed, still opens at its start.
+    let m3 =
+        js(c, "return document.querySelector(\"#hub-list li[data-id='m3-preemption-storm'] a\").getAttribute('href')")
+            .await;
+    assert!(m3.is_string(), "{m3}");
+    b.close().await;
+}

@@ -133,6 +133,22 @@ async fn a_refused_value_is_held_and_the_transport_says_which_setup_runs() {
     let reason = s["reason"].as_str().unwrap();
     assert!(reason.starts_with("Not applied: ") && reason.contains("use \"recompute\""), "{s}");
     assert!(reason.contains("mission 3 keeps scheduler.engine") && !reason.contains("to \"v0\""), "{s}");
+    // Scrolled to the settings, the taller transport bar (it says which setup runs) leaves the
+    // stuck map's title in view.
+    let overlap = js(
+        c,
+        "document.getElementById('controls').scrollIntoView(); \
+         const bar = document.querySelector('.transport').getBoundingClientRect(); \
+         const title = document.getElementById('map-title-0').getBoundingClientRect(); \
+         return { bar: bar.bottom, title: title.top, scrolled: scrollY }",
+    )
+    .await;
+    assert!(overlap["scrolled"].as_f64().unwrap() > 0.0, "{overlap}");
+    assert!(
+        overlap["title"].as_f64().unwrap() >= overlap["bar"].as_f64().unwrap(),
+        "the bar covers the map's title: {overlap}"
+    );
+    js(c, "window.scrollTo(0, 0); return null").await;
     save_screenshot(c, "e2e-pending-swap-mission-3.png").await;
     // Play runs recompute, and the line stays.
     js(c, "kvlab.runTo(20); return null").await;
@@ -325,6 +341,7 @@ async fn a_newcomer_can_take_the_four_step_tour_or_skip_it_for_good() {
     let after = js(c, TOUR_STATE).await;
     assert_eq!((after["shown"].clone(), after["target"].clone()), (json!(false), Value::Null), "{after}");
     assert_eq!(js(c, "return localStorage.getItem('kvlab.tour.v1')").await, "finished");
+    assert_eq!(js(c, "return kvlab.now()").await, json!(0), "the tour gives back the time it found");
     open(c, &base).await;
     assert_eq!(
         js(c, "return [document.getElementById('first-step').hidden, document.getElementById('tour').hidden]").await,
@@ -341,6 +358,7 @@ async fn a_newcomer_can_take_the_four_step_tour_or_skip_it_for_good() {
     let skipped = js(c, TOUR_STATE).await;
     assert_eq!((skipped["shown"].clone(), skipped["target"].clone()), (json!(false), Value::Null), "{skipped}");
     assert_eq!(js(c, "return localStorage.getItem('kvlab.tour.v1')").await, "skipped");
+    assert_eq!(js(c, "return kvlab.now()").await, json!(0), "skipped, it gives back the time too");
     b.close().await;
 }
 

@@ -340,3 +340,28 @@ proptest! {
         }
     }
 }
+
+/// Each mission's last setup, for the hub's "Continue": only the lab's own `#lab=` links of
+/// valid missions are kept, bounded, and a damaged record keeps its valid entries.
+#[test]
+fn the_last_setups_record_is_bounded_and_read_defensively() {
+    use kvlab::missions::last_setup::{LastSetups, MAX_LINK_CHARS, MAX_SETUPS};
+    let mut s = LastSetups::default();
+    assert!(s.set("m2-block-size", "#lab=eyJ2IjoxfQ"));
+    assert!(!s.set("m2-block-size", "#lab=eyJ2IjoxfQ"), "the same link changes nothing");
+    assert!(!s.set("m3", "javascript:alert(1)") && !s.set("m3", "#lab=<b>") && !s.set("", "#lab=abc"));
+    assert!(!s.set("m3", &format!("#lab={}", "a".repeat(MAX_LINK_CHARS))), "too long");
+    let again = LastSetups::parse(&s.to_json());
+    assert_eq!(again.get("m2-block-size"), Some("#lab=eyJ2IjoxfQ"));
+    for text in ["", "null", "[]", "{\"schema\":\"other\"}", "{\"schema\":\"kvlab/last-setups@1\",\"setups\":7}"] {
+        assert_eq!(LastSetups::parse(text), LastSetups::default(), "{text}");
+    }
+    let mixed = r##"{"schema":"kvlab/last-setups@1","setups":{"m1-paging":"#lab=abc","bad id!":"#lab=abc","m2":42,"m3":"http://x"}}"##;
+    let kept = LastSetups::parse(mixed);
+    assert_eq!((kept.get("m1-paging"), kept.get("m2"), kept.get("m3")), (Some("#lab=abc"), None, None));
+    let mut full = LastSetups::default();
+    for i in 0..MAX_SETUPS {
+        assert!(full.set(&format!("m{i}"), "#lab=abc"));
+    }
+    assert!(!full.set("one-more", "#lab=abc") && full.set("m0", "#lab=abd"), "full: only known missions change");
+}

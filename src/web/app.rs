@@ -310,6 +310,7 @@ impl App {
             }
             None => {
                 self.messages.clear("share");
+                self.remember_mission_setup();
                 self.lab().snapshot().to_fragment()
             }
         };
@@ -324,6 +325,19 @@ impl App {
         if let Some(hook) = self.on_change.borrow().as_ref() {
             hook(self);
         }
+    }
+
+    /// In a mission, the learner's own setup (from the start of the run), for the hub's
+    /// "Continue": not the mission's unchanged start, nor the solution shown.
+    fn remember_mission_setup(&self) {
+        let lab = self.lab();
+        let (Some(m), Some(r)) = (&lab.mission, &lab.state.mission) else { return };
+        if r.solution || lab.state.preset == *m.preset() {
+            return;
+        }
+        let mut state = lab.state.clone();
+        state.t_s = None;
+        storage::remember_last_setup(m.id(), &format!("#{}", state.to_fragment()));
     }
 
     /// Keeps the stars a mission run earned (the store never lowers them) and says so.

@@ -440,12 +440,28 @@ pub fn boot(messages: &Messages) -> Result<(), String> {
         let _ = app.dispatch(Command::Play, Input::Page);
     }
     let tour_app = app.clone();
-    super::onboarding::wire(&app.lab(), move |t_s| {
-        let early = tour_app.lab().t_us < crate::session::lab::secs_to_us(t_s);
-        if early {
-            let _ = tour_app.dispatch(Command::Seek { t_s }, Input::Page);
-        }
-    });
+    let back_app = app.clone();
+    super::onboarding::wire(
+        &app.lab(),
+        move |t_s| {
+            let was = tour_app.lab().t_us;
+            let early = was < crate::session::lab::secs_to_us(t_s);
+            if early {
+                let _ = tour_app.dispatch(Command::Seek { t_s }, Input::Page);
+            }
+            early.then_some(was as f64 / 1e6)
+        },
+        // Back where the tour found the lab, unless the learner moved the time meanwhile.
+        move |t_s| {
+            let shown = crate::session::lab::secs_to_us(crate::session::tour::SHOWN_AT_S);
+            let lab = back_app.lab();
+            let untouched = lab.t_us == shown && !lab.playing;
+            drop(lab);
+            if untouched {
+                let _ = back_app.dispatch(Command::Seek { t_s }, Input::Page);
+            }
+        },
+    );
     app.update_url();
     app.draw();
     app.request_frame();

@@ -63,6 +63,7 @@ pub fn boot(messages: &Messages) -> Result<(), String> {
 /// (Re)draws the mission cards and the total.
 pub fn render(list: &Element, keeper: &Stars) -> Result<(), String> {
     dom::clear(list);
+    let last = storage::last_setups();
     for e in entries()? {
         let stars = keeper.with(|k| k.stars(&e.id));
         let played = keeper.with(|k| k.record().contains(&e.id));
@@ -70,7 +71,10 @@ pub fn render(list: &Element, keeper: &Stars) -> Result<(), String> {
         let _ = li.set_attribute("data-id", &e.id);
         let _ = li.set_attribute("data-stars", &stars.to_string());
         let a = dom::append(&li, dom::el("a", "card-link", None));
-        let _ = a.set_attribute("href", &format!("./?mission={}", e.id));
+        // "Continue" takes the learner back to the setup they last chose; "Play" and "Replay"
+        // open the mission's broken start.
+        let back = last.get(&e.id).filter(|_| stars < MAX_STARS);
+        let _ = a.set_attribute("href", &format!("./?mission={}{}", e.id, back.unwrap_or("")));
         dom::append(&a, dom::el("span", "card-num", Some(&e.number.to_string())));
         let main = dom::append(&a, dom::el("span", "card-main", None));
         dom::append(&main, dom::el("span", "card-title", Some(&e.title)));
@@ -78,9 +82,9 @@ pub fn render(list: &Element, keeper: &Stars) -> Result<(), String> {
         let side = dom::append(&a, dom::el("span", "card-side", None));
         let st = dom::append(&side, dom::el("span", "stars", None));
         dom::fill_stars(&st, stars, MAX_STARS);
-        let cta = match (played, stars) {
+        let cta = match (played || back.is_some(), stars) {
+            (_, s) if s >= MAX_STARS => "Replay",
             (false, _) => "Play",
-            (true, s) if s >= MAX_STARS => "Replay",
             _ => "Continue",
         };
         dom::append(&side, dom::el("span", "card-cta", Some(&format!("{cta} →"))));

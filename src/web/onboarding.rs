@@ -38,7 +38,7 @@ fn dismiss() {
 
 /// Shows the first step when it is due, and wires its buttons and the tour's. `show_run_at`
 /// brings the lab to a time in seconds (through the lab's one dispatcher) when it is earlier.
-pub fn wire(lab: &Lab, show_run_at: impl Fn(f64) + 'static) {
+pub fn wire(lab: &Lab, show_run_at: impl Fn(f64) -> Option<f64> + 'static, back_to: impl Fn(f64) + 'static) {
     let Some(el) = dom::by_id::<HtmlElement>("first-step") else { return };
     let due = !done() && !lab.options.embed && lab.state.mission.is_none() && !lab.playing;
     dom::set_hidden(&el, !due);
@@ -46,19 +46,28 @@ pub fn wire(lab: &Lab, show_run_at: impl Fn(f64) + 'static) {
     if let Some(b) = dom::by_id::<HtmlElement>("first-step-close") {
         dom::listen::<Event>(&b, "click", |_| dismiss());
     }
-    wire_tour(show_run_at);
+    wire_tour(show_run_at, back_to);
 }
 
 /// The tour's buttons and keys; the tour's state is shared by their listeners.
-fn wire_tour(show_run_at: impl Fn(f64) + 'static) {
+/// The tour shows the run at [`SHOWN_AT_S`]; when it ends, `back_to` returns the lab to the time
+/// it moved it from (so Play after the tour still starts where the learner was).
+fn wire_tour(show_run_at: impl Fn(f64) -> Option<f64> + 'static, back_to: impl Fn(f64) + 'static) {
     let tour = Rc::new(Cell::new(Tour::Finished));
+    let moved_from = Rc::new(Cell::new(None::<f64>));
     if let Some(b) = dom::by_id::<HtmlElement>("tour-start") {
-        dom::listen::<Event>(&b, "click", move |_| show_run_at(SHOWN_AT_S));
+        let moved_from = moved_from.clone();
+        dom::listen::<Event>(&b, "click", move |_| moved_from.set(show_run_at(SHOWN_AT_S)));
     }
+    let back_to: Rc<dyn Fn()> = Rc::new(move || {
+        if let Some(t) = moved_from.take() {
+            back_to(t);
+        }
+    });
     let on = |id: &str, step: fn(Tour) -> Tour| {
-        let tour = tour.clone();
+        let (tour, back_to) = (tour.clone(), back_to.clone());
         if let Some(b) = dom::by_id::<HtmlElement>(id) {
-            dom::listen::<Event>(&b, "click", move |_| show_tour(&tour, step(tour.get())));
+            dom::listen::<Event>(&b, "click", move |_| show_tour(&tour, step(tour.get()), &*back_to));
         }
     };
     on("tour-start", |_| Tour::start());
@@ -68,7 +77,7 @@ fn wire_tour(show_run_at: impl Fn(f64) + 'static) {
     if let Some(pop) = dom::by_id::<HtmlElement>("tour") {
         dom::listen::<KeyboardEvent>(&pop, "keydown", move |e: KeyboardEvent| {
             if e.key() == "Escape" {
-                show_tour(&tour, tour.get().skip());
+                show_tour(&tour, tour.get().skip(), &*back_to);
             }
         });
     }
@@ -76,7 +85,7 @@ fn wire_tour(show_run_at: impl Fn(f64) + 'static) {
 
 /// Shows `next`: its step's popover beside its element, or, once the tour is over, nothing (and
 /// remembers that it is over).
-fn show_tour(tour: &Cell<Tour>, next: Tour) {
+fn show_tour(tour: &Cell<Tour>, next: Tour, on_end: &dyn Fn()) {
     tour.set(next);
     let Some(pop) = dom::by_id::<HtmlElement>("tour") else { return };
     if let Ok(Some(old)) = dom::document().query_selector(".tour-target") {
@@ -88,6 +97,7 @@ fn show_tour(tour: &Cell<Tour>, next: Tour) {
             let _ = store.set(TOUR_KEY, value);
         }
         dismiss();
+        on_end();
         return;
     };
     if let Some(first) = dom::by_id::<HtmlElement>("first-step") {

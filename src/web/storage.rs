@@ -15,6 +15,7 @@ use std::rc::Rc;
 use wasm_bindgen::{JsCast, JsValue};
 
 use super::messages::Messages;
+use crate::missions::last_setup::LastSetups;
 use crate::missions::played::PlayedList;
 use crate::missions::stars::{MemoryReason, StarKeeper, StarStore, StoreError};
 
@@ -173,5 +174,24 @@ pub fn remember_played(id: &str, number: u32, title: &str, replay: Option<&str>)
     let mut list = played();
     if list.add(id, number, title, replay) {
         let _ = store.set(PLAYED_KEY, &list.to_json());
+    }
+}
+
+/// The localStorage key of each mission's last setup (`missions::last_setup`).
+pub const LAST_SETUPS_KEY: &str = "kvlab.last-setups.v1";
+
+/// Each mission's last setup (empty when storage is unavailable or unreadable).
+pub fn last_setups() -> LastSetups {
+    let text = LocalStarStore::open().ok().and_then(|s| s.get(LAST_SETUPS_KEY).ok().flatten());
+    text.map(|t| LastSetups::parse(&t)).unwrap_or_default()
+}
+
+/// Remembers `link` (`#lab=…`) as mission `id`'s last setup (a failed save only loses the
+/// hub's way back to it).
+pub fn remember_last_setup(id: &str, link: &str) {
+    let Ok(store) = LocalStarStore::open() else { return };
+    let mut setups = last_setups();
+    if setups.set(id, link) {
+        let _ = store.set(LAST_SETUPS_KEY, &setups.to_json());
     }
 }
