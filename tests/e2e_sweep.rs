@@ -248,7 +248,7 @@ async fn the_kv_search_in_the_page_answers_as_the_cli_does_and_can_be_cancelled(
         paged
             .as_str()
             .unwrap()
-            .starts_with("paged: 10 GiB meets TTFT p95 ≤ 2000 ms and keeps up over 180 s of traffic (p95 "),
+            .starts_with("paged: 10 GiB meets TTFT p95 ≤ 2,000 ms and keeps up over 180 s of traffic (p95 "),
         "{paged}"
     );
     let line = js(c, &text("sweep-search-progress")).await;

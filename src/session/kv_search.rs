@@ -319,14 +319,18 @@ pub fn answer_text(allocator: &str, target_ms: f64, answer: &Answer) -> String {
         } => {
             let why: Vec<String> = misses_because.iter().cloned().chain(misses_unfinished.map(unfinished_text)).collect();
             format!(
-                "{allocator}: {kv_memory_gib} GiB meets TTFT p95 ≤ {target_ms} ms and keeps up over {} s of traffic (p95 {ttft_p95_ms:.0} ms, {}); {below} GiB misses it{}.",
+                "{allocator}: {kv_memory_gib} GiB meets TTFT p95 ≤ {} ms and keeps up over {} s of traffic (p95 {} ms, {}); {below} GiB misses it{}.",
+                ms(target_ms),
                 show_number(*checked_over_s),
+                ms(*ttft_p95_ms),
                 unfinished_text(*unfinished),
                 if why.is_empty() { String::new() } else { format!(" ({})", why.join("; ")) }
             )
         }
         Answer::Met { kv_memory_gib, ttft_p95_ms, unfinished, misses_at_gib: None, checked_over_s, .. } => format!(
-            "{allocator}: met already at the lowest KV tried, {kv_memory_gib} GiB (p95 {ttft_p95_ms:.0} ms ≤ {target_ms} ms over {} s of traffic, {}).",
+            "{allocator}: met already at the lowest KV tried, {kv_memory_gib} GiB (p95 {} ms ≤ {} ms over {} s of traffic, {}).",
+            ms(*ttft_p95_ms),
+            ms(target_ms),
             show_number(*checked_over_s),
             unfinished_text(*unfinished)
         ),
@@ -338,6 +342,11 @@ pub fn answer_text(allocator: &str, target_ms: f64, answer: &Answer) -> String {
             format!("{allocator}: cannot search: {}.", error.trim_end().trim_end_matches('.'))
         }
     }
+}
+
+/// Milliseconds in whole numbers with thousands separators ("153,847").
+fn ms(v: f64) -> String {
+    crate::engine::plan::group_thousands(v.max(0.0).round() as u64)
 }
 
 /// "201 requests unfinished at the end", "none unfinished at the end".
