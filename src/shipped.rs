@@ -67,9 +67,14 @@ pub const CALIBRATIONS: &[(&str, &str)] = &[
 /// `engine::clock` keeps).
 #[cfg(not(target_arch = "wasm32"))]
 pub const VALIDATION_RUNS: &str = include_str!("../assets/validation/vllm-runs.json");
-/// Published benchmark figures, each with its source and how to replay it.
+/// Published benchmark figures, each with its source and how to replay it: runs gathered one by
+/// one, and NVIDIA AIConfigurator's silicon measurements of vLLM closed loops
+/// (`scripts/validation-aiconfigurator.py`).
 #[cfg(not(target_arch = "wasm32"))]
-pub const PUBLISHED_RUNS: &str = include_str!("../assets/validation/published-runs.json");
+pub const PUBLISHED_RUNS: &[&str] = &[
+    include_str!("../assets/validation/published-runs.json"),
+    include_str!("../assets/validation/aiconfigurator-runs.json"),
+];
 
 /// The text stored under `name` in one of the tables above.
 pub fn lookup(table: &'static [(&'static str, &'static str)], name: &str) -> Option<&'static str> {

@@ -103,7 +103,7 @@ pub fn clock_for(gpu_id: &str) -> (ClockConstants, ClockSource) {
 /// checks these against a fresh `kvlab validate`.
 pub fn measured_runs(gpu_id: &str) -> (u32, f64) {
     match gpu_id {
-        "h100-sxm" => (7, 31.4),
+        "h100-sxm" => (97, 28.2),
         "b200" => (1, 0.0),
         "rtx-4090" => (6, 12.6),
         "rtx-pro-6000" => (2, 13.0),

@@ -383,11 +383,12 @@ fn published_figures(run: &PublishedRun) -> Vec<(Figure, f64)> {
     KEYS.iter().filter_map(|&(k, f)| run.results.get(k).copied().flatten().map(|v| (f, v))).collect()
 }
 
-/// Every case of both committed lists, and the published runs left out; `read` returns the text
-/// of a file under the validation folder (`../shared/validation/`).
+/// Every case of the committed lists (the per-request runs, then each published file in turn),
+/// and the published runs left out; `read` returns the text of a file under the validation
+/// folder (`../shared/validation/`).
 pub fn all_cases(
     runs_json: &str,
-    published_json: &str,
+    published_json: &[&str],
     read: &dyn Fn(&str) -> Result<String, String>,
 ) -> Result<(Vec<ValidationCase>, Vec<Skipped>), String> {
     let mut cases = Vec::new();
@@ -395,10 +396,12 @@ pub fn all_cases(
         cases.push(per_request_case(&run, &read(&run.requests)?, &read(&run.workload)?)?);
     }
     let mut skipped = Vec::new();
-    for run in published_runs(published_json)? {
-        match published_cases(&run) {
-            Ok(c) => cases.extend(c),
-            Err(s) => skipped.push(s),
+    for file in published_json {
+        for run in published_runs(file)? {
+            match published_cases(&run) {
+                Ok(c) => cases.extend(c),
+                Err(s) => skipped.push(s),
+            }
         }
     }
     Ok((cases, skipped))

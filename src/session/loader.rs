@@ -75,14 +75,14 @@ pub fn fault_line(why: &str, text: &str) -> Option<usize> {
 }
 
 /// `why` with the line it is about, for a document of several lines whose error names a field
-/// but no line: "scheduler.max_num_seqs (line 17): …", so the author finds it in their file.
+/// but no line: "scheduler.max_num_seqs: … (line 17)", so the author finds it in their file.
 pub fn with_line(why: &str, text: &str) -> String {
     if why.contains("line ") || text.lines().nth(1).is_none() {
         return why.to_string();
     }
-    match (fault_line(why, text), why.split_once(": ")) {
-        (Some(n), Some((field, rest))) => format!("{field} (line {n}): {rest}"),
-        _ => why.to_string(),
+    match fault_line(why, text) {
+        Some(n) => format!("{} (line {n})", why.trim_end_matches('.')),
+        None => why.to_string(),
     }
 }
 

@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""Turns the vLLM rows of NVIDIA AIConfigurator's silicon measurements into kvlab's validation
+runs: assets/validation/aiconfigurator-runs.json (kvlab/published-runs@1).
+
+Source: github.com/ai-dynamo/aiconfigurator at 095f58a51c4ca8e61b66ec108d86f223f8d559ce
+(Apache-2.0), aic-core/src/aiconfigurator_core/systems/silicon_sample.csv: measured TTFT and
+TPOT of closed loops (a fixed number of clients, `silicon_concurrency`) of random prompts of
+fixed input and output lengths (`isl`, `osl`), one row per (model, GPU, precision, parallelism,
+lengths, concurrency). Only the dense models the validation corpus asks for are taken:
+Qwen3-32B (BF16, vLLM 0.12.0, H100, TP 2/4/8), Llama-3.1-70B (FP8 and FP4) and
+Llama-3.1-8B-Instruct-FP8; the disaggregated rows are left out (one engine serves a kvlab run).
+
+What the source does not say, and what the runs assume instead (the file's notes repeat it):
+- the number of requests: 20 x concurrency, AIConfigurator's own benchmark template
+  (generator/config/backend_templates/benchmark/bench_run.sh.j2, `--num-requests
+  $((concurrency*BENCH_MULTI_ROUND))`, default 20);
+- whether TTFT and TPOT are means or medians: compared as means (with fixed lengths and a
+  steady closed loop the two differ little);
+- vLLM's flags: its defaults for an OpenAI server on a GPU of 70 GiB or more (max_num_seqs 1024,
+  max_num_batched_tokens 8192, chunked prefill and prefix caching on), gpu_memory_utilization
+  0.9, the model's own maximum length.
+
+Rows kvlab cannot replay yet are kept with the reason (`not_replayed`): weights quantized to
+FP8 or FP4 (the replay format gives a model by its catalogue id, in its own dtype) and GPUs whose
+clock has no measured constants of its own.
+
+Runs offline: `scripts/validation-aiconfigurator.py SILICON_SAMPLE.csv > assets/validation/aiconfigurator-runs.json`
+(the CSV from a checkout of the repository at that commit). Not part of the test run.
+"""
+import csv
+import json
+import sys
+
+REPO = "ai-dynamo/aiconfigurator"
+COMMIT = "095f58a51c4ca8e61b66ec108d86f223f8d559ce"
+PATH = "aic-core/src/aiconfigurator_core/systems/silicon_sample.csv"
+GPUS = {"h100_sxm": "h100-sxm", "h200_sxm": "h200", "b200_sxm": "b200"}
+# Catalogue ids and maximum lengths (config.json's max_position_embeddings) of the models taken.
+MODELS = {
+    "Qwen/Qwen3-32B": ("Qwen/Qwen3-32B", 40960),
+    "meta-llama/Llama-3.1-70B": ("meta-llama/Llama-3.1-70B-Instruct", 131072),
+    "nvidia/Llama-3.1-8B-Instruct-FP8": ("meta-llama/Llama-3.1-8B-Instruct", 131072),
+}
+# GPUs whose clock is measured (engine/clock.rs MEASURED_GPUS): a run elsewhere would be judged
+# on a sibling's constants, which the corpus reports apart once it has its own.
+MEASURED = {"h100-sxm", "b200"}
+ASSUMED = (
+    "Assumed (the source does not say): 20 x concurrency requests (AIConfigurator's benchmark "
+    "template), TTFT and TPOT compared as means, vLLM's default flags for a 70+ GiB GPU "
+    "(max_num_seqs 1024, max_num_batched_tokens 8192, chunked prefill and prefix caching on), "
+    "gpu_memory_utilization 0.9."
+)
+
+
+def concurrency(row):
+    for part in row["silicon_data_source"].split(";"):
+        key, _, value = part.strip().partition("=")
+        if key == "silicon_concurrency":
+            return int(value)
+    return None
+
+
+def main():
+    rows = list(csv.DictReader(open(sys.argv[1], newline="")))
+    runs = []
+    for line, row in enumerate(rows, start=2):
+        if row["backend"] != "vllm" or row["model_path"] not in MODELS or row["mode"] != "agg":
+            continue
+        model, max_len = MODELS[row["model_path"]]
+        gpu = GPUS.get(row["system"])
+        clients = concurrency(row)
+        tp = int(row["tp_size"])
+        isl, osl = int(row["isl"]), int(row["osl"])
+        precision = row["precision"] or "bf16"
+        run_id = f"aic-{model.split('/')[1].lower()}-{precision}-{row['system'].split('_')[0]}-tp{tp}-{isl}in-{osl}out-c{clients}"
+        run = {
+            "id": run_id,
+            "source": {
+                "url": f"https://github.com/{REPO}/blob/{COMMIT}/{PATH}#L{line}",
+                "repo": REPO,
+                "path": PATH,
+                "commit": COMMIT,
+                "line": line,
+                "title": f"AIConfigurator silicon measurement {row['id']}",
+            },
+            "vllm_version": row["backend_version"] or None,
+            "gpu": gpu or row["system"],
+            "model": row["model_path"],
+            "tensor_parallel_size": tp,
+            "workload": {
+                "kind": "concurrency",
+                "max_concurrency": clients,
+                "num_prompts": 20 * clients if clients else None,
+                "input_len": isl,
+                "output_len": osl,
+                "dataset": "random, fixed lengths",
+            },
+            "results": {"ttft_ms_mean": round(float(row["silicon_ttft_ms"]), 3), "tpot_ms_mean": round(float(row["silicon_tpot_ms"]), 4)},
+            "notes": f"Precision {precision}; vLLM {row['backend_version'] or 'version not given'}; the assumptions in this file's notes.",
+        }
+        reason = None
+        if precision != "bf16":
+            reason = f"{precision.upper()} weights: the replay format names a model by its catalogue id, in its own dtype, and gives no weight quantization yet"
+        elif gpu not in MEASURED:
+            reason = f"{gpu or row['system']}: no measured clock constants of its own yet (a sibling's would be judged)"
+        elif clients is None:
+            reason = "the concurrency is not given"
+        if reason:
+            run["not_replayed"] = reason
+        else:
+            run["replay"] = {
+                "role": "holdout",
+                "gpu": gpu,
+                "model": model,
+                "tensor_parallel_size": tp,
+                "max_num_seqs": 1024,
+                "max_num_batched_tokens": 8192,
+                "max_model_len": max_len,
+                "gpu_memory_utilization": 0.9,
+                "prefix_caching": True,
+                "chunked_prefill": True,
+            }
+        runs.append(run)
+    runs.sort(key=lambda r: r["id"])
+    seen = set()
+    for r in runs:
+        base, n = r["id"], 2
+        while r["id"] in seen:
+            r["id"] = f"{base}-{n}"
+            n += 1
+        seen.add(r["id"])
+    doc = {
+        "schema": "kvlab/published-runs@1",
+        "notes": f"Generated by scripts/validation-aiconfigurator.py from {REPO}@{COMMIT[:12]} {PATH} (Apache-2.0; only the figures kvlab compares, with each row's line). {ASSUMED}",
+        "runs": runs,
+    }
+    json.dump(doc, sys.stdout, indent=1)
+    sys.stdout.write("\n")
+
+
+if __name__ == "__main__":
+    main()
