@@ -19,16 +19,23 @@ pub fn from_value_with_path<T: serde::de::DeserializeOwned>(value: &serde_json::
     serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
         let message = e.into_inner().to_string();
-        let path = deepen_path(value, if path == "." { String::new() } else { path }, &message);
-        let mut words = plain_words(&message);
-        // A field with a fixed range names that range, not its type's ("lots" for
-        // max_num_seqs: 1 to 4,096, not 0 to 4,294,967,295).
-        if let Some((lo, hi)) = whole_number_range(&path) {
-            let range = format!("a whole number from {} to {}", group_thousands(lo.into()), group_thousands(hi.into()));
-            words = words.replace("a whole number from 0 to 4,294,967,295", &range);
-        }
-        ConfigError::new(path, words)
+        field_error(value, path, &message)
     })
+}
+
+/// The error of one field, out of the generic reader so that each DTO's copy of it stays small:
+/// the field's path (deepened into a tagged object) and serde's words in a reader's. A field
+/// with a fixed range names that range, not its type's ("lots" for max_num_seqs: 1 to 4,096,
+/// not 0 to 4,294,967,295).
+#[inline(never)]
+fn field_error(value: &serde_json::Value, path: String, message: &str) -> ConfigError {
+    let path = deepen_path(value, if path == "." { String::new() } else { path }, message);
+    let mut words = plain_words(message);
+    if let Some((lo, hi)) = whole_number_range(&path) {
+        let range = format!("a whole number from {} to {}", group_thousands(lo.into()), group_thousands(hi.into()));
+        words = words.replace("a whole number from 0 to 4,294,967,295", &range);
+    }
+    ConfigError::new(path, words)
 }
 
 /// serde reads a tagged object (`allocator`, `workload.arrival`) whole, so its errors stop at the

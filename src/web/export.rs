@@ -53,7 +53,8 @@ pub fn export(app: &App, what: &str) -> Result<(), String> {
 /// A sweep's or a search's file name, after the setup it ran on (which may differ from the one
 /// on screen since).
 fn job_file(setup: &serde_json::Value, what: &str, ext: &str) -> String {
-    let stem = serde_json::from_value(setup.clone()).map_or_else(
+    // Read as every preset is (`preset_dto_from_value`): no second deserializer in the bundle.
+    let stem = crate::formats::preset::preset_dto_from_value(setup).map_or_else(
         |_| "kvlab".to_string(),
         |preset| crate::session::title::file_stem(&crate::session::url_state::LabState::new(preset)),
     );
