@@ -37,7 +37,8 @@ fn an_exported_report_names_its_setup_and_reimports_as_the_same_run() {
     let report = run.report();
     let (title, at_s) = (describe(&lab.state), lab.t_us as f64 / 1e6);
     let text =
-        serde_json::to_string_pretty(&exported_report(&lab.state.preset, &title, at_s, &[report.clone()])).unwrap();
+        serde_json::to_string_pretty(&exported_report(&lab.state.preset, &title, at_s, std::slice::from_ref(&report)))
+            .unwrap();
 
     // The file says what ran: the schema, the setup's words, and the whole preset.
     let doc: Value = serde_json::from_str(&text).unwrap();
