@@ -18,11 +18,13 @@ What the source does not say, and what the runs assume instead (the file's notes
   steady closed loop the two differ little);
 - vLLM's flags: its defaults for an OpenAI server on a GPU of 70 GiB or more (max_num_seqs 1024,
   max_num_batched_tokens 8192, chunked prefill and prefix caching on), gpu_memory_utilization
-  0.9, the model's own maximum length.
+  0.9, the model's own maximum length;
+- an FP8 row's KV cache: the model's dtype (vLLM's default, "auto").
 
-Rows kvlab cannot replay yet are kept with the reason (`not_replayed`): weights quantized to
-FP8 or FP4 (the replay format gives a model by its catalogue id, in its own dtype) and GPUs whose
-clock has no measured constants of its own.
+FP8 rows replay the catalogue's model with FP8 weights (vLLM's `--quantization fp8`) and its KV
+cache in the model's dtype (kv_cache_dtype "auto"). Rows kvlab cannot replay yet are kept with
+the reason (`not_replayed`): FP4 weights (NVFP4, MXFP4 dense GEMMs) and GPUs whose clock has no
+measured constants of its own.
 
 Runs offline: `scripts/validation-aiconfigurator.py SILICON_SAMPLE.csv > assets/validation/aiconfigurator-runs.json`
 (the CSV from a checkout of the repository at that commit). Not part of the test run.
@@ -48,7 +50,7 @@ ASSUMED = (
     "Assumed (the source does not say): 20 x concurrency requests (AIConfigurator's benchmark "
     "template), TTFT and TPOT compared as means, vLLM's default flags for a 70+ GiB GPU "
     "(max_num_seqs 1024, max_num_batched_tokens 8192, chunked prefill and prefix caching on), "
-    "gpu_memory_utilization 0.9."
+    "gpu_memory_utilization 0.9; an FP8 row's KV cache in the model's dtype (kv_cache_dtype auto)."
 )
 
 
@@ -99,8 +101,8 @@ def main():
             "notes": f"Precision {precision}; vLLM {row['backend_version'] or 'version not given'}; the assumptions in this file's notes.",
         }
         reason = None
-        if precision != "bf16":
-            reason = f"{precision.upper()} weights: the replay format names a model by its catalogue id, in its own dtype, and gives no weight quantization yet"
+        if precision not in ("bf16", "fp8"):
+            reason = f"{precision.upper()} weights ({row['gemm_quant_mode'] or precision}): a quantization kvlab does not price yet"
         elif gpu not in MEASURED:
             reason = f"{gpu or row['system']}: no measured clock constants of its own yet (a sibling's would be judged)"
         elif clients is None:
@@ -120,6 +122,10 @@ def main():
                 "prefix_caching": True,
                 "chunked_prefill": True,
             }
+            if precision == "fp8":
+                # An FP8 checkpoint of the model (vLLM's `--quantization fp8` widths); the KV
+                # cache stays in the model's dtype (vLLM's kv_cache_dtype "auto").
+                run["replay"]["quantization"] = "fp8"
         runs.append(run)
     runs.sort(key=lambda r: r["id"])
     seen = set()

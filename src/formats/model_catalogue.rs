@@ -38,6 +38,12 @@ pub fn catalogue_source(id: &str) -> Option<String> {
     entries().into_iter().find(|e| e.id.eq_ignore_ascii_case(id)).map(|e| e.source)
 }
 
+/// The config.json keys the catalogue keeps for `id` (a preset takes them as `"model":
+/// {"hf_config": …}` with a dtype or quantization of its own).
+pub fn catalogue_hf_config(id: &str) -> Option<serde_json::Value> {
+    entries().into_iter().find(|e| e.id.eq_ignore_ascii_case(id)).map(|e| e.hf_config)
+}
+
 /// The catalogue's model `id`, read from its config keys.
 pub fn catalogue_model(id: &str) -> Option<Result<ModelSpec, ConfigError>> {
     let e = entries().into_iter().find(|e| e.id.eq_ignore_ascii_case(id))?;

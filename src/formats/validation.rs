@@ -54,6 +54,10 @@ pub struct ReplayDto {
     pub chunked_prefill: bool,
     #[serde(default)]
     pub kv_dtype: Option<String>,
+    /// The weights' quantization as vLLM's `--quantization` names it (`fp8`), for a checkpoint
+    /// quantized from the catalogue's model; absent, the model's own dtype.
+    #[serde(default)]
+    pub quantization: Option<String>,
     #[serde(default)]
     pub enforce_eager: bool,
     /// Batch-1 decode fits: the prompt lengths at which to compare the fitted line.
@@ -158,6 +162,11 @@ fn base_config(id: &str, r: &ReplayDto) -> Result<SimConfig, String> {
     });
     if r.enforce_eager {
         preset["enforce_eager"] = serde_json::Value::Bool(true);
+    }
+    if let Some(q) = &r.quantization {
+        let hf_config = super::model_catalogue::catalogue_hf_config(&r.model)
+            .ok_or_else(|| format!("{id}: the quantized {} is not in the model catalogue", r.model))?;
+        preset["model"] = serde_json::json!({ "hf_config": hf_config, "quantization": q, "name": r.model });
     }
     let text = preset.to_string();
     let mut config = super::preset::parse_preset(&text).map_err(|e| format!("{id}: {e}"))?;
