@@ -23,8 +23,8 @@ What the source does not say, and what the runs assume instead (the file's notes
 
 FP8 rows replay the catalogue's model with FP8 weights (vLLM's `--quantization fp8`) and its KV
 cache in the model's dtype (kv_cache_dtype "auto"). Rows kvlab cannot replay yet are kept with
-the reason (`not_replayed`): FP4 weights (NVFP4, MXFP4 dense GEMMs) and GPUs whose clock has no
-measured constants of its own.
+the reason (`not_replayed`): FP4 weights (NVFP4, MXFP4 dense GEMMs). Runs on a GPU whose clock
+has no measured constants of its own (the H200) are judged on the constants it borrows.
 
 Runs offline: `scripts/validation-aiconfigurator.py SILICON_SAMPLE.csv > assets/validation/aiconfigurator-runs.json`
 (the CSV from a checkout of the repository at that commit). Not part of the test run.
@@ -43,9 +43,8 @@ MODELS = {
     "meta-llama/Llama-3.1-70B": ("meta-llama/Llama-3.1-70B-Instruct", 131072),
     "nvidia/Llama-3.1-8B-Instruct-FP8": ("meta-llama/Llama-3.1-8B-Instruct", 131072),
 }
-# GPUs whose clock is measured (engine/clock.rs MEASURED_GPUS): a run elsewhere would be judged
-# on a sibling's constants, which the corpus reports apart once it has its own.
-MEASURED = {"h100-sxm", "b200"}
+# A GPU whose clock has no measured constants of its own (the H200) is judged on the sibling's
+# it borrows (engine/clock.rs `clock_for`: the H100's): its runs say how well that extrapolates.
 ASSUMED = (
     "Assumed (the source does not say): 20 x concurrency requests (AIConfigurator's benchmark "
     "template), TTFT and TPOT compared as means, vLLM's default flags for a 70+ GiB GPU "
@@ -103,8 +102,8 @@ def main():
         reason = None
         if precision not in ("bf16", "fp8"):
             reason = f"{precision.upper()} weights ({row['gemm_quant_mode'] or precision}): a quantization kvlab does not price yet"
-        elif gpu not in MEASURED:
-            reason = f"{gpu or row['system']}: no measured clock constants of its own yet (a sibling's would be judged)"
+        elif gpu is None:
+            reason = f"{row['system']}: not in the GPU catalogue"
         elif clients is None:
             reason = "the concurrency is not given"
         if reason:
