@@ -10,6 +10,7 @@ use clap::Args;
 use crate::engine::clock::{clock_for, ClockConstants};
 use crate::engine::clock_fit::fit;
 use crate::engine::fidelity::{median_abs_error_pct, FigureError};
+use crate::formats::cross_validation::{leave_one_out, summarize, CrossSummary};
 use crate::formats::validation::{all_cases, fit_cases, per_gpu, replay_all, CaseResult, Role, Skipped};
 use crate::shipped::{PUBLISHED_RUNS, VALIDATION_RUNS};
 
@@ -24,6 +25,11 @@ pub struct ValidateArgs {
     /// Fit each GPU's constants to its "fit" runs and print them (as engine/clock.rs writes them).
     #[arg(long, conflicts_with = "json")]
     pub fit: bool,
+    /// Leave-one-out: predict every run with constants fitted without it (fit runs: on the
+    /// other fit runs of its GPU; held-out runs: on every fit run), and print the errors per
+    /// run, per GPU and per figure family.
+    #[arg(long, conflicts_with = "fit")]
+    pub cross: bool,
 }
 
 /// Every case, read from `data`, replayed with the clock's constants; and the runs left out.
@@ -42,6 +48,9 @@ pub fn validate(args: &ValidateArgs) -> Result<(), String> {
     if args.fit {
         return print_fit(&results);
     }
+    if args.cross {
+        return print_cross(&results, args.json);
+    }
     if args.json {
         let cases: Vec<serde_json::Value> = results
             .iter()
@@ -51,7 +60,7 @@ pub fn validate(args: &ValidateArgs) -> Result<(), String> {
                     "source": r.case.source,
                     "figures": r.errors.iter().map(|e| serde_json::json!({
                         "figure": e.figure.key(), "real": e.real, "simulated": e.simulated,
-                        "error_pct": round2(e.error_pct()),
+                        "held_out_error_pct": round2(e.error_pct()),
                     })).collect::<Vec<_>>(),
                 })
             })
@@ -83,6 +92,66 @@ pub fn validate(args: &ValidateArgs) -> Result<(), String> {
     }
     for s in &skipped {
         println!("not replayed: {}: {}", s.id, s.reason);
+    }
+    Ok(())
+}
+
+/// `--cross`: the leave-one-out table (docs/FIDELITY.md's headline).
+fn print_cross(results: &[CaseResult], json: bool) -> Result<(), String> {
+    let cross = leave_one_out(results);
+    let (all, per_gpu) = summarize(&cross);
+    let held_out = CrossSummary::of(cross.iter().filter(|c| c.result.case.role == Role::Holdout));
+    if json {
+        let summary = |s: &CrossSummary| {
+            serde_json::json!({
+                "runs": s.runs, "figures": s.figures, "median_abs_error_pct": round2(s.median_abs_error_pct),
+                "per_family": s.per_family.iter().map(|(k, v)| (k.to_string(), serde_json::json!(round2(*v))))
+                    .collect::<serde_json::Map<_, _>>(),
+            })
+        };
+        let cases: Vec<serde_json::Value> = cross
+            .iter()
+            .map(|c| {
+                serde_json::json!({
+                    "id": c.result.case.id, "run": c.result.case.run, "role": c.result.case.role.name(),
+                    "gpu": c.result.case.gpu, "constants_from": c.constants_from,
+                    "figures": c.errors.iter().map(|e| serde_json::json!({
+                        "figure": e.figure.key(), "real": e.real, "simulated": e.simulated,
+                        "held_out_error_pct": round2(e.error_pct()),
+                    })).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        let gpus: serde_json::Map<String, serde_json::Value> =
+            per_gpu.iter().map(|(g, s)| (g.clone(), summary(s))).collect();
+        let doc = serde_json::json!({
+            "cases": cases, "all": summary(&all), "held_out": summary(&held_out), "per_gpu": gpus,
+        });
+        println!("{}", serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?);
+        return Ok(());
+    }
+    for c in &cross {
+        let r = &c.result.case;
+        println!("{} ({}, {}; predicted from {})", r.id, r.gpu, r.role.name(), c.constants_from);
+        for e in &c.errors {
+            println!("  {:<18} {:>12.2} {:>12.2} {:>+8.1}%", e.figure.name(), e.real, e.simulated, e.error_pct());
+        }
+    }
+    println!();
+    let line = |name: &str, s: &CrossSummary| {
+        let fams: Vec<String> = s.per_family.iter().map(|(k, v)| format!("{k} {v:.1}%")).collect();
+        println!(
+            "{name}: {} run(s), {} figures, median |error| {:.1}% ({})",
+            s.runs,
+            s.figures,
+            s.median_abs_error_pct,
+            fams.join(", ")
+        );
+    };
+    line("leave-one-out, every run", &all);
+    line("leave-one-out, held-out runs", &held_out);
+    for (gpu, s) in &per_gpu {
+        line(gpu, s);
     }
     Ok(())
 }

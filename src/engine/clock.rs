@@ -75,7 +75,7 @@ const GEMM_RAMP_TOKENS: f64 = 64.0;
 
 /// The measured GPU whose constants a GPU without runs takes: the same architecture where one
 /// is measured, else the nearest in memory bandwidth class.
-fn sibling(gpu_id: &str) -> &'static str {
+pub fn sibling_of(gpu_id: &str) -> &'static str {
     match gpu_id {
         // Hopper and its derivatives.
         "h100-pcie" | "h100-nvl" | "h200" | "h20" | "gh200" => "h100-sxm",
@@ -94,7 +94,7 @@ pub fn clock_for(gpu_id: &str) -> (ClockConstants, ClockSource) {
         let (runs, err) = measured_runs(gpu_id);
         return (c, ClockSource::Measured { runs, median_abs_error_pct: err });
     }
-    let from = sibling(gpu_id);
+    let from = sibling_of(gpu_id);
     (measured(from).expect("a sibling is measured"), ClockSource::Extrapolated { from })
 }
 

@@ -19,10 +19,13 @@
 //!   lengths, shared-prefix classes from hash ids), for `kvlab fit` and the shipped trace presets
 //! - [`validation`]: the real vLLM runs `kvlab validate` replays (their lists, per-request
 //!   files and published figures) as configurations beside what they measured
+//! - [`cross_validation`]: `kvlab validate --cross`, every run predicted with constants fitted
+//!   without it (leave-one-out), per run, per GPU and per figure family
 //! - [`step_trace`]: step-indexed trace CSV and the replay JSON `kvlab replay` and the vLLM
 //!   reference harness both write (docs/VLLM_PARITY.md)
 
 pub mod calibration;
+pub mod cross_validation;
 pub mod hf_config;
 pub mod hf_quant;
 pub mod json;

@@ -1,0 +1,170 @@
+//! Leave-one-out error of the clock (`kvlab validate --cross`): every real run predicted with
+//! constants it had no part in, so the figure says how well the clock predicts a run it has not
+//! seen, not how well it can be made to fit one.
+//!
+//! - A run marked "fit" is predicted with its GPU's constants fitted on the *other* fit runs of
+//!   that GPU (a batch-1 fit's context points are one run and leave together). Where it is the
+//!   GPU's only fit run, the GPU is treated as one without runs: the constants of the sibling the
+//!   clock would borrow from (`clock::clock_for`), fitted on that sibling's runs.
+//! - A run marked "held out" is predicted with the constants fitted on every fit run of its GPU:
+//!   held-out runs are never fitted on, in this or any other prediction.
+//!
+//! Every fit starts from the same neutral prior (`PRIOR`), not from the committed constants, so
+//! no prediction inherits a fit that saw the run. A GPU with no fit run at all (the H200) is
+//! predicted from its sibling's fit runs, as the clock borrows its constants. Deterministic: one
+//! data set gives one table, bit for bit.
+
+use std::collections::BTreeMap;
+
+use super::validation::{CaseResult, Role};
+use crate::engine::clock::{sibling_of, ClockConstants};
+use crate::engine::clock_fit::{fit, FitCase};
+use crate::engine::fidelity::{compare, median_abs_error_pct, simulate, Figure, FigureError};
+
+/// Where every leave-one-out fit starts: datasheet-reasonable efficiencies and host costs of
+/// the order vLLM's v1 engine shows (a few hundred µs a step, ~10 µs a sequence).
+pub const PRIOR: ClockConstants = ClockConstants {
+    bandwidth_efficiency: 0.85,
+    gemm_efficiency: 0.6,
+    gemm_ramp_tokens: 64.0,
+    attention_efficiency: 0.4,
+    fixed_step_us: 300.0,
+    per_seq_us: 10.0,
+    eager_launch_us_per_layer: 40.0,
+};
+
+/// The figure families the headline is given for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Family {
+    Ttft,
+    Tpot,
+    Itl,
+    E2e,
+    Throughput,
+}
+
+impl Family {
+    pub const ALL: [Family; 5] = [Family::Ttft, Family::Tpot, Family::Itl, Family::E2e, Family::Throughput];
+
+    pub fn of(figure: Figure) -> Family {
+        use Figure::*;
+        match figure {
+            TtftMean | TtftP50 | TtftP99 => Family::Ttft,
+            TpotMean | TpotP50 | TpotP99 => Family::Tpot,
+            ItlMean | ItlP50 | ItlP99 => Family::Itl,
+            E2eMean | E2eP50 | E2eP99 => Family::E2e,
+            RequestsPerS | OutputTokensPerS | DurationS => Family::Throughput,
+        }
+    }
+
+    pub fn key(self) -> &'static str {
+        match self {
+            Family::Ttft => "ttft",
+            Family::Tpot => "tpot",
+            Family::Itl => "itl",
+            Family::E2e => "e2e",
+            Family::Throughput => "throughput",
+        }
+    }
+}
+
+/// One case predicted without itself.
+pub struct CrossResult<'a> {
+    pub result: &'a CaseResult,
+    /// What the constants were fitted on: "the other fit runs of <gpu>", "every fit run of
+    /// <gpu>", or the sibling's runs.
+    pub constants_from: String,
+    pub errors: Vec<FigureError>,
+}
+
+/// Which runs predict `r`: the GPU's fit cases but `r`'s own run, and a description.
+fn training<'a>(results: &'a [CaseResult], r: &CaseResult) -> (Vec<FitCase<'a>>, String) {
+    let gpu = r.case.gpu.as_str();
+    let take = |g: &str, leave: Option<&str>| -> Vec<FitCase<'a>> {
+        results
+            .iter()
+            .filter(|o| o.case.role == Role::Fit && o.case.gpu == g && Some(o.case.run.as_str()) != leave)
+            .map(|o| FitCase { config: &o.case.config, real: &o.case.real, single_request: o.case.single_request })
+            .collect()
+    };
+    let leave = (r.case.role == Role::Fit).then_some(r.case.run.as_str());
+    let own = take(gpu, leave);
+    if !own.is_empty() {
+        let what = if leave.is_some() { "the other fit runs" } else { "every fit run" };
+        return (own, format!("{what} on {gpu}"));
+    }
+    // No other run on this GPU: the sibling it would borrow from, with the sibling's runs.
+    let sibling = sibling_of(gpu);
+    if sibling == gpu {
+        return (Vec::new(), "the prior".to_string());
+    }
+    (take(sibling, None), format!("the fit runs of {sibling} (no other run on {gpu})"))
+}
+
+/// Every case predicted with constants fitted without it (see the module doc). Fits are shared
+/// between cases that train on the same runs.
+pub fn leave_one_out(results: &[CaseResult]) -> Vec<CrossResult<'_>> {
+    let mut fits: BTreeMap<String, ClockConstants> = BTreeMap::new();
+    results
+        .iter()
+        .map(|r| {
+            let (cases, from) = training(results, r);
+            let k =
+                *fits.entry(from.clone()).or_insert_with(
+                    || {
+                        if cases.is_empty() {
+                            PRIOR
+                        } else {
+                            fit(&cases, PRIOR).0
+                        }
+                    },
+                );
+            let report = simulate(&r.case.config, Some(&k));
+            CrossResult { result: r, constants_from: from, errors: compare(&r.case.real, &report) }
+        })
+        .collect()
+}
+
+/// Median |error| of a set of cross results, overall and per family, and the figures counted.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CrossSummary {
+    pub runs: u32,
+    pub figures: u32,
+    pub median_abs_error_pct: f64,
+    pub per_family: BTreeMap<&'static str, f64>,
+}
+
+impl CrossSummary {
+    pub fn of<'a>(results: impl Iterator<Item = &'a CrossResult<'a>>) -> CrossSummary {
+        let mut runs: Vec<&str> = Vec::new();
+        let mut all = Vec::new();
+        let mut by: BTreeMap<&'static str, Vec<FigureError>> = BTreeMap::new();
+        for c in results {
+            if !runs.contains(&c.result.case.run.as_str()) {
+                runs.push(&c.result.case.run);
+            }
+            for e in &c.errors {
+                by.entry(Family::of(e.figure).key()).or_default().push(e.clone());
+                all.push(e.clone());
+            }
+        }
+        CrossSummary {
+            runs: runs.len() as u32,
+            figures: all.len() as u32,
+            median_abs_error_pct: median_abs_error_pct(&all),
+            per_family: by.into_iter().map(|(k, v)| (k, median_abs_error_pct(&v))).collect(),
+        }
+    }
+}
+
+/// The summary over every run, and per GPU.
+pub fn summarize<'a>(cross: &'a [CrossResult<'a>]) -> (CrossSummary, BTreeMap<String, CrossSummary>) {
+    let mut gpus: Vec<&str> = cross.iter().map(|c| c.result.case.gpu.as_str()).collect();
+    gpus.sort_unstable();
+    gpus.dedup();
+    let per_gpu = gpus
+        .into_iter()
+        .map(|g| (g.to_string(), CrossSummary::of(cross.iter().filter(|c| c.result.case.gpu == g))))
+        .collect();
+    (CrossSummary::of(cross.iter()), per_gpu)
+}

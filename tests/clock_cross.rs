@@ -1,0 +1,70 @@
+//! `kvlab validate --cross`: every real run predicted with clock constants fitted without it
+//! (leave-one-out, `formats::cross_validation`). The held-out error, overall and per GPU, may not
+//! grow past the committed one (tests/golden/clock_cross.json) by more than a percentage point,
+//! so a change that predicts real runs worse fails; every replayed run is predicted, on at least
+//! five GPUs. Regenerate on purpose with `KVLAB_BLESS=1 cargo test --test clock_cross`.
+//! Reads the real runs from `../shared/validation/` (CI has it).
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use kvlab::formats::cross_validation::{leave_one_out, summarize, CrossSummary};
+use kvlab::formats::validation::{all_cases, replay_all, Role};
+use kvlab::shipped::{PUBLISHED_RUNS, VALIDATION_RUNS};
+
+const EXPECTATIONS: &str = "tests/golden/clock_cross.json";
+/// Percentage points a median may grow before the test fails.
+const SLACK_PP: f64 = 1.0;
+
+#[test]
+fn the_held_out_error_of_every_run_predicted_without_it_does_not_grow() {
+    let data = common::repo_path("../shared/validation");
+    assert!(data.is_dir(), "{} is missing: the real vLLM runs live there (CI has ../shared)", data.display());
+    let read = |rel: &str| std::fs::read_to_string(data.join(rel)).map_err(|e| format!("{rel}: {e}"));
+    let (cases, _) = all_cases(VALIDATION_RUNS, PUBLISHED_RUNS, &read).expect("the validation lists read");
+    let results = replay_all(cases);
+    let cross = leave_one_out(&results);
+    assert_eq!(cross.len(), results.len(), "every case is predicted");
+    for c in &cross {
+        assert!(!c.errors.is_empty(), "{}: no figure compared", c.result.case.id);
+        if c.result.case.role == Role::Fit {
+            assert!(
+                !c.constants_from.starts_with("every fit run"),
+                "{}: predicted from a fit that saw it",
+                c.result.case.id
+            );
+        }
+    }
+    let (all, per_gpu) = summarize(&cross);
+    assert!(per_gpu.len() >= 5, "runs on {} GPUs: {:?}", per_gpu.len(), per_gpu.keys());
+    let held_out = CrossSummary::of(cross.iter().filter(|c| c.result.case.role == Role::Holdout));
+    let mut actual: BTreeMap<String, f64> =
+        per_gpu.iter().map(|(g, s)| (g.clone(), round1(s.median_abs_error_pct))).collect();
+    actual.insert("all".into(), round1(all.median_abs_error_pct));
+    actual.insert("held_out".into(), round1(held_out.median_abs_error_pct));
+    let path = common::repo_path(EXPECTATIONS);
+    if std::env::var_os("KVLAB_BLESS").is_some() {
+        std::fs::write(&path, serde_json::to_string_pretty(&actual).unwrap() + "\n").unwrap();
+        return;
+    }
+    let text = std::fs::read_to_string(&path).expect("expectations file; create it with KVLAB_BLESS=1");
+    let expected: BTreeMap<String, f64> = serde_json::from_str(&text).unwrap();
+    let worse: Vec<String> = actual
+        .iter()
+        .filter_map(|(k, &now)| match expected.get(k) {
+            Some(&was) if now <= was + SLACK_PP => None,
+            Some(&was) => Some(format!("{k}: {now:.1}% (was {was:.1}%)")),
+            None => Some(format!("{k}: {now:.1}%, not pinned")),
+        })
+        .collect();
+    assert!(
+        worse.is_empty(),
+        "the leave-one-out error got worse:\n{}\nIf intended, regenerate with KVLAB_BLESS=1 cargo test --test clock_cross and update docs/FIDELITY.md",
+        worse.join("\n")
+    );
+}
+
+fn round1(x: f64) -> f64 {
+    (x * 10.0).round() / 10.0
+}
