@@ -7,8 +7,8 @@ Source: github.com/ai-dynamo/aiconfigurator at 095f58a51c4ca8e61b66ec108d86f223f
 TPOT of closed loops (a fixed number of clients, `silicon_concurrency`) of random prompts of
 fixed input and output lengths (`isl`, `osl`), one row per (model, GPU, precision, parallelism,
 lengths, concurrency). Only the dense models the validation corpus asks for are taken:
-Qwen3-32B (BF16, vLLM 0.12.0, H100, TP 2/4/8), Llama-3.1-70B (FP8 and FP4) and
-Llama-3.1-8B-Instruct-FP8; the disaggregated rows are left out (one engine serves a kvlab run).
+Qwen3-32B (BF16, vLLM 0.12.0, H100, TP 2/4/8), Llama-3.1-70B (FP8 and FP4),
+Llama-3.1-8B-Instruct-FP8 and the MoE Qwen3-235B-A22B-FP8 (H200); the disaggregated rows are left out (one engine serves a kvlab run).
 
 What the source does not say, and what the runs assume instead (the file's notes repeat it):
 - the number of requests: 20 x concurrency, AIConfigurator's own benchmark template
@@ -42,7 +42,10 @@ MODELS = {
     "Qwen/Qwen3-32B": ("Qwen/Qwen3-32B", 40960),
     "meta-llama/Llama-3.1-70B": ("meta-llama/Llama-3.1-70B-Instruct", 131072),
     "nvidia/Llama-3.1-8B-Instruct-FP8": ("meta-llama/Llama-3.1-8B-Instruct", 131072),
+    "Qwen/Qwen3-235B-A22B-FP8": ("Qwen/Qwen3-235B-A22B", 40960),
 }
+# The mixture-of-experts models taken: their MoE layers' parallelism must be the attention's.
+MOE = {"Qwen/Qwen3-235B-A22B-FP8"}
 # A GPU whose clock has no measured constants of its own (the H200) is judged on the sibling's
 # it borrows (engine/clock.rs `clock_for`: the H100's): its runs say how well that extrapolates.
 ASSUMED = (
@@ -104,6 +107,10 @@ def main():
             reason = f"{precision.upper()} weights ({row['gemm_quant_mode'] or precision}): a quantization kvlab does not price yet"
         elif gpu is None:
             reason = f"{row['system']}: not in the GPU catalogue"
+        elif row["model_path"] in MOE and int(row["moe_ep_size"] or 1) > 1:
+            reason = f"expert parallelism ({row['moe_ep_size']} GPUs): kvlab splits a MoE's experts by tensor parallelism only"
+        elif row["model_path"] in MOE and int(row["moe_tp_size"] or 0) != tp:
+            reason = f"the MoE layers' tensor parallelism ({row['moe_tp_size']}) differs from the attention's ({tp}): one engine runs one"
         elif clients is None:
             reason = "the concurrency is not given"
         if reason:

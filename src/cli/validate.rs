@@ -60,7 +60,7 @@ pub fn validate(args: &ValidateArgs) -> Result<(), String> {
                     "source": r.case.source,
                     "figures": r.errors.iter().map(|e| serde_json::json!({
                         "figure": e.figure.key(), "real": e.real, "simulated": e.simulated,
-                        "held_out_error_pct": round2(e.error_pct()),
+                        "error_pct": round2(e.error_pct()),
                     })).collect::<Vec<_>>(),
                 })
             })
