@@ -167,6 +167,13 @@ impl ConfigError {
     pub fn startup_refusal(field: impl Into<String>, message: impl Into<String>) -> Self {
         ConfigError { startup_refusal: true, ..ConfigError::new(field, message) }
     }
+
+    /// The error of a document nested under `prefix` (a mission's `preset`, a report's `setup`):
+    /// its field's path below `prefix`.
+    pub fn within(self, prefix: &str) -> Self {
+        let field = if self.field.is_empty() { prefix.to_string() } else { format!("{prefix}.{}", self.field) };
+        ConfigError { field, ..self }
+    }
 }
 
 impl fmt::Display for ConfigError {

@@ -190,7 +190,7 @@ pub fn read_mission_dto(json: &str) -> Result<MissionDto, ConfigError> {
         return Err(ConfigError::new("", format!("a mission is a JSON object with \"schema\": \"{MISSION_SCHEMA}\"")));
     };
     if let Some(preset) = root.get("preset") {
-        check_preset_shape(preset, &mut Vec::new()).map_err(|e| within("preset", e))?;
+        check_preset_shape(preset, &mut Vec::new()).map_err(|e| e.within("preset"))?;
     }
     if let Some(Value::Array(goals)) = root.get("goals") {
         if let Some(i) = goals.iter().position(|g| !g.is_object()) {
@@ -211,11 +211,6 @@ pub fn name_missing_field(mut e: ConfigError) -> ConfigError {
         e.message = format!("a mission is a JSON object with \"schema\": \"{MISSION_SCHEMA}\" ({})", e.message);
     }
     e
-}
-
-pub fn within(prefix: &str, e: ConfigError) -> ConfigError {
-    let field = if e.field.is_empty() { prefix.to_string() } else { format!("{prefix}.{}", e.field) };
-    ConfigError { field, ..e }
 }
 
 fn check_text(field: &str, text: &str, max_chars: usize) -> Result<(), ConfigError> {
@@ -260,7 +255,7 @@ pub fn validate_mission_dto(dto: &MissionDto) -> Result<Vec<Vec<Seg>>, ConfigErr
     // A setup vLLM refuses to start is a fair broken setup (it scores 0 stars with vLLM's words).
     if let Err(e) = dto.preset.to_config() {
         if !e.startup_refusal {
-            return Err(within("preset", e));
+            return Err(e.within("preset"));
         }
     }
     let knobs = validate_knobs(&dto.knobs)?;

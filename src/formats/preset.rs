@@ -462,10 +462,7 @@ pub fn preset_dto_from_value(value: &serde_json::Value) -> Result<PresetDto, Con
             let setup = value.get("setup").ok_or_else(|| {
                 ConfigError::new("setup", "missing; a report exported by the lab carries its setup here")
             })?;
-            return preset_dto_from_value(setup).map_err(|e| {
-                let field = if e.field.is_empty() { "setup".to_string() } else { format!("setup.{}", e.field) };
-                ConfigError { field, ..e }
-            });
+            return preset_dto_from_value(setup).map_err(|e| e.within("setup"));
         }
         Document::Mission => return Err(ConfigError::new(
             "schema",

@@ -24,7 +24,7 @@ use crate::engine::config::{ConfigError, SimConfig};
 use crate::engine::metrics::Report;
 use crate::engine::sim::Simulation;
 use crate::formats::mission::{
-    name_missing_field, read_mission_dto, validate_mission_dto, within, Comparison, GoalDto, MissionDto, MAX_STARS,
+    name_missing_field, read_mission_dto, validate_mission_dto, Comparison, GoalDto, MissionDto, MAX_STARS,
 };
 use crate::formats::paths::{covers, diff, display_path, get_path, merge, parse_path, Seg};
 use crate::formats::preset::{preset_dto_from_value, PresetDto};
@@ -201,7 +201,7 @@ impl Mission {
     /// Validates a deserialized mission file (everything [`parse_mission`] checks after JSON).
     pub fn from_dto(dto: MissionDto) -> Result<Mission, ConfigError> {
         let knobs = validate_mission_dto(&dto)?;
-        let fix_preset = patch_preset(&dto.preset, &knobs, &dto.knobs, &dto.fix).map_err(|e| within("fix", e))?;
+        let fix_preset = patch_preset(&dto.preset, &knobs, &dto.knobs, &dto.fix).map_err(|e| e.within("fix"))?;
         if changed_paths(&dto.preset, &fix_preset).is_empty() {
             return Err(ConfigError::new(
                 "fix",

@@ -22,7 +22,7 @@ use serde_json::{json, Value};
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::MessageEvent;
 
-use crate::session::command::Command;
+use crate::session::command::{ChangeFrom, Command};
 
 use super::app::{App, Input};
 use super::dom;
@@ -189,15 +189,6 @@ fn on_message(app: &Rc<App>, host: &RefCell<Host>, e: &MessageEvent) {
         post(host, "state", state_fields(app));
         return;
     }
-    // The Sweep panel is the full lab's: an embed has no place to show a sweep or a search.
-    let panel = ["sweep", "cancel_sweep", "sweep_metric", "kv_search", "cancel_kv_search"];
-    if app.lab().options.embed && panel.contains(&kind.as_str()) {
-        let message = format!(
-            "{kind}: sweeps and the KV search run in the full lab's Sweep panel, not in an embed; open the full lab (the frame's \"Open full lab\" link) or run `kvlab sweep` (docs/EMBED.md)"
-        );
-        post(host, "error", json!({ "command": kind, "message": message }));
-        return;
-    }
     host.borrow_mut().answered = false;
     match command(app, &msg) {
         Err(message) => post(host, "error", json!({ "command": kind, "message": message })),
@@ -222,5 +213,11 @@ fn command(app: &Rc<App>, msg: &Value) -> Result<(), String> {
     let cmd: Command = serde_json::from_value(body).map_err(|e| {
         format!("{kind}: {e}; see docs/EMBED.md for the commands and their fields (play, pause, seek, set, load, compare, get, …)")
     })?;
+    // The Sweep panel is the full lab's: an embed has no place to show a sweep or a search.
+    if app.lab().options.embed && cmd.from() == ChangeFrom::Sweep {
+        return Err(format!(
+            "{kind}: sweeps and the KV search run in the full lab's Sweep panel, not in an embed; open the full lab (the frame's \"Open full lab\" link) or run `kvlab sweep` (docs/EMBED.md)"
+        ));
+    }
     app.dispatch(cmd, Input::Host).map(drop)
 }
