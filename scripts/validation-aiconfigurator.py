@@ -47,7 +47,7 @@ MODELS = {
 # The mixture-of-experts models taken: their MoE layers' parallelism must be the attention's.
 MOE = {"Qwen/Qwen3-235B-A22B-FP8"}
 # A GPU whose clock has no measured constants of its own (the H200) is judged on the sibling's
-# it borrows (engine/clock.rs `clock_for`: the H100's): its runs say how well that extrapolates.
+# it borrows (engine/clock/constants.rs `clock_for`: the H100's): its runs say how well that extrapolates.
 ASSUMED = (
     "Assumed (the source does not say): 20 x concurrency requests (AIConfigurator's benchmark "
     "template), TTFT and TPOT compared as means, vLLM's default flags for a 70+ GiB GPU "

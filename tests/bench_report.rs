@@ -8,8 +8,8 @@
 mod common;
 
 use common::{preset, shipped_presets};
+use kvlab::engine::clock::StepClock;
 use kvlab::engine::metrics::Report;
-use kvlab::engine::timing::StepTimeModel;
 use kvlab::engine::{Simulation, Stepping};
 
 use common::request;
@@ -25,7 +25,7 @@ fn hand_run(stepping: Stepping) -> Report {
     let mut config = preset("paged-default");
     config.id = "hand".into();
     let requests = vec![request(0, 0, 100, 4), request(1, 15_000, 100, 2), request(2, 18_000, 100, 1)];
-    let timing = StepTimeModel::fixed_and_per_token(10_000.0, 100.0);
+    let timing = StepClock::fixed_and_per_token(10_000.0, 100.0);
     let mut sim = Simulation::with_requests(config, requests, timing);
     sim.set_stepping(stepping);
     while sim.step() {
@@ -62,7 +62,7 @@ fn a_three_request_run_matches_the_figures_worked_by_hand() {
 fn no_finished_request_gives_zeros() {
     let mut config = preset("paged-default");
     config.id = "empty".into();
-    let sim = Simulation::with_requests(config, Vec::new(), StepTimeModel::fixed_and_per_token(10_000.0, 100.0));
+    let sim = Simulation::with_requests(config, Vec::new(), StepClock::fixed_and_per_token(10_000.0, 100.0));
     let r = sim.report();
     assert_eq!(r.latency_ms, Default::default());
     assert_eq!(r.throughput, Default::default());

@@ -154,7 +154,7 @@ fn host_calibration_is_well_formed_and_reads_shorter_runs_at_smaller_blocks() {
     let c = &run.calibration;
     assert_eq!(
         c.fixed_step_us,
-        kvlab::engine::timing::DEFAULT_FIXED_STEP_US,
+        kvlab::engine::clock::DEFAULT_FIXED_STEP_US,
         "a gather does not measure a step's fixed cost"
     );
     assert_eq!(c.gpu, None);

@@ -222,13 +222,13 @@ fn a_hybrid_models_max_length_check_counts_every_layer() {
 /// large batch nearly all of them; a dense model's step reads all its weights whatever the batch.
 #[test]
 fn a_mixture_of_experts_streams_the_experts_its_tokens_route_to() {
-    use kvlab::engine::timing::StepWork;
+    use kvlab::engine::clock::StepWork;
     let Some(dir) = configs_dir() else { return };
     let step = |name: &str, tokens: u64| {
         let cfg = std::fs::read_to_string(dir.join(name)).unwrap();
         let c = parse_preset(&preset(&format!(r#"{{"hf_config": {cfg}}}"#), r#", "gpu": "h200", "kv_memory_gib": 20"#))
             .unwrap();
-        c.step_time_model().step_us(&StepWork { decode_tokens: tokens, ..StepWork::default() })
+        c.clock().step_us(&StepWork { decode_tokens: tokens, ..StepWork::default() })
     };
     let moe = "Qwen__Qwen3-30B-A3B.config.json";
     let (one, many) = (step(moe, 1), step(moe, 256));
@@ -243,7 +243,7 @@ fn a_mixture_of_experts_streams_the_experts_its_tokens_route_to() {
 /// the same on an A100, which has none.
 #[test]
 fn fp8_weights_compute_at_the_gpus_fp8_rate() {
-    use kvlab::engine::timing::StepWork;
+    use kvlab::engine::clock::StepWork;
     let Some(dir) = configs_dir() else { return };
     let cfg = std::fs::read_to_string(dir.join("meta-llama__Llama-3.1-8B-Instruct.config.json")).unwrap();
     let prefill = |quant: &str, gpu: &str| {
@@ -252,7 +252,7 @@ fn fp8_weights_compute_at_the_gpus_fp8_rate() {
             &format!(r#", "gpu": "{gpu}", "kv_memory_gib": 10"#),
         ))
         .unwrap();
-        c.step_time_model().step_us(&StepWork { prefill_tokens: 8192, ..StepWork::default() }) as f64
+        c.clock().step_us(&StepWork { prefill_tokens: 8192, ..StepWork::default() }) as f64
     };
     let (bf16, fp8) = (prefill("", "h100-sxm"), prefill(r#", "quantization": "fp8""#, "h100-sxm"));
     assert!((0.45..0.6).contains(&(fp8 / bf16)), "{fp8} vs {bf16} µs");

@@ -6,7 +6,7 @@
 mod common;
 
 use kvlab::engine::clock::{clock_for, ClockSource};
-use kvlab::engine::timing::{CudaGraphs, StepWork};
+use kvlab::engine::clock::{CudaGraphs, StepWork};
 use kvlab::engine::SimConfig;
 use kvlab::formats::preset::parse_preset;
 
@@ -40,8 +40,8 @@ fn cuda_graph_sizes_are_vllms() {
 
 #[test]
 fn a_batch_pays_for_its_captured_size_and_eager_mode_for_its_launches() {
-    let graphs = llama_h100(false).step_time_model();
-    let eager = llama_h100(true).step_time_model();
+    let graphs = llama_h100(false).clock();
+    let eager = llama_h100(true).clock();
     // 9 decodes run the graph captured for 16: no cheaper than 16 of them but for the per-sequence
     // cost and their KV.
     let (nine, sixteen) = (graphs.step_us(&decode(9, 1)), graphs.step_us(&decode(16, 1)));
@@ -61,7 +61,7 @@ fn prefill_attention_grows_with_the_square_of_the_context_and_counts_chunk_offse
     later.add(2048, 100_000, true);
     assert_eq!(first.prefill_attention_pairs, 2048 * 2049 / 2);
     assert_eq!(later.prefill_attention_pairs, 2048 * (100_000 - 2048) + 2048 * 2049 / 2);
-    let t = llama_h100(false).step_time_model();
+    let t = llama_h100(false).clock();
     // The same 2,048 tokens cost more late in a long prompt than at its start.
     assert!(t.step_us(&later) > t.step_us(&first) + 10_000, "{} vs {}", t.step_us(&later), t.step_us(&first));
 }
@@ -72,7 +72,7 @@ fn a_120k_token_prefill_costs_at_least_its_flops() {
     // 32 layers × 32 heads × 128: 4 × 4096 × 32 × 120k² / 2 FLOPs. At the H100's dense 989 TFLOPs
     // the two need at least this long, whatever the efficiency.
     let (tokens, chunk) = (120_000u64, 8192u64);
-    let t = llama_h100(false).step_time_model();
+    let t = llama_h100(false).clock();
     let mut total_us = 0;
     let mut done = 0;
     while done < tokens {
@@ -92,7 +92,7 @@ fn a_120k_token_prefill_costs_at_least_its_flops() {
 #[test]
 fn batch_one_decode_on_an_h100_follows_vllms_published_fit() {
     // vLLM's blog (FP8 KV cache, 2026-04-22): ITL = 6.44 ms + 4.37e-5 ms per context token.
-    let t = llama_h100(false).step_time_model();
+    let t = llama_h100(false).clock();
     for context in [1024u64, 16_384, 65_536, 120_000] {
         let step_ms = t.step_us(&decode(1, context)) as f64 / 1000.0;
         let published = 6.44 + 4.37e-5 * context as f64;
@@ -102,7 +102,7 @@ fn batch_one_decode_on_an_h100_follows_vllms_published_fit() {
 
 #[test]
 fn every_sequence_costs_the_host_something() {
-    let t = llama_h100(false).step_time_model();
+    let t = llama_h100(false).clock();
     // Same tokens and KV, more sequences: 8 sequences of 1 token and 1 prefill chunk of 8.
     let mut one = StepWork::default();
     one.add(8, 8, true);

@@ -9,8 +9,8 @@
 mod common;
 
 use common::{preset, preset_text};
+use kvlab::engine::clock::StepClock;
 use kvlab::engine::request::GroupStatus;
-use kvlab::engine::timing::StepTimeModel;
 use kvlab::engine::workload::{Arrival, RequestSpec};
 use kvlab::engine::{SimConfig, Simulation, Stepping};
 use kvlab::formats::preset::parse_preset;
@@ -34,7 +34,7 @@ fn hand_config(clients: u32, requests: &[RequestSpec], until_all_finished: bool)
 /// `clients` requests are out after every step.
 fn run_checked(config: SimConfig, requests: Vec<RequestSpec>, stepping: Stepping) -> Simulation {
     let Arrival::Concurrency { max_concurrency, .. } = config.workload.arrival else { panic!("a closed loop") };
-    let timing = StepTimeModel::fixed_and_per_token(10_000.0, 100.0);
+    let timing = StepClock::fixed_and_per_token(10_000.0, 100.0);
     let mut sim = Simulation::with_requests(config, requests, timing);
     sim.set_stepping(stepping);
     loop {

@@ -3,7 +3,7 @@
 //! attention backend does not run, and tensor parallelism in the step time.
 #![cfg(not(target_arch = "wasm32"))]
 
-use kvlab::engine::timing::StepWork;
+use kvlab::engine::clock::StepWork;
 use kvlab::engine::Simulation;
 use kvlab::formats::preset::parse_preset;
 
@@ -99,7 +99,12 @@ fn tensor_parallelism_splits_the_step_and_adds_all_reduces() {
             r#""model": "llama-3-70b", "gpu": "h100-sxm", "kv_memory_gib": 10, "tensor_parallel_size": {tp}, "allocator": {{"kind": "paged"}}"#
         )))
         .unwrap();
-        c.step_time_model().step_us(&StepWork { decode_tokens: 64, kv_read_tokens: 64 * 2000, ..StepWork::default() })
+        c.clock().step_us(&StepWork {
+            decode_tokens: 64,
+            decode_seqs: 64,
+            decode_context_tokens: 64 * 2000,
+            ..StepWork::default()
+        })
     };
     // Llama-3-70B's 131.5 GiB of weights need two H100s at least (`engine::gpu_fit`).
     let (two, eight) = (at(2), at(8));

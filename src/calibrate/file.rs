@@ -9,7 +9,7 @@ use crate::calibrate::fit::{
     self, batch_figures, block_size_figures, fit_line, fit_line_robust, round, BlockSizeFigures, Line, Sample,
 };
 use crate::calibrate::options::{CalibrateOptions, CalibrationRun, Nominal};
-use crate::engine::timing::{OverheadPoint, DEFAULT_FIXED_STEP_US};
+use crate::engine::clock::{OverheadPoint, DEFAULT_FIXED_STEP_US};
 use crate::formats::calibration::Calibration;
 use crate::formats::sniff::CALIBRATION_SCHEMA;
 

@@ -1,7 +1,7 @@
 //! `kvlab validate`: replays every real vLLM run of `assets/validation/` with the same GPU,
 //! model, flags, arrivals and token counts, and prints each figure's error (docs/FIDELITY.md).
 //! `--fit` fits each GPU's clock constants to the runs marked "fit" and prints them as
-//! `engine/clock.rs` writes them.
+//! `engine/clock/constants.rs` writes them.
 
 use std::path::{Path, PathBuf};
 
@@ -22,7 +22,7 @@ pub struct ValidateArgs {
     /// Print the results as JSON.
     #[arg(long)]
     pub json: bool,
-    /// Fit each GPU's constants to its "fit" runs and print them (as engine/clock.rs writes them).
+    /// Fit each GPU's constants to its "fit" runs and print them (as engine/clock/constants.rs writes them).
     #[arg(long, conflicts_with = "json")]
     pub fit: bool,
     /// Leave-one-out: predict every run with constants fitted without it (fit runs: on the

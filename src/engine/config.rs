@@ -6,12 +6,12 @@
 use std::fmt;
 
 use super::alloc::{Fit, SingleTypeManager};
+use super::clock::{ClockConstants, CudaGraphs, ModelShape, Roofline, RooflineInput, StepClock, StepTimeCalibration};
 use super::kv_spec::{kv_cache_group_kinds, KvLayout};
 use super::memory_budget::{switched_nvlink, ActivationShape, MemoryBudget, MemoryBudgetInput};
 use super::model::{gpu_preset, model_preset, GpuSpec, KvDtype, ModelSpec, GIB};
 use super::model_arch::LayerAttention;
 use super::startup_checks::AttentionBackend;
-use super::timing::StepTimeCalibration;
 pub use super::version::EngineVersion;
 use super::workload::{Arrival, LengthDist, UserClass, WorkloadConfig};
 
@@ -192,7 +192,7 @@ impl std::error::Error for ConfigError {}
 /// What attention computes per query–key pair, and the layers: a config.json's query heads ×
 /// their width (MLA: the query–key width), else the residual width (every preset model has
 /// `heads × head_dim = hidden`).
-fn model_shape(model: &ModelSpec) -> super::timing::ModelShape {
+fn model_shape(model: &ModelSpec) -> ModelShape {
     use super::model_arch::Attention;
     let width = match model.arch.as_deref().map(|a| a.attention) {
         Some(Attention::Grouped { heads, head_dim, .. }) => f64::from(heads) * f64::from(head_dim),
@@ -202,7 +202,7 @@ fn model_shape(model: &ModelSpec) -> super::timing::ModelShape {
         }
         None => hidden_size(model),
     };
-    super::timing::ModelShape { attention_width_all_layers: width * f64::from(model.layers), layers: model.layers }
+    ModelShape { attention_width_all_layers: width * f64::from(model.layers), layers: model.layers }
 }
 
 /// Width of a model's residual stream: the published value for shipped models, else the dense
@@ -350,10 +350,20 @@ impl SimConfig {
         }
     }
 
-    /// The step-time model this configuration asks for (GPU, model, KV dtype, block size,
-    /// calibration).
-    pub fn step_time_model(&self) -> super::timing::StepTimeModel {
-        self.single_gpu_step_time_model().with_tensor_parallel(
+    /// The clock this configuration asks for: the roofline of its GPU, model, KV dtype, block
+    /// size, calibration and tensor parallelism.
+    pub fn clock(&self) -> StepClock {
+        StepClock::Roofline(self.tensor_parallel(Roofline::new(&self.roofline_input())))
+    }
+
+    /// The roofline under given per-GPU constants (`kvlab validate --fit` tries many).
+    pub fn clock_with(&self, constants: &ClockConstants) -> StepClock {
+        let source = super::clock::clock_for(&self.gpu.id).1;
+        StepClock::Roofline(self.tensor_parallel(Roofline::with_constants(&self.roofline_input(), constants, source)))
+    }
+
+    fn tensor_parallel(&self, one_gpu: Roofline) -> Roofline {
+        one_gpu.with_tensor_parallel(
             self.tensor_parallel_size,
             self.model.layers,
             hidden_size(&self.model),
@@ -361,55 +371,37 @@ impl SimConfig {
         )
     }
 
-    fn single_gpu_step_time_model(&self) -> super::timing::StepTimeModel {
-        super::timing::StepTimeModel::new(&self.step_time_input())
-    }
-
-    /// What the step-time model reads of this configuration (one GPU; `step_time_model` adds
-    /// tensor parallelism).
-    pub fn step_time_input(&self) -> super::timing::StepTimeInput<'_> {
+    /// What the roofline reads of this configuration (one GPU; `clock` adds tensor parallelism).
+    pub fn roofline_input(&self) -> RooflineInput<'_> {
         let block_size = match self.allocator {
             AllocatorConfig::Paged { block_size, .. } => Some(block_size),
             AllocatorConfig::Contiguous { .. } => None,
         };
-        super::timing::StepTimeInput {
+        RooflineInput {
             model: &self.model,
             shape: model_shape(&self.model),
             gpu: &self.gpu,
             kv_bytes_per_token: self.kv_bytes_per_token(),
             paged_block_size: block_size,
             calibration: self.calibration.as_ref(),
-            graphs: super::timing::CudaGraphs { enforce_eager: self.enforce_eager, ..Default::default() },
+            graphs: CudaGraphs { enforce_eager: self.enforce_eager, ..Default::default() },
         }
-    }
-
-    /// The step-time model under given per-GPU constants (`kvlab validate --fit`).
-    pub fn step_time_model_with(&self, constants: &super::clock::ClockConstants) -> super::timing::StepTimeModel {
-        super::timing::StepTimeModel::with_constants(&self.step_time_input(), constants).with_tensor_parallel(
-            self.tensor_parallel_size,
-            self.model.layers,
-            hidden_size(&self.model),
-            self.gpu.interconnect_gb_s,
-        )
     }
 
     pub fn duration_us(&self) -> u64 {
         super::workload::secs_to_us(self.duration_s)
     }
 
-    /// The shortest step the timing model takes (an empty batch), µs.
-    fn min_step_us(&self) -> u64 {
-        self.step_time_model().step_us(&super::timing::StepWork::default()).max(1)
-    }
-
-    /// When the run stops at the latest: `duration_s`; with `until_all_finished`, up to
-    /// `bounds::MAX_DRAIN_US` later, but never past `bounds::MAX_STEPS` of the shortest step
-    /// (the run itself ends earlier, once every request has finished: `Simulation::is_done`).
+    /// When the run stops at the latest under its own clock: `duration_s`; with
+    /// `until_all_finished`, up to `bounds::MAX_DRAIN_US` later, but never past
+    /// `bounds::MAX_STEPS` of the shortest step (the run itself ends earlier, once every request
+    /// has finished: `Simulation::is_done`).
     pub fn end_limit_us(&self) -> u64 {
-        self.end_limit_with(self.min_step_us())
+        self.end_limit_with(self.clock().floor_us())
     }
 
-    fn end_limit_with(&self, min_step_us: u64) -> u64 {
+    /// The same under a clock whose shortest step is `min_step_us`.
+    pub fn end_limit_with(&self, min_step_us: u64) -> u64 {
         let duration_us = self.duration_us();
         if !self.until_all_finished {
             return duration_us;
@@ -453,7 +445,7 @@ impl SimConfig {
                 (inside.len() as u64, inside.iter().map(|r| u64::from(r.n.max(1))).sum(), super::bounds::Traffic::Trace)
             }
         };
-        let min_step_us = self.min_step_us();
+        let min_step_us = self.clock().floor_us();
         let end_limit_us = self.end_limit_with(min_step_us);
         super::bounds::RunBounds {
             // Paged: every block of the pool, v1's null block included.

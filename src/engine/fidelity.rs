@@ -207,9 +207,9 @@ pub fn median_abs_error_pct(errors: &[FigureError]) -> f64 {
 
 /// Runs `config` to its end under the clock's constants for its GPU, or under `constants`.
 pub fn simulate(config: &super::SimConfig, constants: Option<&super::clock::ClockConstants>) -> Report {
-    let timing = match constants {
-        Some(k) => config.step_time_model_with(k),
-        None => config.step_time_model(),
+    let clock = match constants {
+        Some(k) => config.clock_with(k),
+        None => config.clock(),
     };
-    super::Simulation::with_timing(config.clone(), timing).run_to_end()
+    super::Simulation::with_clock(config.clone(), clock).run_to_end()
 }

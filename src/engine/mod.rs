@@ -30,7 +30,6 @@ pub mod scheduler;
 pub mod sim;
 pub mod startup_checks;
 pub mod sweep;
-pub mod timing;
 mod validate;
 pub mod version;
 pub mod workload;

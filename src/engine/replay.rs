@@ -7,12 +7,12 @@
 //! preemptions, prefix-cache queries and hits (first admissions only), scheduled tokens and
 //! finished requests.
 
+use super::clock::StepClock;
 use super::config::{AllocatorConfig, ConfigError, EngineVersion, SchedulerConfig, SimConfig};
 use super::metrics::StepPoint;
 use super::model::{model_preset, ModelSpec, GIB};
 use super::model_arch::{Attention, Biases, LayerAttention, Mlp, ModelArch, WeightDtype};
 use super::sim::Simulation;
-use super::timing::StepTimeModel;
 use super::workload::{Arrival, RequestSpec, WorkloadConfig};
 
 /// Most steps a replay runs before it gives up (a trace that never drains).
@@ -244,7 +244,7 @@ pub fn replay(rows: &[StepTraceRow], params: &ReplayParams) -> Result<Replay, Co
     let config = params.to_config()?;
     let requests = trace_requests(rows);
     let num_requests = requests.iter().map(|r| u64::from(r.n())).sum();
-    let mut sim = Simulation::with_requests(config, requests, StepTimeModel::one_tick_per_step());
+    let mut sim = Simulation::with_requests(config, requests, StepClock::one_tick_per_step());
     let mut steps = ReplaySteps::default();
     let mut before = Cumulative::default();
     while !sim.all_finished() {

@@ -7,13 +7,13 @@
 //! its client, whose next request arrives then.
 
 use super::alloc::{ContiguousAllocator, KvCacheManager, PagedAllocator, RequestId, SeqId};
+use super::clock::StepClock;
 use super::config::{AllocatorConfig, ConfigError, SimConfig};
 use super::memory_map::MemoryMap;
 use super::metrics::{GapHistogram, Integrals, Rejection, Report, Series, StepPoint};
 use super::model::GIB;
 use super::request::{GroupStatus, Sequence, SequenceGroup};
 use super::scheduler::{HolReason, Scheduler};
-use super::timing::{StepTimeModel, StepWork};
 use super::workload::{generate, Arrival, RequestSpec};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -49,7 +49,7 @@ pub struct Simulation {
     next_seq: SeqId,
     kv: KvCacheManager,
     scheduler: Scheduler,
-    timing: StepTimeModel,
+    clock: StepClock,
     duration_us: u64,
     /// When the run stops at the latest (`SimConfig::end_limit_us`): `duration_us`, or later with
     /// `until_all_finished`.
@@ -96,20 +96,21 @@ pub struct Simulation {
 impl Simulation {
     pub fn new(config: SimConfig) -> Result<Simulation, ConfigError> {
         config.validate()?;
-        let timing = config.step_time_model();
-        Ok(Simulation::with_timing(config, timing))
+        let clock = config.clock();
+        Ok(Simulation::with_clock(config, clock))
     }
 
-    /// The configuration's own traffic under a given step-time model (`kvlab validate --fit`
-    /// tries many). The configuration must already be valid.
-    pub fn with_timing(config: SimConfig, timing: StepTimeModel) -> Simulation {
+    /// The configuration's own traffic under a given clock (`kvlab validate --fit` tries many).
+    /// The configuration must already be valid.
+    pub fn with_clock(config: SimConfig, clock: StepClock) -> Simulation {
         let requests = generate(&config.workload, config.duration_us(), config.seed, config.scheduler.max_model_len);
-        Simulation::with_requests(config, requests, timing)
+        Simulation::with_requests(config, requests, clock)
     }
 
-    /// A run of given requests under a given step-time model (`kvlab replay` counts steps with
-    /// `StepTimeModel::one_tick_per_step`). The configuration must already be valid.
-    pub fn with_requests(config: SimConfig, requests: Vec<RequestSpec>, timing: StepTimeModel) -> Simulation {
+    /// A run of given requests under a given clock (`kvlab replay` counts steps with
+    /// `StepClock::one_tick_per_step`). The configuration must already be valid; the run's end
+    /// limit is bounded in steps of this clock's shortest step.
+    pub fn with_requests(config: SimConfig, requests: Vec<RequestSpec>, clock: StepClock) -> Simulation {
         let capacity = config.capacity_tokens();
         let (kv, reserve, block_size) = match config.allocator {
             AllocatorConfig::Contiguous { reserve, fit } => {
@@ -152,9 +153,9 @@ impl Simulation {
         };
         Simulation {
             scheduler: Scheduler::new(config.scheduler.clone(), config.paged_v1(), reserve, swap_blocks),
-            timing,
             duration_us: config.duration_us(),
-            end_limit_us: config.end_limit_us(),
+            end_limit_us: config.end_limit_with(clock.floor_us()),
+            clock,
             clients,
             config,
             groups: Vec::with_capacity(requests.len()),
@@ -236,8 +237,8 @@ impl Simulation {
     pub fn groups(&self) -> &[SequenceGroup] {
         &self.groups
     }
-    pub fn timing(&self) -> &StepTimeModel {
-        &self.timing
+    pub fn clock(&self) -> &StepClock {
+        &self.clock
     }
     /// Requests refused so far, with why.
     pub fn rejections(&self) -> &[Rejection] {
@@ -448,7 +449,7 @@ impl Simulation {
             if self.scheduler.num_running() == 0 && self.scheduler.num_swapped() == 0 {
                 self.reject_head("cannot be admitted even into an empty KV cache");
             } else {
-                let next = self.now_us + self.timing.step_us(&StepWork::default());
+                let next = self.now_us + self.clock.floor_us();
                 self.advance_idle(next.min(self.end_limit_us));
             }
             return true;

@@ -6,9 +6,9 @@ use serde::{Deserialize, Serialize};
 
 use super::json::from_json_with_path;
 use super::sniff::CALIBRATION_SCHEMA;
+use crate::engine::clock::{OverheadPoint, StepTimeCalibration};
 use crate::engine::config::ConfigError;
 use crate::engine::model::{gpu_preset, GPU_IDS};
-use crate::engine::timing::{OverheadPoint, StepTimeCalibration};
 use crate::shipped;
 
 /// Largest calibration file accepted.

@@ -4,9 +4,9 @@
 
 use super::Simulation;
 use crate::engine::alloc::RequestId;
+use crate::engine::clock::StepWork;
 use crate::engine::request::GroupStatus;
 use crate::engine::scheduler::{HolReason, ScheduledWork, SchedulerOutput, Target};
-use crate::engine::timing::StepWork;
 
 impl Simulation {
     pub(super) fn run_batch(&mut self, out: SchedulerOutput) {
@@ -28,7 +28,7 @@ impl Simulation {
 
     /// The step takes its time: the series point, the time integrals, head-of-line counts.
     pub(super) fn account_step(&mut self, work: &StepWork, hol: Option<HolReason>) {
-        let dt = self.timing.step_us(work);
+        let dt = self.clock.step_us(work);
         let end = self.now_us + dt;
         let sample = self.sample(end);
         let counted = end.min(self.end_limit_us) - self.now_us;

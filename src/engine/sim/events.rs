@@ -18,9 +18,9 @@
 use super::cohort::{DecodeCohort, Joining};
 use super::{Simulation, Stepping};
 use crate::engine::alloc::KvCacheManager;
+use crate::engine::clock::StepWork;
 use crate::engine::request::Sequence;
 use crate::engine::scheduler::{SampleRef, ScheduledWork, Scheduler, SchedulerOutput, Target};
-use crate::engine::timing::StepWork;
 
 impl Simulation {
     /// Chooses how steps are taken from now on (the run so far is written down first).
@@ -200,13 +200,8 @@ impl Simulation {
             v1.schedule_running_from(served as usize, &mut self.groups, &mut self.kv, &mut out, &mut budget);
         }
         self.scheduler.schedule_after_running(&mut self.groups, &mut self.kv, &mut out, budget);
-        let mut work = StepWork {
-            decode_tokens: u64::from(served),
-            kv_read_tokens: self.cohort.computed_sum() + u64::from(served),
-            num_seqs: u64::from(served),
-            swap_blocks: out.swapped_blocks,
-            ..StepWork::default()
-        };
+        let mut work = StepWork { swap_blocks: out.swapped_blocks, ..StepWork::default() };
+        work.add_decodes(u64::from(served), self.cohort.computed_sum() + u64::from(served));
         self.scheduled_tokens += u64::from(served);
         self.add_work(&mut work, &out.work);
         let fresh = self.cohort.take_fresh();

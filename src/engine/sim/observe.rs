@@ -140,9 +140,9 @@ impl Simulation {
                 self.groups.first().map_or(0, |g| g.arrival_us),
                 self.last_finish_us,
             ),
-            paged_overhead: round_to(self.timing.paged_overhead(), 4),
+            paged_overhead: round_to(self.clock.paged_overhead(), 4),
             calibration: self.config.calibration.as_ref().map(|c| c.name.clone()),
-            clock: crate::engine::clock::clock_for(&self.config.gpu.id).1.report(&self.config.gpu.name),
+            clock: self.clock.report(&self.config.gpu.name),
             rejections: self.rejections.clone(),
         }
     }

@@ -4,7 +4,7 @@
 //!
 //! The constants are efficiencies against the GPU catalogue's datasheet figures plus the costs a
 //! vLLM step pays outside the GPU's arithmetic (the scheduler, input preparation and sampling,
-//! per step and per scheduled sequence). `timing::StepTimeModel` combines them with the model's
+//! per step and per scheduled sequence). `roofline::Roofline` combines them with the model's
 //! shape; nothing here knows a model.
 
 /// What a GPU's step times rest on.
@@ -123,7 +123,7 @@ impl ClockSource {
                 if runs == 1 { "" } else { "s" }
             ),
             ClockSource::Extrapolated { from } => {
-                let from = super::gpus::gpu_preset(from).map_or_else(|| from.to_string(), |g| g.name);
+                let from = crate::engine::gpus::gpu_preset(from).map_or_else(|| from.to_string(), |g| g.name);
                 format!("no measured run on the {gpu_name}: step times extrapolated from the {from}")
             }
         }
@@ -132,19 +132,21 @@ impl ClockSource {
 
 impl ClockSource {
     /// The report's account of it.
-    pub fn report(&self, gpu_name: &str) -> super::metrics::ClockReport {
+    pub fn report(&self, gpu_name: &str) -> crate::engine::metrics::ClockReport {
         let line = self.describe(gpu_name);
         match *self {
-            ClockSource::Measured { runs, median_abs_error_pct } => super::metrics::ClockReport {
+            ClockSource::Measured { runs, median_abs_error_pct } => crate::engine::metrics::ClockReport {
                 measured_runs: runs,
                 median_abs_error_pct: Some(median_abs_error_pct),
                 extrapolated_from: None,
                 line,
             },
-            ClockSource::Extrapolated { from } => super::metrics::ClockReport {
+            ClockSource::Extrapolated { from } => crate::engine::metrics::ClockReport {
                 measured_runs: 0,
                 median_abs_error_pct: None,
-                extrapolated_from: Some(super::gpus::gpu_preset(from).map_or_else(|| from.to_string(), |g| g.name)),
+                extrapolated_from: Some(
+                    crate::engine::gpus::gpu_preset(from).map_or_else(|| from.to_string(), |g| g.name),
+                ),
                 line,
             },
         }

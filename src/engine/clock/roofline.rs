@@ -1,114 +1,17 @@
-//! The step-time model: what one vLLM scheduler step costs. The host's share (a fixed cost per
-//! step, a cost per scheduled sequence, kernel launches when no CUDA graph runs the batch); the
-//! linear layers (weights streamed once, or their FLOPs at a GEMM efficiency that grows with the
-//! step's tokens, over the batch padded to its CUDA-graph size); attention (every scheduled
-//! sequence's KV read, paged reads paying a block-size-dependent overhead, and prefill's causal
-//! FLOPs, quadratic in the context); swaps over the host link; tensor-parallel all-reduces.
-//! Constants per GPU live in `clock.rs`; a measured `StepTimeCalibration` replaces the
-//! bandwidth, fixed cost and paged overheads.
+//! The roofline clock: what one vLLM scheduler step costs from the GPU's datasheet figures and a
+//! few efficiencies per GPU. The host's share (a fixed cost per step, a cost per scheduled
+//! sequence, kernel launches when no CUDA graph runs the batch); the linear layers (weights
+//! streamed once, or their FLOPs at a GEMM efficiency that grows with the step's tokens, over the
+//! batch padded to its CUDA-graph size); attention (every scheduled sequence's KV read, paged
+//! reads paying a block-size-dependent overhead, and prefill's causal FLOPs, quadratic in the
+//! context); swaps over the host link; tensor-parallel all-reduces. Constants per GPU live in
+//! `constants.rs`; a measured `StepTimeCalibration` replaces the bandwidth, fixed cost and paged
+//! overheads.
 
-use serde::{Deserialize, Serialize};
-
-use super::clock::ClockConstants;
-use super::model::{gpu_preset, GpuSpec, ModelSpec};
-
-/// The fixed step cost a calibration file states when its measurement (a gather of KV blocks)
-/// cannot see one, µs.
-pub const DEFAULT_FIXED_STEP_US: f64 = 300.0;
-/// Default paged overhead = BASE + PER_BLOCK / block_size: 0.20 at 16, 1.42 at 1, 0.125 at 256.
-pub const DEFAULT_PAGED_OVERHEAD_BASE: f64 = 0.12;
-pub const DEFAULT_PAGED_OVERHEAD_PER_BLOCK: f64 = 1.3;
-
-/// Measured step-time constants that replace the defaults (read from a `kvlab/calibration@1`
-/// file by `formats::calibration`).
-#[derive(Clone, Debug, PartialEq)]
-pub struct StepTimeCalibration {
-    /// The calibration's name, as reports show it.
-    pub name: String,
-    /// The device and the date it was measured on (for people; the model does not read them).
-    pub device: String,
-    pub date: String,
-    /// Effective fraction of the GPU's nominal bandwidth that KV and weight reads reach.
-    pub bandwidth_efficiency: f64,
-    /// Fixed cost of one step (launches, scheduling), microseconds.
-    pub fixed_step_us: f64,
-    /// The lab's GPU preset of the measured device, when it has one: memory is read at that
-    /// GPU's bandwidth × `bandwidth_efficiency`.
-    pub gpu: Option<String>,
-    /// Paged-read overhead relative to contiguous, by block size (sorted by block size).
-    pub paged_overhead: Vec<OverheadPoint>,
-}
-
-/// Paged-read overhead measured at one block size.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct OverheadPoint {
-    pub block_size: u32,
-    pub overhead: f64,
-}
-
-impl StepTimeCalibration {
-    /// One line for people: the name, where and when it was measured and, when it was measured on
-    /// another GPU than the preset's, that its bandwidth comes with it.
-    pub fn describe(&self, preset_gpu: &str) -> String {
-        let mut s = format!("{}, measured on {} ({})", self.name, self.device, self.date);
-        if let Some((g, spec)) =
-            self.gpu.as_deref().filter(|g| *g != preset_gpu).and_then(|g| Some((g, gpu_preset(g)?)))
-        {
-            s += &format!(
-                "; memory reads use the {g}'s {:.0} GB/s × {:.3}, not the {preset_gpu}'s bandwidth",
-                spec.mem_bandwidth_gb_s, self.bandwidth_efficiency
-            );
-        }
-        s
-    }
-
-    /// Overhead at `block_size`, interpolated on log2(block size) between measured points.
-    pub fn overhead_at(&self, block_size: u32) -> f64 {
-        let pts = &self.paged_overhead;
-        let x = libm::log2(f64::from(block_size.max(1)));
-        match pts.iter().position(|p| p.block_size >= block_size) {
-            Some(0) => pts[0].overhead,
-            Some(i) => {
-                let (a, b) = (pts[i - 1], pts[i]);
-                let (xa, xb) = (libm::log2(f64::from(a.block_size)), libm::log2(f64::from(b.block_size)));
-                a.overhead + (b.overhead - a.overhead) * (x - xa) / (xb - xa)
-            }
-            None => pts.last().map_or(0.0, |p| p.overhead),
-        }
-    }
-}
-
-/// Work one scheduler step does.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct StepWork {
-    pub prefill_tokens: u64,
-    pub decode_tokens: u64,
-    /// Context tokens attention reads (each scheduled sequence's whole context).
-    pub kv_read_tokens: u64,
-    /// Query–key pairs prefill attention computes: a chunk of `c` tokens after `o` computed ones
-    /// (causal) is `c·o + c(c+1)/2`.
-    pub prefill_attention_pairs: u64,
-    /// Sequences scheduled in the step.
-    pub num_seqs: u64,
-    pub swap_blocks: u64,
-}
-
-impl StepWork {
-    /// Adds one scheduled sequence's chunk: `new_tokens` computed, ending at `context_tokens`.
-    pub fn add(&mut self, new_tokens: u32, context_tokens: u32, prefill: bool) {
-        let (c, ctx) = (u64::from(new_tokens), u64::from(context_tokens));
-        if prefill {
-            self.prefill_tokens += c;
-            let offset = ctx.saturating_sub(c);
-            self.prefill_attention_pairs += c * offset + c * (c + 1) / 2;
-        } else {
-            self.decode_tokens += c;
-        }
-        self.kv_read_tokens += ctx;
-        self.num_seqs += 1;
-    }
-}
+use super::calibration::{default_paged_overhead, StepTimeCalibration};
+use super::constants::{clock_for, ClockConstants, ClockSource};
+use super::work::StepWork;
+use crate::engine::model::{gpu_preset, GpuSpec, ModelSpec};
 
 /// CUDA graphs as vLLM v1 captures them: batches of up to `max_capture_size` tokens run a graph
 /// captured for the next size up (1, 2, 4, then every 8 to 256, then every 16), larger ones and
@@ -144,7 +47,7 @@ impl CudaGraphs {
 }
 
 #[derive(Clone, Debug, PartialEq)]
-pub struct StepTimeModel {
+pub struct Roofline {
     /// Every weight, routed experts included.
     weight_bytes: f64,
     /// The routed experts' bytes (a mixture of experts reads only those its tokens route to:
@@ -175,6 +78,8 @@ pub struct StepTimeModel {
     /// Tensor parallelism: all-reduce latency per step (two per layer), and per scheduled token.
     allreduce_fixed_us: f64,
     allreduce_us_per_token: f64,
+    /// Where the constants come from, as the report says it.
+    source: ClockSource,
 }
 
 /// Latency of one small NCCL all-reduce between GPUs of a node, µs.
@@ -189,7 +94,7 @@ pub struct ModelShape {
 }
 
 /// The inputs of one GPU's step-time model.
-pub struct StepTimeInput<'a> {
+pub struct RooflineInput<'a> {
     pub model: &'a ModelSpec,
     pub shape: ModelShape,
     pub gpu: &'a GpuSpec,
@@ -199,16 +104,17 @@ pub struct StepTimeInput<'a> {
     pub graphs: CudaGraphs,
 }
 
-impl StepTimeModel {
-    /// The clock of one GPU: the GPU catalogue's constants (`clock::clock_for`), with a
+impl Roofline {
+    /// The clock of one GPU: the GPU catalogue's constants (`constants::clock_for`), with a
     /// calibration's bandwidth efficiency, fixed cost and paged overheads where one is given.
-    pub fn new(input: &StepTimeInput<'_>) -> Self {
-        let (constants, _) = super::clock::clock_for(&input.gpu.id);
-        StepTimeModel::with_constants(input, &constants)
+    pub fn new(input: &RooflineInput<'_>) -> Self {
+        let (constants, source) = clock_for(&input.gpu.id);
+        Roofline::with_constants(input, &constants, source)
     }
 
-    /// The clock of one GPU under given constants (`kvlab validate --fit` tries many).
-    pub fn with_constants(input: &StepTimeInput<'_>, k: &ClockConstants) -> Self {
+    /// The clock of one GPU under given constants (`kvlab validate --fit` tries many), reported
+    /// as coming from `source`.
+    pub fn with_constants(input: &RooflineInput<'_>, k: &ClockConstants, source: ClockSource) -> Self {
         let (model, gpu, calibration) = (input.model, input.gpu, input.calibration);
         let (bw_eff, fixed) = calibration
             .map_or((k.bandwidth_efficiency, k.fixed_step_us), |c| (c.bandwidth_efficiency, c.fixed_step_us));
@@ -224,7 +130,7 @@ impl StepTimeModel {
         let measured_gpu = calibration.and_then(|c| c.gpu.as_deref()).and_then(gpu_preset);
         let nominal_gb_s = measured_gpu.map_or(gpu.mem_bandwidth_gb_s, |g| g.mem_bandwidth_gb_s);
         let peak = tensor_tflops(model, gpu) * 1e12;
-        StepTimeModel {
+        Roofline {
             weight_bytes: model.weight_bytes(),
             expert_bytes: model.routed_experts().0,
             expert_share_per_token: model.routed_experts().1,
@@ -245,6 +151,7 @@ impl StepTimeModel {
             swap_block_bytes: input.kv_bytes_per_token as f64 * f64::from(input.paged_block_size.unwrap_or(1)),
             allreduce_fixed_us: 0.0,
             allreduce_us_per_token: 0.0,
+            source,
         }
     }
 
@@ -270,42 +177,14 @@ impl StepTimeModel {
         self
     }
 
-    /// A clock that counts steps, not time: every step lasts one tick (1 µs), whatever it does.
-    /// `kvlab replay` runs on it so that step `s` of the engine is step `s` of vLLM.
-    pub fn one_tick_per_step() -> Self {
-        StepTimeModel::fixed_and_per_token(1.0, 0.0)
-    }
-
-    /// A clock of a fixed cost per step plus a cost per scheduled token, µs (no memory reads,
-    /// no swaps, no CUDA-graph padding): a run short enough to check its latencies by hand.
-    pub fn fixed_and_per_token(fixed_step_us: f64, us_per_token: f64) -> Self {
-        StepTimeModel {
-            weight_bytes: 0.0,
-            expert_bytes: 0.0,
-            expert_share_per_token: 0.0,
-            flops_per_token: us_per_token,
-            attention_flops_per_pair: 0.0,
-            bandwidth_bytes_per_s: 1.0,
-            gemm_flops_per_s: 1e6,
-            gemm_ramp_tokens: 0.0,
-            attention_flops_per_s: 1.0,
-            pcie_bytes_per_s: 1.0,
-            fixed_step_us,
-            per_seq_us: 0.0,
-            eager_launch_us: 0.0,
-            graphs: CudaGraphs { enforce_eager: false, max_capture_size: 0 },
-            kv_bytes_per_token: 0.0,
-            kv_read_factor: 1.0,
-            paged_overhead: 0.0,
-            swap_block_bytes: 0.0,
-            allreduce_fixed_us: 0.0,
-            allreduce_us_per_token: 0.0,
-        }
-    }
-
     /// The paged overhead this model applies against contiguous memory (0 for contiguous).
     pub fn paged_overhead(&self) -> f64 {
         self.paged_overhead
+    }
+
+    /// Where its constants come from.
+    pub fn source(&self) -> ClockSource {
+        self.source
     }
 
     /// Duration of one step in whole microseconds (at least 1): the host's share (fixed, per
@@ -313,8 +192,8 @@ impl StepTimeModel {
     /// the GEMMs' FLOPs, whichever is longer, over the CUDA graph's padded batch), attention
     /// (KV reads, and prefill's FLOPs), swaps over the host link, and tensor-parallel all-reduces.
     pub fn step_us(&self, w: &StepWork) -> u64 {
-        let tokens = (w.prefill_tokens + w.decode_tokens) as f64;
-        let (padded, launches_us) = match self.graphs.padded(w.prefill_tokens + w.decode_tokens) {
+        let tokens = w.tokens() as f64;
+        let (padded, launches_us) = match self.graphs.padded(w.tokens()) {
             Some(p) => (p as f64, 0.0),
             None if tokens > 0.0 => (tokens, self.eager_launch_us),
             None => (0.0, 0.0),
@@ -322,12 +201,13 @@ impl StepTimeModel {
         let linear_mem_s = self.weights_read(w) / self.bandwidth_bytes_per_s;
         let gemm_rate = self.gemm_flops_per_s * padded / (padded + self.gemm_ramp_tokens).max(f64::MIN_POSITIVE);
         let linear_compute_s = if padded > 0.0 { padded * self.flops_per_token / gemm_rate } else { 0.0 };
-        let kv_s = w.kv_read_tokens as f64 * self.kv_bytes_per_token * self.kv_read_factor / self.bandwidth_bytes_per_s;
+        let kv_s =
+            w.kv_read_tokens() as f64 * self.kv_bytes_per_token * self.kv_read_factor / self.bandwidth_bytes_per_s;
         let attention_s = w.prefill_attention_pairs as f64 * self.attention_flops_per_pair / self.attention_flops_per_s;
         let swap_s = w.swap_blocks as f64 * self.swap_block_bytes / self.pcie_bytes_per_s;
         let allreduce_us =
             if tokens > 0.0 { self.allreduce_fixed_us + tokens * self.allreduce_us_per_token } else { 0.0 };
-        let host_us = self.fixed_step_us + self.per_seq_us * w.num_seqs as f64 + launches_us;
+        let host_us = self.fixed_step_us + self.per_seq_us * w.seqs() as f64 + launches_us;
         let us = host_us + (linear_mem_s.max(linear_compute_s) + kv_s + attention_s + swap_s) * 1e6 + allreduce_us;
         (libm::round(us) as u64).max(1)
     }
@@ -347,7 +227,7 @@ fn tensor_tflops(model: &ModelSpec, gpu: &GpuSpec) -> f64 {
     }
 }
 
-impl StepTimeModel {
+impl Roofline {
     /// Weight bytes a step streams: all of a dense model; of a mixture of experts, the shared
     /// weights and the experts its tokens route to (uniform routing). A dense model's is exactly
     /// `weight_bytes`, so its steps do not change.
@@ -355,12 +235,8 @@ impl StepTimeModel {
         if self.expert_bytes <= 0.0 {
             return self.weight_bytes;
         }
-        let tokens = (w.prefill_tokens + w.decode_tokens) as f64;
+        let tokens = w.tokens() as f64;
         let touched = 1.0 - libm::pow(1.0 - self.expert_share_per_token, tokens);
         self.weight_bytes - self.expert_bytes + self.expert_bytes * touched
     }
-}
-
-pub fn default_paged_overhead(block_size: u32) -> f64 {
-    DEFAULT_PAGED_OVERHEAD_BASE + DEFAULT_PAGED_OVERHEAD_PER_BLOCK / f64::from(block_size.max(1))
 }
