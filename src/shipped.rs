@@ -85,3 +85,17 @@ pub fn lookup(table: &'static [(&'static str, &'static str)], name: &str) -> Opt
 pub fn names(table: &'static [(&'static str, &'static str)]) -> Vec<&'static str> {
     table.iter().map(|(n, _)| *n).collect()
 }
+
+/// The kernel table file of a GPU (`assets/kernels/<gpu>.json`, `formats::kernel_tables`), in
+/// native builds: the page does not carry them in its first load.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn kernel_tables(gpu_id: &str) -> Option<&'static str> {
+    Some(match gpu_id {
+        "h100-sxm" => include_str!("../assets/kernels/h100-sxm.json"),
+        "h200" => include_str!("../assets/kernels/h200.json"),
+        "b200" => include_str!("../assets/kernels/b200.json"),
+        "l40s" => include_str!("../assets/kernels/l40s.json"),
+        "a100-80gb" => include_str!("../assets/kernels/a100-80gb.json"),
+        _ => return None,
+    })
+}

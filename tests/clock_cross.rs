@@ -1,8 +1,10 @@
 //! `kvlab validate --cross`: every real run predicted with clock constants fitted without it
-//! (leave-one-out, `formats::cross_validation`). The held-out error, overall and per GPU, may not
-//! grow past the committed one (tests/golden/clock_cross.json) by more than a percentage point,
-//! so a change that predicts real runs worse fails; every replayed run is predicted, on at least
-//! five GPUs. Regenerate on purpose with `KVLAB_BLESS=1 cargo test --test clock_cross`.
+//! (leave-one-out, `formats::cross_validation`), on the roofline and on the kernel clock (`--clock
+//! kernels`). The held-out error, overall and per GPU, may not grow past the committed one
+//! (tests/golden/clock_cross.json, tests/golden/clock_cross_kernels.json) by more than a
+//! percentage point, so a change that predicts real runs worse fails; every replayed run is
+//! predicted, on at least five GPUs. Regenerate on purpose with
+//! `KVLAB_BLESS=1 cargo test --test clock_cross`.
 //! Reads the real runs from `../shared/validation/` (CI has it).
 
 mod common;
@@ -10,19 +12,34 @@ mod common;
 use std::collections::BTreeMap;
 
 use kvlab::formats::cross_validation::{leave_one_out, summarize, CrossSummary};
+use kvlab::formats::kernel_tables::with_kernels;
 use kvlab::formats::validation::{all_cases, replay_all, Role};
 use kvlab::shipped::{PUBLISHED_RUNS, VALIDATION_RUNS};
 
-const EXPECTATIONS: &str = "tests/golden/clock_cross.json";
 /// Percentage points a median may grow before the test fails.
 const SLACK_PP: f64 = 1.0;
 
 #[test]
 fn the_held_out_error_of_every_run_predicted_without_it_does_not_grow() {
+    held_out_error_does_not_grow(false, "tests/golden/clock_cross.json");
+}
+
+#[test]
+fn on_the_kernel_clock_the_held_out_error_does_not_grow() {
+    held_out_error_does_not_grow(true, "tests/golden/clock_cross_kernels.json");
+}
+
+fn held_out_error_does_not_grow(kernels: bool, expectations: &str) {
     let data = common::repo_path("../shared/validation");
     assert!(data.is_dir(), "{} is missing: the real vLLM runs live there (CI has ../shared)", data.display());
     let read = |rel: &str| std::fs::read_to_string(data.join(rel)).map_err(|e| format!("{rel}: {e}"));
-    let (cases, _) = all_cases(VALIDATION_RUNS, PUBLISHED_RUNS, &read).expect("the validation lists read");
+    let (mut cases, _) = all_cases(VALIDATION_RUNS, PUBLISHED_RUNS, &read).expect("the validation lists read");
+    if kernels {
+        for c in &mut cases {
+            c.config = with_kernels(std::mem::take(&mut c.config));
+        }
+        assert!(cases.iter().filter(|c| c.config.runs_on_kernels()).count() > 250, "most runs price from kernels");
+    }
     let results = replay_all(cases);
     let cross = leave_one_out(&results);
     assert_eq!(cross.len(), results.len(), "every case is predicted");
@@ -43,7 +60,7 @@ fn the_held_out_error_of_every_run_predicted_without_it_does_not_grow() {
         per_gpu.iter().map(|(g, s)| (g.clone(), round1(s.median_abs_error_pct))).collect();
     actual.insert("all".into(), round1(all.median_abs_error_pct));
     actual.insert("held_out".into(), round1(held_out.median_abs_error_pct));
-    let path = common::repo_path(EXPECTATIONS);
+    let path = common::repo_path(expectations);
     if std::env::var_os("KVLAB_BLESS").is_some() {
         std::fs::write(&path, serde_json::to_string_pretty(&actual).unwrap() + "\n").unwrap();
         return;

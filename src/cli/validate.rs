@@ -11,6 +11,7 @@ use crate::engine::clock::{clock_for, ClockConstants};
 use crate::engine::clock_fit::fit;
 use crate::engine::fidelity::{median_abs_error_pct, FigureError};
 use crate::formats::cross_validation::{leave_one_out, summarize, CrossSummary};
+use crate::formats::kernel_tables::with_kernels;
 use crate::formats::validation::{all_cases, fit_cases, per_gpu, replay_all, CaseResult, Role, Skipped};
 use crate::shipped::{PUBLISHED_RUNS, VALIDATION_RUNS};
 
@@ -30,21 +31,37 @@ pub struct ValidateArgs {
     /// run, per GPU and per figure family.
     #[arg(long, conflicts_with = "fit")]
     pub cross: bool,
+    /// The clock to replay on: `roofline` (the lab's default), or `kernels` (steps priced from
+    /// the GPU's measured kernels, `assets/kernels/`, where they cover the GPU and the model).
+    #[arg(long, value_enum, default_value_t = ClockChoice::Roofline)]
+    pub clock: ClockChoice,
+}
+
+/// Which clock `kvlab validate` replays on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ClockChoice {
+    Roofline,
+    Kernels,
 }
 
 /// Every case, read from `data`, replayed with the clock's constants; and the runs left out.
-pub fn validate_all(data: &Path) -> Result<(Vec<CaseResult>, Vec<Skipped>), String> {
+pub fn validate_all(data: &Path, clock: ClockChoice) -> Result<(Vec<CaseResult>, Vec<Skipped>), String> {
     let read = |rel: &str| {
         let path = data.join(rel);
         std::fs::read_to_string(&path)
             .map_err(|e| format!("cannot read {}: {e} (--data names the folder)", path.display()))
     };
-    let (cases, skipped) = all_cases(VALIDATION_RUNS, PUBLISHED_RUNS, &read)?;
+    let (mut cases, skipped) = all_cases(VALIDATION_RUNS, PUBLISHED_RUNS, &read)?;
+    if clock == ClockChoice::Kernels {
+        for c in &mut cases {
+            c.config = with_kernels(std::mem::take(&mut c.config));
+        }
+    }
     Ok((replay_all(cases), skipped))
 }
 
 pub fn validate(args: &ValidateArgs) -> Result<(), String> {
-    let (results, skipped) = validate_all(&args.data)?;
+    let (results, skipped) = validate_all(&args.data, args.clock)?;
     if args.fit {
         return print_fit(&results);
     }

@@ -52,12 +52,17 @@ pub fn loss(cases: &[FitCase<'_>], k: &ClockConstants) -> f64 {
 }
 
 /// Which constants the cases can tell apart: runs of one request at a time (batch-1 decode)
-/// pin the bandwidth and the per-step cost only; the rest keep their starting values.
+/// pin the bandwidth and the per-step cost only; the rest keep their starting values. Under the
+/// kernel clock the kernels carry the GPU's time: only the host's costs (per step, per
+/// sequence) are fitted.
 pub fn free_constants(cases: &[FitCase<'_>]) -> Vec<usize> {
-    if cases.iter().all(|c| c.single_request) {
-        vec![0, 2]
-    } else {
-        vec![0, 1, 2, 3]
+    let kernels = cases.iter().any(|c| c.config.runs_on_kernels());
+    let single = cases.iter().all(|c| c.single_request);
+    match (kernels, single) {
+        (true, true) => vec![2],
+        (true, false) => vec![2, 3],
+        (false, true) => vec![0, 2],
+        (false, false) => vec![0, 1, 2, 3],
     }
 }
 

@@ -4,9 +4,13 @@
 //! and the tests.
 
 use std::fmt;
+use std::sync::Arc;
 
 use super::alloc::{Fit, SingleTypeManager};
-use super::clock::{ClockConstants, CudaGraphs, ModelShape, Roofline, RooflineInput, StepClock, StepTimeCalibration};
+
+use super::clock::{
+    ClockConstants, CudaGraphs, KernelTables, ModelShape, Roofline, RooflineInput, StepClock, StepTimeCalibration,
+};
 use super::kv_spec::{kv_cache_group_kinds, KvLayout};
 use super::memory_budget::{switched_nvlink, ActivationShape, MemoryBudget, MemoryBudgetInput};
 use super::model::{gpu_preset, model_preset, GpuSpec, KvDtype, ModelSpec, GIB};
@@ -104,6 +108,9 @@ pub struct SimConfig {
     pub scheduler: SchedulerConfig,
     pub workload: WorkloadConfig,
     pub calibration: Option<StepTimeCalibration>,
+    /// Measured kernel times of this GPU (`formats::kernel_tables`): the clock prices steps from
+    /// them where they can price the model; none, or another GPU's, leaves the roofline.
+    pub kernels: Option<Arc<KernelTables>>,
     /// The run goes on past `duration_s` until every request that arrived has finished (a
     /// closed loop: all `num_requests`), up to `end_limit_us`.
     pub until_all_finished: bool,
@@ -142,6 +149,7 @@ impl Default for SimConfig {
                 }],
             },
             calibration: None,
+            kernels: None,
             until_all_finished: false,
             enforce_eager: false,
         }
@@ -352,14 +360,39 @@ impl SimConfig {
 
     /// The clock this configuration asks for: the roofline of its GPU, model, KV dtype, block
     /// size, calibration and tensor parallelism.
+    /// Where this GPU's measured kernels are held and can price the model (and no calibration
+    /// replaces the clock's constants), the kernel clock instead.
     pub fn clock(&self) -> StepClock {
+        #[cfg(feature = "kernel-clock")]
+        if let Some(k) = self.kernel_clock(&super::clock::constants::kernel_host_for(&self.gpu.id)) {
+            return StepClock::Kernels(Box::new(k));
+        }
         StepClock::Roofline(self.tensor_parallel(Roofline::new(&self.roofline_input())))
     }
 
-    /// The roofline under given per-GPU constants (`kvlab validate --fit` tries many).
+    /// The same clock under given per-GPU constants (`kvlab validate --fit` tries many): the
+    /// roofline's, or the kernel clock's host costs.
     pub fn clock_with(&self, constants: &ClockConstants) -> StepClock {
+        #[cfg(feature = "kernel-clock")]
+        if let Some(k) = self.kernel_clock(constants) {
+            return StepClock::Kernels(Box::new(k));
+        }
         let source = super::clock::clock_for(&self.gpu.id).1;
         StepClock::Roofline(self.tensor_parallel(Roofline::with_constants(&self.roofline_input(), constants, source)))
+    }
+
+    /// Whether steps are priced from measured kernels.
+    pub fn runs_on_kernels(&self) -> bool {
+        #[cfg(feature = "kernel-clock")]
+        return self.kernel_clock(&super::clock::constants::kernel_host_for(&self.gpu.id)).is_some();
+        #[cfg(not(feature = "kernel-clock"))]
+        false
+    }
+
+    #[cfg(feature = "kernel-clock")]
+    fn kernel_clock(&self, host: &ClockConstants) -> Option<super::clock::KernelClock> {
+        let tables = self.kernels.as_ref().filter(|t| t.gpu == self.gpu.id && self.calibration.is_none())?;
+        super::clock::KernelClock::new(tables, &self.roofline_input(), self.kv_dtype, self.tensor_parallel_size, host)
     }
 
     fn tensor_parallel(&self, one_gpu: Roofline) -> Roofline {

@@ -101,6 +101,16 @@ fn training<'a>(results: &'a [CaseResult], r: &CaseResult) -> (Vec<FitCase<'a>>,
     (take(sibling, None), format!("the fit runs of {sibling} (no other run on {gpu})"))
 }
 
+/// Where a fit for `config` starts: `PRIOR` for the roofline; the kernel clock's own host costs
+/// where steps are priced from measured kernels.
+fn prior_for(config: &crate::engine::SimConfig) -> ClockConstants {
+    if config.runs_on_kernels() {
+        crate::engine::clock::constants::kernel_host_for(&config.gpu.id)
+    } else {
+        PRIOR
+    }
+}
+
 /// Every case predicted with constants fitted without it (see the module doc). Fits are shared
 /// between cases that train on the same runs.
 pub fn leave_one_out(results: &[CaseResult]) -> Vec<CrossResult<'_>> {
@@ -109,16 +119,19 @@ pub fn leave_one_out(results: &[CaseResult]) -> Vec<CrossResult<'_>> {
         .iter()
         .map(|r| {
             let (cases, from) = training(results, r);
-            let k =
-                *fits.entry(from.clone()).or_insert_with(
-                    || {
-                        if cases.is_empty() {
-                            PRIOR
-                        } else {
-                            fit(&cases, PRIOR).0
-                        }
-                    },
-                );
+            // Runs that leave out their own run train on different runs: one fit each.
+            let key = match r.case.role {
+                Role::Fit => format!("{from} without {}", r.case.run),
+                Role::Holdout => from.clone(),
+            };
+            let k = *fits.entry(key).or_insert_with(|| {
+                let prior = prior_for(&r.case.config);
+                if cases.is_empty() {
+                    prior
+                } else {
+                    fit(&cases, prior).0
+                }
+            });
             let report = simulate(&r.case.config, Some(&k));
             CrossResult { result: r, constants_from: from, errors: compare(&r.case.real, &report) }
         })

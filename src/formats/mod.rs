@@ -29,6 +29,7 @@ pub mod cross_validation;
 pub mod hf_config;
 pub mod hf_quant;
 pub mod json;
+pub mod kernel_tables;
 pub mod mission;
 pub mod model_catalogue;
 pub mod paths;

@@ -337,6 +337,7 @@ impl PresetDto {
                 .as_deref()
                 .map(|n| shipped_calibration(n).map(|c| c.step_time()))
                 .transpose()?,
+            kernels: None,
             until_all_finished: self.until_all_finished,
             enforce_eager: self.enforce_eager,
         };

@@ -73,6 +73,14 @@ const ATTENTION_EFFICIENCY: f64 = 0.4;
 const EAGER_LAUNCH_US_PER_LAYER: f64 = 40.0;
 const GEMM_RAMP_TOKENS: f64 = 64.0;
 
+/// The host's share of a step under the kernel clock, whose kernels carry the GPU's own time:
+/// the fixed cost of a step outside the GPU (scheduling, input preparation, the output round
+/// trip) and the cost per scheduled sequence, fitted by `kvlab validate --fit --clock kernels`.
+/// The roofline's other constants stay the GPU's (a model the kernels cannot price runs on them).
+pub fn kernel_host_for(gpu_id: &str) -> ClockConstants {
+    ClockConstants { fixed_step_us: 250.0, per_seq_us: 4.0, ..clock_for(gpu_id).0 }
+}
+
 /// The measured GPU whose constants a GPU without runs takes: the same architecture where one
 /// is measured, else the nearest in memory bandwidth class.
 pub fn sibling_of(gpu_id: &str) -> &'static str {

@@ -5,6 +5,8 @@
 //!
 //! - `Roofline` (`roofline.rs`): datasheet figures, efficiencies fitted per GPU (`constants.rs`)
 //!   and, where a preset names one, a measured calibration (`calibration.rs`).
+//! - `KernelClock` (`kernels/`): GPU kernel times measured with vLLM's kernels, read from tables
+//!   the layers above hand in (`SimConfig::kernels`), with the host's share fitted per GPU.
 //! - `Ticks` (`ticks.rs`): a fixed cost per step and per token, for replays counted in steps and
 //!   tests checked by hand.
 //!
@@ -12,12 +14,14 @@
 
 pub mod calibration;
 pub mod constants;
+pub mod kernels;
 pub mod roofline;
 pub mod ticks;
 pub mod work;
 
 pub use calibration::{default_paged_overhead, OverheadPoint, StepTimeCalibration, DEFAULT_FIXED_STEP_US};
 pub use constants::{clock_for, measured_runs, sibling_of, ClockConstants, ClockSource, MEASURED_GPUS};
+pub use kernels::{KernelClock, KernelTables};
 pub use roofline::{CudaGraphs, ModelShape, Roofline, RooflineInput};
 pub use ticks::Ticks;
 pub use work::StepWork;
@@ -28,6 +32,8 @@ use super::metrics::ClockReport;
 #[derive(Clone, Debug, PartialEq)]
 pub enum StepClock {
     Roofline(Roofline),
+    #[cfg(feature = "kernel-clock")]
+    Kernels(Box<KernelClock>),
     Ticks(Ticks),
 }
 
@@ -46,6 +52,8 @@ impl StepClock {
     pub fn step_us(&self, work: &StepWork) -> u64 {
         match self {
             StepClock::Roofline(r) => r.step_us(work),
+            #[cfg(feature = "kernel-clock")]
+            StepClock::Kernels(k) => k.step_us(work),
             StepClock::Ticks(t) => t.step_us(work),
         }
     }
@@ -60,6 +68,9 @@ impl StepClock {
     pub fn paged_overhead(&self) -> f64 {
         match self {
             StepClock::Roofline(r) => r.paged_overhead(),
+            // The kernels were measured on vLLM's paged KV.
+            #[cfg(feature = "kernel-clock")]
+            StepClock::Kernels(_) => 0.0,
             StepClock::Ticks(_) => 0.0,
         }
     }
@@ -68,6 +79,13 @@ impl StepClock {
     pub fn report(&self, gpu_name: &str) -> ClockReport {
         match self {
             StepClock::Roofline(r) => r.source().report(gpu_name),
+            #[cfg(feature = "kernel-clock")]
+            StepClock::Kernels(k) => ClockReport {
+                measured_runs: 0,
+                median_abs_error_pct: None,
+                extrapolated_from: None,
+                line: format!("step times from {}", k.tables().describe()),
+            },
             StepClock::Ticks(t) => ClockReport {
                 measured_runs: 0,
                 median_abs_error_pct: None,

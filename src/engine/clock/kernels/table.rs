@@ -1,0 +1,146 @@
+//! One measured kernel table: times on a grid of up to five axes (sizes, head counts), read
+//! anywhere with log–log multilinear interpolation. Kernel time is close to a power law of its
+//! size between grid points; below an axis's first point the time is held (a kernel never gets
+//! faster than its smallest measured size), above its last it grows in proportion (a kernel that
+//! large is bound by its bytes or its FLOPs, which grow with it).
+
+/// Kernel times (µs) on a grid, first axis slowest.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Table {
+    axes: Vec<Vec<f64>>,
+    ln_us: Vec<f64>,
+}
+
+/// Why a table cannot be read.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TableError(pub String);
+
+impl Table {
+    /// A table over `axes` (each strictly ascending, positive) holding one positive time per
+    /// grid point.
+    pub fn new(axes: Vec<Vec<f64>>, us: &[f64]) -> Result<Table, TableError> {
+        if axes.is_empty() || axes.len() > 5 {
+            return Err(TableError(format!("a table has 1 to 5 axes, not {}", axes.len())));
+        }
+        for (i, a) in axes.iter().enumerate() {
+            if a.is_empty() || a.iter().any(|&x| !(x.is_finite() && x > 0.0)) || a.windows(2).any(|w| w[0] >= w[1]) {
+                return Err(TableError(format!("axis {i} must list positive points in ascending order")));
+            }
+        }
+        let points: usize = axes.iter().map(Vec::len).product();
+        if us.len() != points {
+            return Err(TableError(format!("the grid has {points} points but {} times are given", us.len())));
+        }
+        if let Some(i) = us.iter().position(|&v| !(v.is_finite() && v > 0.0)) {
+            return Err(TableError(format!("time {i} is {}; every time must be a positive number of µs", us[i])));
+        }
+        Ok(Table { axes, ln_us: us.iter().map(|&v| libm::log(v)).collect() })
+    }
+
+    /// The axes' points.
+    pub fn axis(&self, i: usize) -> &[f64] {
+        &self.axes[i]
+    }
+
+    /// The time at `at` (one coordinate per axis), µs.
+    pub fn at(&self, at: &[f64]) -> f64 {
+        debug_assert_eq!(at.len(), self.axes.len());
+        let mut spots = [(0usize, 0.0f64, 1.0f64); 5];
+        for (d, (axis, &x)) in self.axes.iter().zip(at).enumerate() {
+            spots[d] = locate(axis, x);
+        }
+        let dims = self.axes.len();
+        let mut ln = 0.0;
+        for corner in 0..(1usize << dims) {
+            let (mut index, mut weight) = (0usize, 1.0);
+            for (d, (&(i, t, _), axis)) in spots.iter().zip(&self.axes).enumerate() {
+                let n = axis.len();
+                let upper = (corner >> (dims - 1 - d)) & 1 == 1;
+                index = index * n + i + usize::from(upper && n > 1);
+                weight *= if upper { t } else { 1.0 - t };
+            }
+            if weight > 0.0 {
+                ln += weight * self.ln_us[index];
+            }
+        }
+        libm::exp(ln) * spots[..dims].iter().map(|s| s.2).product::<f64>()
+    }
+}
+
+/// Where `x` falls on an ascending axis: the lower index, the log-space weight of the upper point
+/// (0 below the axis, 1 at or above its end), and the factor beyond the last point (`x / last`).
+fn locate(axis: &[f64], x: f64) -> (usize, f64, f64) {
+    let n = axis.len();
+    if n == 1 {
+        return (0, 0.0, 1.0);
+    }
+    let (first, last) = (axis[0], axis[n - 1]);
+    if x <= first {
+        return (0, 0.0, 1.0);
+    }
+    if x >= last {
+        return (n - 2, 1.0, x / last);
+    }
+    let i = axis.partition_point(|&g| g <= x) - 1;
+    let (a, b) = (axis[i], axis[i + 1]);
+    (i, libm::log(x / a) / libm::log(b / a), 1.0)
+}
+
+/// A curve of one variable read from tables once (when a model is built), kept in log space so
+/// a step reads it with one search and no allocation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Curve {
+    ln_x: Vec<f64>,
+    ln_y: Vec<f64>,
+    /// Growth beyond the last point: y ∝ x^above.
+    above: f64,
+}
+
+impl Curve {
+    /// `ys` at each of `xs` (ascending, ≥ 1).
+    pub fn new(xs: &[f64], ys: impl Fn(f64) -> f64, above: f64) -> Curve {
+        let ln_x = xs.iter().map(|&x| libm::log(x)).collect();
+        let ln_y = xs.iter().map(|&x| libm::log(ys(x).max(1e-6))).collect();
+        Curve { ln_x, ln_y, above }
+    }
+
+    /// The curve at `x` (held below the first point).
+    pub fn at(&self, x: f64) -> f64 {
+        let n = self.ln_x.len();
+        let lx = libm::log(x.max(1.0));
+        if lx <= self.ln_x[0] {
+            return libm::exp(self.ln_y[0]);
+        }
+        if lx >= self.ln_x[n - 1] {
+            return libm::exp(self.ln_y[n - 1] + self.above * (lx - self.ln_x[n - 1]));
+        }
+        let i = self.ln_x.partition_point(|&g| g <= lx) - 1;
+        let t = (lx - self.ln_x[i]) / (self.ln_x[i + 1] - self.ln_x[i]);
+        libm::exp(self.ln_y[i] + t * (self.ln_y[i + 1] - self.ln_y[i]))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_grid_point_reads_its_value_and_between_points_a_power_law() {
+        let t = Table::new(vec![vec![1.0, 4.0], vec![10.0, 1000.0]], &[1.0, 100.0, 16.0, 1600.0]).expect("valid");
+        assert!((t.at(&[4.0, 10.0]) - 16.0).abs() < 1e-9);
+        // y = x² · z: between the points the power law holds exactly.
+        assert!((t.at(&[2.0, 100.0]) - 40.0).abs() < 1e-9);
+        // Held below, proportional above.
+        assert!((t.at(&[0.5, 10.0]) - 1.0).abs() < 1e-9);
+        assert!((t.at(&[8.0, 10.0]) - 32.0).abs() < 1e-9);
+        let c = Curve::new(&[1.0, 4.0], |x| x * x, 1.0);
+        assert!((c.at(2.0) - 4.0).abs() < 1e-9 && (c.at(0.5) - 1.0).abs() < 1e-9 && (c.at(8.0) - 32.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_malformed_table_says_what_is_wrong() {
+        assert!(Table::new(vec![vec![2.0, 1.0]], &[1.0, 1.0]).expect_err("refused").0.contains("ascending"));
+        assert!(Table::new(vec![vec![1.0, 2.0]], &[1.0]).expect_err("refused").0.contains("2 points"));
+        assert!(Table::new(vec![vec![1.0]], &[0.0]).expect_err("refused").0.contains("positive"));
+    }
+}

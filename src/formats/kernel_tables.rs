@@ -1,0 +1,113 @@
+//! Kernel table files (`kvlab/kernels@1`, `assets/kernels/<gpu>.json`, written by
+//! `scripts/kernel-tables.py` from NVIDIA AIConfigurator's vLLM kernel database): their reading
+//! and validation (errors name the table and the field), and the tables shipped with the native
+//! build. The page does not carry them in its first load.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use super::json::from_json_with_path;
+use crate::engine::clock::kernels::{Table, ALL_REDUCE_AXES, CONTEXT_AXES, DECODE_AXES, GEMM_AXES};
+use crate::engine::clock::KernelTables;
+use crate::engine::config::ConfigError;
+
+/// The schema a kernel table file names.
+pub const KERNELS_SCHEMA: &str = "kvlab/kernels@1";
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KernelsDto {
+    schema: String,
+    gpu: String,
+    system: String,
+    vllm: String,
+    nccl: String,
+    #[allow(dead_code)]
+    source: serde_json::Value,
+    #[allow(dead_code)]
+    generated_by: String,
+    tables: BTreeMap<String, TableDto>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TableDto {
+    axes: Vec<AxisDto>,
+    #[allow(dead_code)]
+    filled: u64,
+    us: Vec<f64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AxisDto {
+    name: String,
+    points: Vec<f64>,
+}
+
+/// Parses and checks a kernel table file.
+pub fn parse_kernel_tables(json: &str) -> Result<KernelTables, ConfigError> {
+    let dto: KernelsDto = from_json_with_path(json)?;
+    if dto.schema != KERNELS_SCHEMA {
+        return Err(ConfigError::new(
+            "schema",
+            format!("\"{}\" is not a kernel table file; expected \"{KERNELS_SCHEMA}\"", dto.schema),
+        ));
+    }
+    if crate::engine::model::gpu_preset(&dto.gpu).is_none() {
+        return Err(ConfigError::new("gpu", format!("unknown GPU \"{}\"; use a GPU id of the catalogue", dto.gpu)));
+    }
+    let mut tables = dto.tables;
+    let mut take = |name: &str, axes: &[&str]| -> Result<Option<Table>, ConfigError> {
+        let Some(t) = tables.remove(name) else { return Ok(None) };
+        let field = format!("tables.{name}");
+        let names: Vec<&str> = t.axes.iter().map(|a| a.name.as_str()).collect();
+        if names != axes {
+            return Err(ConfigError::new(
+                format!("{field}.axes"),
+                format!("the axes are {names:?}; a {name} table has {axes:?}, in that order"),
+            ));
+        }
+        Table::new(t.axes.into_iter().map(|a| a.points).collect(), &t.us)
+            .map(Some)
+            .map_err(|e| ConfigError::new(field, e.0))
+    };
+    let required = |t: Option<Table>, name: &str| {
+        t.ok_or_else(|| ConfigError::new(format!("tables.{name}"), "missing; every kernel file has this table"))
+    };
+    let k = KernelTables {
+        gemm_bf16: required(take("gemm_bf16", &GEMM_AXES)?, "gemm_bf16")?,
+        gemm_fp8: take("gemm_fp8", &GEMM_AXES)?,
+        context_bf16kv: required(take("context_bf16kv", &CONTEXT_AXES)?, "context_bf16kv")?,
+        context_fp8kv: take("context_fp8kv", &CONTEXT_AXES)?,
+        decode_bf16kv: required(take("decode_bf16kv", &DECODE_AXES)?, "decode_bf16kv")?,
+        decode_fp8kv: take("decode_fp8kv", &DECODE_AXES)?,
+        custom_all_reduce: take("custom_all_reduce", &ALL_REDUCE_AXES)?,
+        nccl_all_reduce: take("nccl_all_reduce", &ALL_REDUCE_AXES)?,
+        gpu: dto.gpu,
+        system: dto.system,
+        vllm: dto.vllm,
+        nccl: dto.nccl,
+    };
+    if let Some(name) = tables.keys().next() {
+        return Err(ConfigError::new(format!("tables.{name}"), "unknown table; remove it"));
+    }
+    Ok(k)
+}
+
+/// The shipped kernel tables of `gpu_id`, when the database covers it (native builds only: the
+/// page fetches its tables when it needs them).
+#[cfg(not(target_arch = "wasm32"))]
+pub fn shipped_kernel_tables(gpu_id: &str) -> Option<std::sync::Arc<KernelTables>> {
+    let text = crate::shipped::kernel_tables(gpu_id)?;
+    Some(std::sync::Arc::new(parse_kernel_tables(text).unwrap_or_else(|e| panic!("assets/kernels/{gpu_id}.json: {e}"))))
+}
+
+/// `config` with its GPU's shipped kernel tables attached, when there are any: its clock then
+/// prices steps from measured kernels where they can price the model.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn with_kernels(mut config: crate::engine::SimConfig) -> crate::engine::SimConfig {
+    config.kernels = shipped_kernel_tables(&config.gpu.id);
+    config
+}
