@@ -16,9 +16,13 @@ What the source does not say, and what the runs assume instead (the file's notes
   $((concurrency*BENCH_MULTI_ROUND))`, default 20);
 - whether TTFT and TPOT are means or medians: compared as means (with fixed lengths and a
   steady closed loop the two differ little);
-- vLLM's flags: its defaults for an OpenAI server on a GPU of 70 GiB or more (max_num_seqs 1024,
-  max_num_batched_tokens 8192, chunked prefill and prefix caching on), gpu_memory_utilization
-  0.9, the model's own maximum length;
+- vLLM's flags: the token budget AIConfigurator's own launch rule gives an aggregated vLLM
+  worker (src/aiconfigurator/generator/rule_plugin/vllm.rule at the same commit:
+  `agg max_num_tokens = max_batch_size + isl + 1500`, with the batch at the concurrency), else
+  vLLM's defaults for an OpenAI server on a GPU of 70 GiB or more (max_num_seqs 1024, chunked
+  prefill and prefix caching on), gpu_memory_utilization 0.9, the model's own maximum length;
+- the benchmark client: kvlab's default round trip between a request's end and its client's
+  next request reaching the engine (2 ms);
 - an FP8 row's KV cache: the model's dtype (vLLM's default, "auto").
 
 FP8 rows replay the catalogue's model with FP8 weights (vLLM's `--quantization fp8`) and its KV
@@ -51,8 +55,10 @@ MOE = {"Qwen/Qwen3-235B-A22B-FP8"}
 ASSUMED = (
     "Assumed (the source does not say): 20 x concurrency requests (AIConfigurator's benchmark "
     "template), TTFT and TPOT compared as means, vLLM's default flags for a 70+ GiB GPU "
-    "(max_num_seqs 1024, max_num_batched_tokens 8192, chunked prefill and prefix caching on), "
-    "gpu_memory_utilization 0.9; an FP8 row's KV cache in the model's dtype (kv_cache_dtype auto)."
+    "(max_num_seqs 1024, chunked prefill and prefix caching on) with AIConfigurator's launch rule's token "
+    "budget (max_num_batched_tokens = concurrency + input length + 1500, generator/rule_plugin/vllm.rule), "
+    "gpu_memory_utilization 0.9; an FP8 row's KV cache in the model's dtype (kv_cache_dtype auto); "
+    "the benchmark client's round trip kvlab's default (2 ms from a request's end to the next reaching the engine)."
 )
 
 
@@ -122,7 +128,9 @@ def main():
                 "model": model,
                 "tensor_parallel_size": tp,
                 "max_num_seqs": 1024,
-                "max_num_batched_tokens": 8192,
+                # AIConfigurator's launch rule for an aggregated vLLM worker
+                # (generator/rule_plugin/vllm.rule): max_batch_size + isl + 1500.
+                "max_num_batched_tokens": clients + int(row["isl"]) + 1500,
                 "max_model_len": max_len,
                 "gpu_memory_utilization": 0.9,
                 "prefix_caching": True,

@@ -25,7 +25,8 @@ fn request(id: u32, prompt: u32, output: u32) -> RequestSpec {
 fn hand_config(clients: u32, requests: &[RequestSpec], until_all_finished: bool) -> SimConfig {
     let mut config = preset("paged-default");
     config.id = "hand".into();
-    config.workload.arrival = Arrival::Concurrency { max_concurrency: clients, num_requests: requests.len() as u32 };
+    config.workload.arrival =
+        Arrival::Concurrency { max_concurrency: clients, num_requests: requests.len() as u32, round_trip_us: 0 };
     config.until_all_finished = until_all_finished;
     config
 }
@@ -63,14 +64,14 @@ fn arrivals_and_ends(sim: &Simulation) -> (Vec<u64>, Vec<Option<u64>>) {
     (sim.groups().iter().map(|g| g.arrival_us).collect(), ends)
 }
 
-/// Request `C + k` arrives at the `(k + 1)`-th end of the run.
-fn assert_arrivals_follow_ends(sim: &Simulation, clients: usize) {
+/// Request `C + k` arrives one round trip after the `(k + 1)`-th end of the run.
+fn assert_arrivals_follow_ends(sim: &Simulation, clients: usize, round_trip_us: u64) {
     let (arrivals, ends) = arrivals_and_ends(sim);
     let mut ends: Vec<u64> = ends.into_iter().flatten().collect();
     ends.sort_unstable();
     assert!(arrivals[..clients.min(arrivals.len())].iter().all(|&t| t == 0), "{arrivals:?}");
     for (k, &t) in arrivals.iter().skip(clients).enumerate() {
-        assert_eq!(t, ends[k], "request {} arrives at the {}-th end", clients + k, k + 1);
+        assert_eq!(t, ends[k] + round_trip_us, "request {} arrives after the {}-th end", clients + k, k + 1);
     }
 }
 
@@ -88,7 +89,7 @@ fn a_closed_loop_matches_the_figures_worked_by_hand() {
         let (arrivals, ends) = arrivals_and_ends(&sim);
         assert_eq!(arrivals, [0, 0, 40_200, 60_300], "{stepping:?}");
         assert_eq!(ends, [Some(40_200), Some(60_300), Some(60_300), Some(80_300)], "{stepping:?}");
-        assert_arrivals_follow_ends(&sim, 2);
+        assert_arrivals_follow_ends(&sim, 2, 0);
         assert!(sim.is_done() && sim.all_finished());
         assert_eq!((sim.now_us(), sim.end_us()), (80_300, 80_300));
         let r = sim.report();
@@ -104,6 +105,41 @@ fn a_closed_loop_matches_the_figures_worked_by_hand() {
         assert_eq!((r.throughput.duration_s, r.throughput.output_tokens), (0.0803, 7));
         assert_eq!(r.output_tokens_per_s, 87.17);
     }
+}
+
+/// With a client round trip, a finished request's replacement reaches the engine after the next
+/// step has begun and joins the one after (vLLM's engine core does not wait for it): the hand
+/// run above with a 1 ms round trip.
+///
+/// Step 2 ends at 40.2 ms with A done; step 3 (40.2 → 50.3) decodes B alone, which is done;
+/// C arrives at 41.2 and D at 51.3; step 4 (50.3 → 70.3) prefills C (100 tokens); step 5
+/// (70.3 → 90.3) prefills D.
+#[test]
+fn a_replacement_reaches_the_engine_one_round_trip_after_its_predecessor_ends() {
+    let requests = vec![request(0, 100, 2), request(1, 100, 3), request(2, 100, 1), request(3, 100, 1)];
+    for stepping in [Stepping::Events, Stepping::Reference] {
+        let mut config = hand_config(2, &requests, true);
+        config.workload.arrival = Arrival::Concurrency { max_concurrency: 2, num_requests: 4, round_trip_us: 1_000 };
+        let sim = run_checked(config, requests.clone(), stepping);
+        let (arrivals, ends) = arrivals_and_ends(&sim);
+        assert_eq!(arrivals, [0, 0, 41_200, 51_300], "{stepping:?}");
+        assert_eq!(ends, [Some(40_200), Some(50_300), Some(70_300), Some(90_300)], "{stepping:?}");
+        assert_arrivals_follow_ends(&sim, 2, 1_000);
+        // C waited for the step that began before it arrived: TTFT 70.3 − 41.2 = 29.1 ms, where
+        // with no round trip it was 20.1; D: 90.3 − 51.3 = 39.
+        let l = sim.report().latency_ms;
+        assert_eq!((l.ttft_mean, l.ttft_p99), (32.03, 39.0), "30, 30, 29.1 and 39 ms");
+    }
+    let text = preset_text("bench-concurrency");
+    let mut v: Value = serde_json::from_str(&text).unwrap();
+    assert!(v["workload"]["arrival"].get("client_round_trip_ms").is_none(), "the default is left out");
+    let default = parse_preset(&text).unwrap();
+    let Arrival::Concurrency { round_trip_us, .. } = default.workload.arrival else { panic!("a closed loop") };
+    assert_eq!(round_trip_us, 2_000, "2 ms by default");
+    v["workload"]["arrival"]["client_round_trip_ms"] = json!(-1);
+    let e = parse_preset(&v.to_string()).unwrap_err();
+    assert_eq!(e.field, "workload.arrival.client_round_trip_ms");
+    assert!(e.message.contains("from 0 to 60000"), "{e}");
 }
 
 /// A request refused at admission frees its client at once: the next one arrives then.
@@ -144,7 +180,8 @@ fn without_until_all_finished_the_run_ends_at_duration_s() {
 }
 
 /// The shipped benchmark preset: all 200 requests finish, never more than 16 out, each arrival
-/// past the first 16 an earlier request's finish, and the run ends at the last one.
+/// past the first 16 an earlier request's finish plus the client's 2 ms round trip, and the run
+/// ends at the last one.
 #[test]
 fn the_shipped_benchmark_finishes_every_request() {
     let config = preset("bench-concurrency");
@@ -153,7 +190,7 @@ fn the_shipped_benchmark_finishes_every_request() {
     while sim.step() {
         sim.check_invariants().unwrap();
     }
-    assert_arrivals_follow_ends(&sim, 16);
+    assert_arrivals_follow_ends(&sim, 16, 2_000);
     let r = sim.report();
     assert_eq!((r.requests.arrived, r.requests.finished, r.requests.rejected), (200, 200, 0));
     assert_eq!(r.running_max, 16);

@@ -182,7 +182,8 @@ fn contiguous_variants_run_the_same_in_both_modes() {
 fn closed_loops_and_drained_runs_run_the_same_in_both_modes() {
     let closed = |id: &str, clients: u32, requests: u32, drain: bool| {
         let mut c = preset(id);
-        c.workload.arrival = Arrival::Concurrency { max_concurrency: clients, num_requests: requests };
+        c.workload.arrival =
+            Arrival::Concurrency { max_concurrency: clients, num_requests: requests, round_trip_us: 0 };
         c.until_all_finished = drain;
         c
     };

@@ -4,7 +4,7 @@
 //!
 //! Arrivals are known up front (Poisson, a trace) or, in a closed loop
 //! (`Arrival::Concurrency`), as the run goes: each request that ends (finished or refused) frees
-//! its client, whose next request arrives then.
+//! its client, whose next request arrives one client round trip later.
 
 use super::alloc::{ContiguousAllocator, KvCacheManager, PagedAllocator, RequestId, SeqId};
 use super::clock::StepClock;
@@ -314,10 +314,15 @@ impl Simulation {
         }
     }
 
-    /// A request ended (finished or refused): in a closed loop its client sends the next now.
+    /// A request ended (finished or refused): in a closed loop its client's next request reaches
+    /// the engine one round trip later.
     fn client_free(&mut self) {
         if let Some(free) = &mut self.clients {
-            free.push_back(self.now_us);
+            let round_trip_us = match self.config.workload.arrival {
+                Arrival::Concurrency { round_trip_us, .. } => round_trip_us,
+                Arrival::Poisson { .. } | Arrival::Trace { .. } => 0,
+            };
+            free.push_back(self.now_us + round_trip_us);
         }
     }
 

@@ -124,6 +124,12 @@ impl TraceRow {
     }
 }
 
+/// A closed loop's client round trip where a preset does not give one, µs: `vllm bench serve`
+/// on the server's host, its last token streamed back, its next request sent over HTTP, parsed
+/// and tokenised by vLLM's API server and handed to the engine core (a millisecond or two; a
+/// step's length only matters past it: the replacement misses the step that began meanwhile).
+pub const DEFAULT_CLIENT_ROUND_TRIP_US: u64 = 2_000;
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum Arrival {
     Poisson {
@@ -133,11 +139,16 @@ pub enum Arrival {
     /// A closed loop, as `vllm bench serve --max-concurrency C --num-prompts N` runs with an
     /// infinite request rate: `max_concurrency` clients, each sending its next request as soon as
     /// its previous one finished or was refused. Requests `0..C` arrive at 0; request `C + k`
-    /// arrives when the run's `(k + 1)`-th request ends, a time only the simulation knows
-    /// (`Simulation` keeps the clients' free times).
+    /// arrives `round_trip_us` after the run's `(k + 1)`-th request ends, a time only the
+    /// simulation knows (`Simulation` keeps the clients' free times).
     Concurrency {
         max_concurrency: u32,
         num_requests: u32,
+        /// From a request's end in the engine to its client's next request reaching the engine:
+        /// the last token streamed back, the client's turn, the next request sent, parsed and
+        /// tokenised. The engine starts its next step meanwhile, so the replacement joins the
+        /// step after.
+        round_trip_us: u64,
     },
     /// Rows sorted by arrival, shared (a day of traffic is not copied with the configuration).
     Trace {

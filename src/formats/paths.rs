@@ -68,6 +68,7 @@ pub const PRESET_PATHS: &[(&str, PathKind)] = {
         ("workload.arrival.bursts[].end_s", Number),
         ("workload.arrival.bursts[].rate_per_s", Number),
         ("workload.arrival.max_concurrency", Number),
+        ("workload.arrival.client_round_trip_ms", Number),
         ("workload.arrival.num_requests", Number),
         ("workload.arrival.csv", Text),
         ("workload.arrival.text", Text),

@@ -298,8 +298,20 @@ pub enum ArrivalDto {
     Concurrency {
         max_concurrency: u32,
         num_requests: u32,
+        /// From a request's end to its client's next request reaching the engine, ms
+        /// (`engine::workload::DEFAULT_CLIENT_ROUND_TRIP_US` when left out).
+        #[serde(default = "default_round_trip_ms", skip_serializing_if = "is_default_round_trip_ms")]
+        client_round_trip_ms: f64,
     },
     Trace(TraceArrivalDto),
+}
+
+fn default_round_trip_ms() -> f64 {
+    crate::engine::workload::DEFAULT_CLIENT_ROUND_TRIP_US as f64 / 1e3
+}
+
+fn is_default_round_trip_ms(ms: &f64) -> bool {
+    *ms == default_round_trip_ms()
 }
 
 /// `{"kind": "trace", …}`: a trace's text (`text`, read as `format`; or the older `csv`, read as
@@ -533,7 +545,8 @@ mod tests {
             r#"{"schema": "kvlab/preset@1", "workload": {"arrival": {"kind": "poisson", "rate_per_s": 1},
                 "classes": [{"prompt_tokens": {"fixed": 9}, "output_tokens": {"fixed": 9}}]}}"#,
             r#"{"schema": "kvlab/preset@1", "until_all_finished": true, "enforce_eager": true,
-                "workload": {"arrival": {"kind": "concurrency", "max_concurrency": 4, "num_requests": 9},
+                "workload": {"arrival": {"kind": "concurrency", "max_concurrency": 4, "num_requests": 9,
+                    "client_round_trip_ms": 0.5},
                 "classes": [{"prompt_tokens": {"fixed": 9}, "output_tokens": {"fixed": 9}}]}}"#,
         ];
         let mut found = BTreeSet::new();

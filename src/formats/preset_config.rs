@@ -115,8 +115,19 @@ impl ArrivalDto {
                     .map(|b| Burst { start_s: b.start_s, end_s: b.end_s, rate_per_s: b.rate_per_s })
                     .collect(),
             },
-            ArrivalDto::Concurrency { max_concurrency, num_requests } => {
-                Arrival::Concurrency { max_concurrency: *max_concurrency, num_requests: *num_requests }
+            ArrivalDto::Concurrency { max_concurrency, num_requests, client_round_trip_ms } => {
+                let ms = *client_round_trip_ms;
+                if !(ms.is_finite() && (0.0..=60_000.0).contains(&ms)) {
+                    return Err(ConfigError::new(
+                        "workload.arrival.client_round_trip_ms",
+                        format!("{ms} is out of range; use milliseconds from 0 to 60000 (2 by default)"),
+                    ));
+                }
+                Arrival::Concurrency {
+                    max_concurrency: *max_concurrency,
+                    num_requests: *num_requests,
+                    round_trip_us: libm::round(ms * 1e3) as u64,
+                }
             }
             ArrivalDto::Trace(t) => {
                 let trace = t.read()?;

@@ -354,7 +354,11 @@ pub fn published_cases(run: &PublishedRun) -> Result<Vec<ValidationCase>, Skippe
             let mut config = base;
             let fixed = |x: f64| LengthDist { mean: x.round(), p99: x.round() };
             config.workload = WorkloadConfig {
-                arrival: Arrival::Concurrency { max_concurrency: clients, num_requests: n },
+                arrival: Arrival::Concurrency {
+                    max_concurrency: clients,
+                    num_requests: n,
+                    round_trip_us: crate::engine::workload::DEFAULT_CLIENT_ROUND_TRIP_US,
+                },
                 classes: vec![UserClass {
                     name: "bench".into(),
                     weight: 1.0,

@@ -111,9 +111,9 @@ pub fn clock_for(gpu_id: &str) -> (ClockConstants, ClockSource) {
 /// checks these against a fresh `kvlab validate`.
 pub fn measured_runs(gpu_id: &str) -> (u32, f64) {
     match gpu_id {
-        "h100-sxm" => (142, 28.5),
-        "b200" => (61, 28.0),
-        "rtx-4090" => (6, 12.6),
+        "h100-sxm" => (142, 24.0),
+        "b200" => (61, 25.1),
+        "rtx-4090" => (6, 12.5),
         "rtx-pro-6000" => (2, 13.0),
         _ => (0, 0.0),
     }
