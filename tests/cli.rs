@@ -275,3 +275,29 @@ fn a_mission_that_does_not_start_is_scored_with_vllms_words() {
     let patch = write_tmp("bad-patch.json", r#"{"scheduler": {"max_num_batched_tokens": 0}}"#);
     assert_fails_naming(&kvlab(&["mission", path, "--patch", &patch]), "scheduler.max_num_batched_tokens");
 }
+
+/// `kvlab run --clock kernels` prices the run's steps from its GPU's measured kernels and says
+/// so; a GPU the kernel database does not cover is refused with the ones it does, and so is a
+/// model the tables cannot price.
+#[test]
+fn run_on_the_kernel_clock_says_which_clock_it_ran() {
+    let path = repo_path("assets/presets/bench-concurrency.json");
+    let path = path.to_str().unwrap();
+    let o = kvlab(&["run", path, "--clock", "kernels"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("clock: step times from kernels measured on the h100_sxm with vLLM 0.24.0"),
+        "{}",
+        stdout(&o)
+    );
+    let roofline = stdout(&kvlab(&["run", path]));
+    assert!(roofline.contains("clock: step times checked against"), "{roofline}");
+    let text = std::fs::read_to_string(path).unwrap().replace(r#""gpu": "h100-sxm""#, r#""gpu": "h100-pcie""#);
+    let o = kvlab(&["run", &write_tmp("on-h100-pcie.json", &text), "--clock", "kernels"]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("no kernel tables for the h100-pcie") && stderr(&o).contains("h100-sxm"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -31,6 +31,10 @@ pub struct RunArgs {
     /// Step-time constants from a calibration file (kvlab/calibration@1, see docs/CALIBRATION.md).
     #[arg(long, value_name = "FILE")]
     pub calibration: Option<PathBuf>,
+    /// The clock: `roofline` (the lab's), or `kernels` (steps priced from the GPU's measured
+    /// kernels, `assets/kernels/`, where they cover the GPU and the model; docs/FIDELITY.md).
+    #[arg(long, value_enum, default_value_t = super::validate::ClockChoice::Roofline)]
+    pub clock: super::validate::ClockChoice,
     /// Replace the preset's model by one read from a Hugging Face config.json (docs/MODELS.md).
     #[arg(long, value_name = "FILE")]
     pub model_config: Option<PathBuf>,
@@ -105,6 +109,21 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
         let c =
             crate::formats::calibration::parse_calibration(&text).map_err(|e| format!("{}: {e}", path.display()))?;
         config.calibration = Some(c.step_time());
+    }
+    if args.clock == super::validate::ClockChoice::Kernels {
+        if crate::shipped::kernel_tables(&config.gpu.id).is_none() {
+            return Err(format!(
+                "--clock kernels: no kernel tables for the {} (they cover h100-sxm, h200, b200, l40s and a100-80gb); leave --clock out for the roofline",
+                config.gpu.id
+            ));
+        }
+        config = crate::formats::kernel_tables::with_kernels(config);
+        if !config.runs_on_kernels() {
+            return Err(format!(
+                "--clock kernels: the kernel tables cannot price {} (a model known by its sizes alone, latent attention, or weight-only integer kernels, or a calibration file named); leave --clock out for the roofline",
+                config.model.id
+            ));
+        }
     }
     let calibration_line = config.calibration.as_ref().map(|c| c.describe(&config.gpu.id));
     let mut sim = Simulation::new(config).map_err(|e| format!("{}: {e}", args.preset.display()))?;

@@ -10,7 +10,7 @@ use clap::Args;
 use crate::engine::clock::{clock_for, ClockConstants};
 use crate::engine::clock_fit::fit;
 use crate::engine::fidelity::{median_abs_error_pct, FigureError};
-use crate::formats::cross_validation::{leave_one_out, summarize, CrossSummary};
+use crate::formats::cross_validation::{keep_up_flips, leave_one_out, summarize, CrossSummary, KEEP_UP_TTFT_MS};
 use crate::formats::kernel_tables::with_kernels;
 use crate::formats::validation::{all_cases, fit_cases, per_gpu, replay_all, CaseResult, Role, Skipped};
 use crate::shipped::{PUBLISHED_RUNS, VALIDATION_RUNS};
@@ -141,8 +141,13 @@ fn print_cross(results: &[CaseResult], json: bool) -> Result<(), String> {
             .collect();
         let gpus: serde_json::Map<String, serde_json::Value> =
             per_gpu.iter().map(|(g, s)| (g.clone(), summary(s))).collect();
+        let flips: Vec<serde_json::Value> = keep_up_flips(&cross)
+            .iter()
+            .map(|f| serde_json::json!({"id": f.id, "real_ttft_ms": f.real_ms, "predicted_ttft_ms": round2(f.predicted_ms)}))
+            .collect();
         let doc = serde_json::json!({
             "cases": cases, "all": summary(&all), "held_out": summary(&held_out), "per_gpu": gpus,
+            "keep_up_ttft_ms": KEEP_UP_TTFT_MS, "keep_up_flips": flips,
         });
         println!("{}", serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?);
         return Ok(());
@@ -169,6 +174,16 @@ fn print_cross(results: &[CaseResult], json: bool) -> Result<(), String> {
     line("leave-one-out, held-out runs", &held_out);
     for (gpu, s) in &per_gpu {
         line(gpu, s);
+    }
+    let flips = keep_up_flips(&cross);
+    let cannot = flips.iter().filter(|f| f.says_cannot_keep_up()).count();
+    println!(
+        "keep-up verdicts (TTFT under {KEEP_UP_TTFT_MS:.0} ms) the prediction flips: {} ({cannot} where vLLM kept up, {} where it did not)",
+        flips.len(),
+        flips.len() - cannot
+    );
+    for f in &flips {
+        println!("  {}: vLLM {:.0} ms, kvlab {:.0} ms", f.id, f.real_ms, f.predicted_ms);
     }
     Ok(())
 }

@@ -181,3 +181,40 @@ pub fn summarize<'a>(cross: &'a [CrossResult<'a>]) -> (CrossSummary, BTreeMap<St
         .collect();
     (CrossSummary::of(cross.iter()), per_gpu)
 }
+
+/// The TTFT under which a server is said to keep up with its load, ms: an operator reading a
+/// prediction above it concludes the setup cannot serve the traffic.
+pub const KEEP_UP_TTFT_MS: f64 = 1_000.0;
+
+/// A run whose keep-up verdict the held-out prediction gets wrong: vLLM's TTFT stayed under
+/// `KEEP_UP_TTFT_MS` and kvlab's did not, or the other way round.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VerdictFlip {
+    pub id: String,
+    /// The TTFT compared (mean, else median), real and predicted, ms.
+    pub real_ms: f64,
+    pub predicted_ms: f64,
+}
+
+impl VerdictFlip {
+    /// vLLM kept up and kvlab says it does not (the flip that sells hardware).
+    pub fn says_cannot_keep_up(&self) -> bool {
+        self.real_ms < KEEP_UP_TTFT_MS
+    }
+}
+
+/// Every held-out prediction whose keep-up verdict differs from the real run's, in case order.
+pub fn keep_up_flips(cross: &[CrossResult<'_>]) -> Vec<VerdictFlip> {
+    cross
+        .iter()
+        .filter_map(|c| {
+            let ttft = |f: Figure| c.errors.iter().find(|e| e.figure == f);
+            let e = ttft(Figure::TtftMean).or_else(|| ttft(Figure::TtftP50))?;
+            ((e.real < KEEP_UP_TTFT_MS) != (e.simulated < KEEP_UP_TTFT_MS)).then(|| VerdictFlip {
+                id: c.result.case.id.clone(),
+                real_ms: e.real,
+                predicted_ms: e.simulated,
+            })
+        })
+        .collect()
+}
