@@ -12,6 +12,7 @@ mod common;
 use std::collections::BTreeMap;
 
 use kvlab::formats::cross_validation::{keep_up_flips, leave_one_out, summarize, CrossSummary};
+use kvlab::engine::clock::{measured_runs, MEASURED_GPUS};
 use kvlab::formats::kernel_tables::with_kernels;
 use kvlab::formats::validation::{all_cases, replay_all, Role};
 use kvlab::shipped::{PUBLISHED_RUNS, VALIDATION_RUNS};
@@ -54,6 +55,17 @@ fn held_out_error_does_not_grow(kernels: bool, expectations: &str) {
         }
     }
     let (all, per_gpu) = summarize(&cross);
+    if !kernels {
+        // The page quotes each measured GPU's held-out error beside the latencies.
+        for gpu in MEASURED_GPUS {
+            let s = &per_gpu[*gpu];
+            assert_eq!(
+                measured_runs(gpu),
+                (s.runs, round1(s.median_abs_error_pct)),
+                "engine/clock/constants.rs measured_runs({gpu:?}) is not today's held-out figure"
+            );
+        }
+    }
     assert!(per_gpu.len() >= 5, "runs on {} GPUs: {:?}", per_gpu.len(), per_gpu.keys());
     let held_out = CrossSummary::of(cross.iter().filter(|c| c.result.case.role == Role::Holdout));
     let mut actual: BTreeMap<String, f64> =

@@ -1,8 +1,9 @@
 //! The step-time model against real vLLM runs (`kvlab validate`): every replayed figure's error
 //! may not grow past the committed expectation (tests/golden/clock_fidelity.json, plus one
 //! percentage point of slack), so a change that worsens fidelity fails; the constants in
-//! `engine/clock.rs` are what `kvlab validate --fit` gives on the runs marked "fit"; and the
-//! run counts and median errors the page quotes (`clock::measured_runs`) are today's.
+//! `engine/clock/constants.rs` are what `kvlab validate --fit` gives on the runs marked "fit"; and
+//! the run counts the page quotes (`clock::measured_runs`) are today's (their held-out errors:
+//! tests/clock_cross.rs).
 //! Regenerate the expectations on purpose with `KVLAB_BLESS=1 cargo test --test clock_fidelity`.
 //! Reads the real runs from `../shared/validation/` (CI has it).
 
@@ -91,8 +92,9 @@ fn the_page_quotes_todays_run_counts_and_errors() {
     let results = results();
     let summary = per_gpu(&results);
     for gpu in MEASURED_GPUS {
-        let (runs, err) = summary.get(*gpu).copied().unwrap_or_else(|| panic!("no replayed run on {gpu}"));
-        assert_eq!(measured_runs(gpu), (runs, (err * 10.0).round() / 10.0), "engine/clock.rs measured_runs({gpu:?})");
+        let (runs, _) = summary.get(*gpu).copied().unwrap_or_else(|| panic!("no replayed run on {gpu}"));
+        // The error the page quotes is the held-out one (tests/clock_cross.rs checks it).
+        assert_eq!(measured_runs(gpu).0, runs, "engine/clock/constants.rs measured_runs({gpu:?})");
         assert!(matches!(clock_for(gpu).1, ClockSource::Measured { .. }));
     }
     // A GPU without constants of its own (the H200) borrows a sibling's: its runs are all held

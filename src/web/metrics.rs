@@ -47,7 +47,7 @@ fn clock_cell(c: &crate::engine::metrics::ClockReport) -> (String, Option<String
         (Some(from), _) => ("extrapolated".into(), Some(format!("no run on this GPU: from the {from}"))),
         (None, Some(err)) => (
             format!("{} real run{}", c.measured_runs, if c.measured_runs == 1 { "" } else { "s" }),
-            Some(format!("median error {err:.1}%")),
+            Some(format!("held-out median error {err:.1}%")),
         ),
         (None, None) => (c.line.clone(), None),
     }

@@ -33,7 +33,8 @@ pub struct ClockConstants {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum ClockSource {
     /// Fitted to (or checked on) real vLLM runs on this GPU: how many, and the median absolute
-    /// error over their latency and throughput figures (`kvlab validate`), percent.
+    /// error over their latency and throughput figures, each run predicted without it (`kvlab
+    /// validate --cross`), percent.
     Measured { runs: u32, median_abs_error_pct: f64 },
     /// No published run on this GPU: the constants of a measured GPU of the same family.
     Extrapolated { from: &'static str },
@@ -106,15 +107,16 @@ pub fn clock_for(gpu_id: &str) -> (ClockConstants, ClockSource) {
     (measured(from).expect("a sibling is measured"), ClockSource::Extrapolated { from })
 }
 
-/// Runs `kvlab validate` replays on each measured GPU and their median absolute error (percent,
-/// over every figure it compares), as docs/FIDELITY.md lists them; `tests/clock_fidelity.rs`
-/// checks these against a fresh `kvlab validate`.
+/// Runs `kvlab validate` replays on each measured GPU and their held-out median absolute error
+/// (percent, over every figure, each run predicted with constants fitted without it: `kvlab
+/// validate --cross`), as docs/FIDELITY.md lists them; `tests/clock_cross.rs` checks these
+/// against a fresh leave-one-out.
 pub fn measured_runs(gpu_id: &str) -> (u32, f64) {
     match gpu_id {
         "h100-sxm" => (142, 24.0),
         "b200" => (61, 25.1),
-        "rtx-4090" => (6, 12.5),
-        "rtx-pro-6000" => (2, 13.0),
+        "rtx-4090" => (6, 19.2),
+        "rtx-pro-6000" => (2, 20.0),
         _ => (0, 0.0),
     }
 }
@@ -127,7 +129,7 @@ impl ClockSource {
     pub fn describe(&self, gpu_name: &str) -> String {
         match *self {
             ClockSource::Measured { runs, median_abs_error_pct } => format!(
-                "step times checked against {runs} real vLLM run{} on the {gpu_name} (median error {median_abs_error_pct:.1}%)",
+                "step times checked against {runs} real vLLM run{} on the {gpu_name} (median error {median_abs_error_pct:.1}%, each run predicted without it)",
                 if runs == 1 { "" } else { "s" }
             ),
             ClockSource::Extrapolated { from } => {
