@@ -87,8 +87,8 @@ pub fn names(table: &'static [(&'static str, &'static str)]) -> Vec<&'static str
 }
 
 /// The kernel table file of a GPU (`assets/kernels/<gpu>.json`, `formats::kernel_tables`), in
-/// native builds: the page does not carry them in its first load.
-#[cfg(not(target_arch = "wasm32"))]
+/// builds with the kernel clock: the page does not carry them in its first load.
+#[cfg(feature = "kernel-clock")]
 pub fn kernel_tables(gpu_id: &str) -> Option<&'static str> {
     Some(match gpu_id {
         "h100-sxm" => include_str!("../assets/kernels/h100-sxm.json"),

@@ -11,8 +11,8 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use kvlab::formats::cross_validation::{keep_up_flips, leave_one_out, summarize, CrossSummary};
 use kvlab::engine::clock::{measured_runs, MEASURED_GPUS};
+use kvlab::formats::cross_validation::{keep_up_flips, leave_one_out, summarize, CrossSummary};
 use kvlab::formats::kernel_tables::with_kernels;
 use kvlab::formats::validation::{all_cases, replay_all, Role};
 use kvlab::shipped::{PUBLISHED_RUNS, VALIDATION_RUNS};

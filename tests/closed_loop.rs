@@ -139,7 +139,7 @@ fn a_replacement_reaches_the_engine_one_round_trip_after_its_predecessor_ends() 
     v["workload"]["arrival"]["client_round_trip_ms"] = json!(-1);
     let e = parse_preset(&v.to_string()).unwrap_err();
     assert_eq!(e.field, "workload.arrival.client_round_trip_ms");
-    assert!(e.message.contains("from 0 to 60000"), "{e}");
+    assert!(e.message.contains("use 0 to 60000 ms"), "{e}");
 }
 
 /// A request refused at admission frees its client at once: the next one arrives then.

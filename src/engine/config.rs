@@ -4,13 +4,10 @@
 //! and the tests.
 
 use std::fmt;
-use std::sync::Arc;
 
 use super::alloc::{Fit, SingleTypeManager};
 
-use super::clock::{
-    ClockConstants, CudaGraphs, KernelTables, ModelShape, Roofline, RooflineInput, StepClock, StepTimeCalibration,
-};
+use super::clock::{ClockConstants, CudaGraphs, ModelShape, Roofline, RooflineInput, StepClock, StepTimeCalibration};
 use super::kv_spec::{kv_cache_group_kinds, KvLayout};
 use super::memory_budget::{switched_nvlink, ActivationShape, MemoryBudget, MemoryBudgetInput};
 use super::model::{gpu_preset, model_preset, GpuSpec, KvDtype, ModelSpec, GIB};
@@ -110,7 +107,8 @@ pub struct SimConfig {
     pub calibration: Option<StepTimeCalibration>,
     /// Measured kernel times of this GPU (`formats::kernel_tables`): the clock prices steps from
     /// them where they can price the model; none, or another GPU's, leaves the roofline.
-    pub kernels: Option<Arc<KernelTables>>,
+    #[cfg(feature = "kernel-clock")]
+    pub kernels: Option<std::sync::Arc<super::clock::KernelTables>>,
     /// The run goes on past `duration_s` until every request that arrived has finished (a
     /// closed loop: all `num_requests`), up to `end_limit_us`.
     pub until_all_finished: bool,
@@ -149,6 +147,7 @@ impl Default for SimConfig {
                 }],
             },
             calibration: None,
+            #[cfg(feature = "kernel-clock")]
             kernels: None,
             until_all_finished: false,
             enforce_eager: false,

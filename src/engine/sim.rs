@@ -322,7 +322,7 @@ impl Simulation {
                 Arrival::Concurrency { round_trip_us, .. } => round_trip_us,
                 Arrival::Poisson { .. } | Arrival::Trace { .. } => 0,
             };
-            free.push_back(self.now_us + round_trip_us);
+            free.push_back(self.now_us.saturating_add(round_trip_us));
         }
     }
 

@@ -257,8 +257,7 @@ impl SimConfig {
                     return Err(ConfigError::new("workload.classes", "add at least one user class"));
                 }
             }
-            Arrival::Concurrency { max_concurrency, num_requests, round_trip_us } => {
-                check_range("workload.arrival.client_round_trip_ms", *round_trip_us as f64 / 1e3, 0.0, 60_000.0)?;
+            Arrival::Concurrency { max_concurrency, num_requests, .. } => {
                 let (most_clients, most_requests) = (super::bounds::MAX_CONCURRENCY, super::bounds::MAX_REQUESTS);
                 check_range("workload.arrival.max_concurrency", u64::from(*max_concurrency), 1, most_clients)?;
                 check_range("workload.arrival.num_requests", u64::from(*num_requests), 1, most_requests)?;

@@ -96,9 +96,9 @@ pub fn parse_kernel_tables(json: &str) -> Result<KernelTables, ConfigError> {
     Ok(k)
 }
 
-/// The shipped kernel tables of `gpu_id`, when the database covers it (native builds only: the
-/// page fetches its tables when it needs them).
-#[cfg(not(target_arch = "wasm32"))]
+/// The shipped kernel tables of `gpu_id`, when the database covers it (builds with the kernel
+/// clock only: the page's first load leaves them out).
+#[cfg(feature = "kernel-clock")]
 pub fn shipped_kernel_tables(gpu_id: &str) -> Option<std::sync::Arc<KernelTables>> {
     let text = crate::shipped::kernel_tables(gpu_id)?;
     Some(std::sync::Arc::new(parse_kernel_tables(text).unwrap_or_else(|e| panic!("assets/kernels/{gpu_id}.json: {e}"))))
@@ -106,7 +106,7 @@ pub fn shipped_kernel_tables(gpu_id: &str) -> Option<std::sync::Arc<KernelTables
 
 /// `config` with its GPU's shipped kernel tables attached, when there are any: its clock then
 /// prices steps from measured kernels where they can price the model.
-#[cfg(not(target_arch = "wasm32"))]
+#[cfg(feature = "kernel-clock")]
 pub fn with_kernels(mut config: crate::engine::SimConfig) -> crate::engine::SimConfig {
     config.kernels = shipped_kernel_tables(&config.gpu.id);
     config

@@ -120,7 +120,7 @@ impl ArrivalDto {
                 if !(ms.is_finite() && (0.0..=60_000.0).contains(&ms)) {
                     return Err(ConfigError::new(
                         "workload.arrival.client_round_trip_ms",
-                        format!("{ms} is out of range; use milliseconds from 0 to 60000 (2 by default)"),
+                        format!("{ms} is out of range; use 0 to 60000 ms"),
                     ));
                 }
                 Arrival::Concurrency {
@@ -348,6 +348,7 @@ impl PresetDto {
                 .as_deref()
                 .map(|n| shipped_calibration(n).map(|c| c.step_time()))
                 .transpose()?,
+            #[cfg(feature = "kernel-clock")]
             kernels: None,
             until_all_finished: self.until_all_finished,
             enforce_eager: self.enforce_eager,

@@ -20,13 +20,6 @@ impl Ticks {
 
     /// The sentence a report gives of it.
     pub fn describe(&self) -> String {
-        if self.us_per_token == 0.0 && self.fixed_step_us == 1.0 {
-            "step times not modelled: one tick (1 µs) per scheduler step".to_string()
-        } else {
-            format!(
-                "step times not modelled: {} µs per step and {} µs per scheduled token",
-                self.fixed_step_us, self.us_per_token
-            )
-        }
+        format!("step times not modelled: {} µs a step + {} µs a token", self.fixed_step_us, self.us_per_token)
     }
 }
