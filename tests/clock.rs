@@ -1,7 +1,8 @@
 //! The step-time model's terms, each on the real model of a shipped configuration: CUDA-graph
 //! padding and eager launches, prefill attention quadratic in the context (with chunk offsets),
 //! the cost per sequence, and the published figures the clock must reproduce (vLLM's batch-1
-//! decode fit on an H100, and the attention FLOPs a 120k-token prefill needs at the least).
+//! decode fit on an H100, and the attention FLOPs a 120k-token prefill needs at the least), and
+//! sliding-window layers reading only their window.
 
 mod common;
 
@@ -130,4 +131,32 @@ fn enforce_eager_leaves_the_cuda_graphs_memory_to_the_kv_cache() {
     let (g, e) = (graphs.memory_budget().unwrap(), eager.memory_budget().unwrap());
     assert!(g.cuda_graph_bytes > 0 && e.cuda_graph_bytes == 0, "{g:?} {e:?}");
     assert!(eager.kv_memory_gib > graphs.kv_memory_gib);
+}
+
+/// gpt-oss-20b on an H100: half its layers attend to a 128-token window, so a decode's KV read
+/// grows with its context in the other half only (the same model with every layer full grows
+/// twice as fast), while a short context costs the same either way.
+#[test]
+fn sliding_window_layers_read_only_their_window() {
+    use kvlab::engine::model_arch::LayerAttention;
+    let text = r#"{"schema": "kvlab/preset@1", "model": "openai/gpt-oss-20b", "gpu": "h100-sxm",
+        "gpu_memory_utilization": 0.9, "allocator": {"kind": "paged", "block_size": 16, "prefix_caching": false},
+        "scheduler": {"max_model_len": 131072, "max_num_batched_tokens": 8192, "chunked_prefill": true}}"#;
+    let windowed = parse_preset(text).expect("a valid preset");
+    let window = windowed.model.arch.as_ref().and_then(|a| a.sliding_window()).expect("gpt-oss has windows");
+    assert_eq!((window.window, window.layers), (128, 12));
+    let mut full = windowed.clone();
+    let arch = full.model.arch.as_mut().expect("an architecture");
+    arch.layer_attention.iter_mut().for_each(|l| *l = LayerAttention::Full);
+    let step = |c: &SimConfig, ctx: u32| {
+        let mut w = StepWork::new(c.model.arch.as_ref().and_then(|a| a.sliding_window()).map_or(0, |s| s.window), 0);
+        for _ in 0..64 {
+            w.add(1, ctx, false);
+        }
+        c.clock().step_us(&w) as f64
+    };
+    let slope = |c: &SimConfig| step(c, 100_000) - step(c, 1_000);
+    let ratio = slope(&windowed) / slope(&full);
+    assert!((0.45..=0.55).contains(&ratio), "windowed / full KV-read slope {ratio:.3}");
+    assert_eq!(step(&windowed, 100), step(&full, 100), "under the window every layer reads it all");
 }

@@ -22,7 +22,7 @@ fn llama(gpu: &str, tp: u32) -> SimConfig {
 
 fn decode(seqs: u64, context: u64) -> StepWork {
     let mut w = StepWork::default();
-    w.add_decodes(seqs, seqs * context);
+    w.add_decodes(seqs, seqs * context, 0);
     w
 }
 

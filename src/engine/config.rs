@@ -209,7 +209,8 @@ fn model_shape(model: &ModelSpec) -> ModelShape {
         }
         None => hidden_size(model),
     };
-    ModelShape { attention_width_all_layers: width * f64::from(model.layers), layers: model.layers }
+    let window_layers = model.arch.as_deref().and_then(|a| a.sliding_window()).map_or(0, |w| w.layers);
+    ModelShape { attention_width_all_layers: width * f64::from(model.layers), layers: model.layers, window_layers }
 }
 
 /// Width of a model's residual stream: the published value for shipped models, else the dense

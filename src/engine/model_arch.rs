@@ -167,6 +167,13 @@ pub enum LayerAttention {
     Chunked(u32),
 }
 
+/// A model's sliding-window layers: each attends to (and reads) only its last `window` tokens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SlidingWindowLayers {
+    pub window: u32,
+    pub layers: u32,
+}
+
 /// The MLP of a dense layer.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -384,6 +391,17 @@ impl ModelArch {
     /// FLOPs per token of a forward pass: 2 × active parameters.
     pub fn flops_per_token(&self) -> f64 {
         2.0 * self.param_counts().active() as f64
+    }
+
+    /// The sliding window its windowed layers read, and how many layers have one (None without
+    /// any). A model with several window sizes reports the largest: its steps read no less.
+    pub fn sliding_window(&self) -> Option<SlidingWindowLayers> {
+        let windows = self.layer_attention.iter().filter_map(|l| match *l {
+            LayerAttention::SlidingWindow(w) => Some(w),
+            _ => None,
+        });
+        let (count, window) = windows.fold((0u32, 0u32), |(n, w), x| (n + 1, w.max(x)));
+        (count > 0).then_some(SlidingWindowLayers { window, layers: count })
     }
 
     /// KV bytes one token costs in one layer on one of `tp` GPUs, at `kv_bytes` per element.

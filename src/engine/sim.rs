@@ -50,6 +50,8 @@ pub struct Simulation {
     kv: KvCacheManager,
     scheduler: Scheduler,
     clock: StepClock,
+    /// The model's sliding window (0: none), which the step's work caps windowed layers' reads at.
+    window: u32,
     duration_us: u64,
     /// When the run stops at the latest (`SimConfig::end_limit_us`): `duration_us`, or later with
     /// `until_all_finished`.
@@ -156,6 +158,7 @@ impl Simulation {
             duration_us: config.duration_us(),
             end_limit_us: config.end_limit_with(clock.floor_us()),
             clock,
+            window: config.model.arch.as_ref().and_then(|a| a.sliding_window()).map_or(0, |w| w.window),
             clients,
             config,
             groups: Vec::with_capacity(requests.len()),

@@ -4,7 +4,8 @@
 //! streamed once, or their FLOPs at a GEMM efficiency that grows with the step's tokens, over the
 //! batch padded to its CUDA-graph size); attention (every scheduled sequence's KV read, paged
 //! reads paying a block-size-dependent overhead, and prefill's causal FLOPs, quadratic in the
-//! context); swaps over the host link; tensor-parallel all-reduces. Constants per GPU live in
+//! context; a sliding-window layer's reads and pairs capped at its window); swaps over the host
+//! link; tensor-parallel all-reduces. Constants per GPU live in
 //! `constants.rs`; a measured `StepTimeCalibration` replaces the bandwidth, fixed cost and paged
 //! overheads.
 
@@ -70,6 +71,8 @@ pub struct Roofline {
     eager_launch_us: f64,
     graphs: CudaGraphs,
     kv_bytes_per_token: f64,
+    /// Share of the layers with a sliding window (0: every layer reads its whole context).
+    window_share: f64,
     /// Multiplier on KV reads for the configured allocator, relative to paged blocks of 16.
     kv_read_factor: f64,
     /// The allocator's paged overhead against contiguous memory (0 for contiguous).
@@ -91,6 +94,8 @@ pub struct ModelShape {
     /// Query heads × their width, summed over layers: attention FLOPs per pair are 4× this.
     pub attention_width_all_layers: f64,
     pub layers: u32,
+    /// Of `layers`, those with a sliding window (their reads are `StepWork`'s windowed sums).
+    pub window_layers: u32,
 }
 
 /// The inputs of one GPU's step-time model.
@@ -146,6 +151,7 @@ impl Roofline {
             eager_launch_us: k.eager_launch_us_per_layer * f64::from(input.shape.layers),
             graphs: input.graphs,
             kv_bytes_per_token: input.kv_bytes_per_token as f64,
+            window_share: f64::from(input.shape.window_layers) / f64::from(input.shape.layers.max(1)),
             kv_read_factor: (1.0 + paged_overhead) / reference,
             paged_overhead,
             swap_block_bytes: input.kv_bytes_per_token as f64 * f64::from(input.paged_block_size.unwrap_or(1)),
@@ -201,9 +207,9 @@ impl Roofline {
         let linear_mem_s = self.weights_read(w) / self.bandwidth_bytes_per_s;
         let gemm_rate = self.gemm_flops_per_s * padded / (padded + self.gemm_ramp_tokens).max(f64::MIN_POSITIVE);
         let linear_compute_s = if padded > 0.0 { padded * self.flops_per_token / gemm_rate } else { 0.0 };
-        let kv_s =
-            w.kv_read_tokens() as f64 * self.kv_bytes_per_token * self.kv_read_factor / self.bandwidth_bytes_per_s;
-        let attention_s = w.prefill_attention_pairs as f64 * self.attention_flops_per_pair / self.attention_flops_per_s;
+        let (kv_tokens, pairs) = self.layer_weighted(w);
+        let kv_s = kv_tokens * self.kv_bytes_per_token * self.kv_read_factor / self.bandwidth_bytes_per_s;
+        let attention_s = pairs * self.attention_flops_per_pair / self.attention_flops_per_s;
         let swap_s = w.swap_blocks as f64 * self.swap_block_bytes / self.pcie_bytes_per_s;
         let allreduce_us =
             if tokens > 0.0 { self.allreduce_fixed_us + tokens * self.allreduce_us_per_token } else { 0.0 };
@@ -228,6 +234,18 @@ fn tensor_tflops(model: &ModelSpec, gpu: &GpuSpec) -> f64 {
 }
 
 impl Roofline {
+    /// The step's KV reads and prefill pairs as if every layer were full: windowed layers count
+    /// their capped sums. A model without windows counts the full sums unchanged.
+    fn layer_weighted(&self, w: &StepWork) -> (f64, f64) {
+        let (reads, pairs) = (w.kv_read_tokens() as f64, w.prefill_attention_pairs as f64);
+        if self.window_share <= 0.0 {
+            return (reads, pairs);
+        }
+        let s = self.window_share;
+        let mix = |full: f64, windowed: u64| (1.0 - s) * full + s * windowed as f64;
+        (mix(reads, w.window_kv_read_tokens()), mix(pairs, w.prefill_window_attention_pairs))
+    }
+
     /// Weight bytes a step streams: all of a dense model; of a mixture of experts, the shared
     /// weights and the experts its tokens route to (uniform routing). A dense model's is exactly
     /// `weight_bytes`, so its steps do not change.

@@ -10,7 +10,7 @@ use crate::engine::scheduler::{HolReason, ScheduledWork, SchedulerOutput, Target
 
 impl Simulation {
     pub(super) fn run_batch(&mut self, out: SchedulerOutput) {
-        let mut work = StepWork { swap_blocks: out.swapped_blocks, ..StepWork::default() };
+        let mut work = StepWork::new(self.window, out.swapped_blocks);
         self.add_work(&mut work, &out.work);
         self.account_step(&work, out.hol);
         self.apply_work(&out.work);

@@ -15,6 +15,10 @@
 //!
 //! On contiguous slabs (reserved up front) no write is slow: finishes are the only events.
 //!
+//! For a model with sliding-window layers the cohort also keeps the sum of its members' contexts
+//! capped at the window (what those layers read): a member below the window adds one a tick until
+//! it reaches it, at a tick known when it joins (kept in a second heap).
+//!
 //! Members are numbered in joining order, which is the scheduler's running order (requests
 //! join at the end of the running queue and leave from anywhere), so sorting a bucket by
 //! member number gives the order the step-by-step engine would meet them in.
@@ -83,6 +87,14 @@ pub struct DecodeCohort {
     alive: usize,
     /// Σ of the live members' computed tokens at `tick`.
     computed_sum: u64,
+    /// The model's sliding window (0: none, and the three fields after it stay empty).
+    window: u32,
+    /// Σ of the live members' decode contexts (computed + 1) at `tick`, each capped at `window`.
+    window_sum: u64,
+    /// Live members whose context is still below the window (each adds one a tick).
+    below_window: u64,
+    /// (tick at which a member's context reaches the window, member), earliest first.
+    window_reached: BinaryHeap<Reverse<(u64, u32)>>,
     /// Slow writes by tick modulo `block_size + 1`.
     ring: Vec<Vec<u32>>,
     /// `tick % ring.len()`, kept as the tick moves (no division per write).
@@ -117,6 +129,12 @@ impl DecodeCohort {
         DecodeCohort { formed: true, ..DecodeCohort::default() }
     }
 
+    /// The same cohort for a model whose windowed layers read `window` tokens (0: none).
+    pub fn with_window(mut self, window: u32) -> Self {
+        self.window = window;
+        self
+    }
+
     /// The cohort stands for the running queue (false: none was formed, or it was disbanded).
     pub fn is_formed(&self) -> bool {
         self.formed
@@ -136,6 +154,11 @@ impl DecodeCohort {
     }
     pub fn computed_sum(&self) -> u64 {
         self.computed_sum
+    }
+    /// Σ of the live members' decode contexts at this tick, each capped at the window (0 without
+    /// one).
+    pub fn window_context_sum(&self) -> u64 {
+        self.window_sum
     }
     pub fn member(&self, idx: u32) -> Member {
         self.members[idx as usize]
@@ -195,6 +218,14 @@ impl DecodeCohort {
         self.fresh.push(idx);
         self.alive += 1;
         self.computed_sum += u64::from(j.computed);
+        if self.window > 0 {
+            let context = j.computed + 1;
+            self.window_sum += u64::from(context.min(self.window));
+            if context < self.window {
+                self.below_window += 1;
+                self.window_reached.push(Reverse((self.tick + u64::from(self.window - context), idx)));
+            }
+        }
         if self.block_size > 0 {
             let slow = self.tick + self.ticks_to_slow(j.computed, j.last_block_shared);
             self.schedule_slow(idx, slow);
@@ -242,8 +273,16 @@ impl DecodeCohort {
         debug_assert!(m.alive, "member {idx} removed twice");
         m.alive = false;
         self.alive -= 1;
-        self.computed_sum -= u64::from(m.computed_at(self.tick));
+        let computed = m.computed_at(self.tick);
+        self.computed_sum -= u64::from(computed);
         self.of_seq[m.seq as usize] = NONE;
+        if self.window > 0 {
+            let context = computed + 1;
+            self.window_sum -= u64::from(context.min(self.window));
+            if context < self.window {
+                self.below_window -= 1; // its entry in `window_reached` is skipped when it comes up
+            }
+        }
     }
 
     /// The members joined since the last step (dead ones included: skip them); the list is
@@ -264,6 +303,18 @@ impl DecodeCohort {
     pub fn advance(&mut self) {
         self.computed_sum += self.alive as u64;
         self.tick += 1;
+        if self.window > 0 {
+            self.window_sum += self.below_window;
+            while let Some(&Reverse((t, idx))) = self.window_reached.peek() {
+                if t > self.tick {
+                    break;
+                }
+                self.window_reached.pop();
+                if self.members[idx as usize].alive {
+                    self.below_window -= 1;
+                }
+            }
+        }
         self.ring_head += 1;
         if self.ring_head >= self.ring.len() {
             self.ring_head = 0;

@@ -135,7 +135,8 @@ impl Simulation {
         self.cohort = match &self.kv {
             KvCacheManager::Paged(p) => DecodeCohort::paged(p.block_size(), p.prefix_caching()),
             KvCacheManager::Contiguous(_) => DecodeCohort::contiguous(),
-        };
+        }
+        .with_window(self.window);
         match &self.scheduler {
             Scheduler::V1(_) => {
                 self.extend_cohort();
@@ -200,8 +201,9 @@ impl Simulation {
             v1.schedule_running_from(served as usize, &mut self.groups, &mut self.kv, &mut out, &mut budget);
         }
         self.scheduler.schedule_after_running(&mut self.groups, &mut self.kv, &mut out, budget);
-        let mut work = StepWork { swap_blocks: out.swapped_blocks, ..StepWork::default() };
-        work.add_decodes(u64::from(served), self.cohort.computed_sum() + u64::from(served));
+        let mut work = StepWork::new(self.window, out.swapped_blocks);
+        let window_sum = self.cohort.window_context_sum();
+        work.add_decodes(u64::from(served), self.cohort.computed_sum() + u64::from(served), window_sum);
         self.scheduled_tokens += u64::from(served);
         self.add_work(&mut work, &out.work);
         let fresh = self.cohort.take_fresh();

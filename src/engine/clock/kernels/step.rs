@@ -10,15 +10,18 @@
 //!             + dense layers × (up GEMM(T, 2·I / tp, hidden) + down GEMM(T, hidden, I / tp))
 //!             + lm_head GEMM(S, vocab / tp, hidden)
 //! experts     = routed experts at their bytes or FLOPs, whichever is longer (no MoE table is read)
-//! prefill     = layers × c × context(head_dim, H / tp, √(2P / c))
-//! decode      = layers × decode(head_dim, KV / tp, H / KV, d, C / d)
+//! prefill     = full layers × c × context(head_dim, H / tp, √(2P / c))
+//!             + window layers × c × context(head_dim, H / tp, √(2P_w / c))
+//! decode      = full layers × decode(head_dim, KV / tp, H / KV, d, C / d)
+//!             + window layers × decode(head_dim, KV / tp, H / KV, d, C_w / d)
 //! elementwise = T × layers × (4·hidden + 3·I / tp) × 2 B at 80% of the bandwidth, + 4 kernels × 3 µs a layer
 //! all-reduce  = 2 × layers × all_reduce(tp, T × hidden) when tensor parallel
 //! host        = fixed + per sequence × S (+ eager launches when no CUDA graph runs the batch)
 //! ```
 //!
-//! GEMM shapes are split as vLLM's column- and row-parallel layers split them. Sliding-window
-//! layers are priced as full ones (their window is not yet read).
+//! GEMM shapes are split as vLLM's column- and row-parallel layers split them. A sliding-window
+//! layer's attention is read at its capped pairs `P_w` and contexts `C_w` (`StepWork`'s windowed
+//! sums); Llama-4's chunked layers are priced as full ones.
 
 use std::sync::Arc;
 
@@ -68,6 +71,8 @@ pub struct KernelClock {
     /// All-reduce of one layer's activations by the step's tokens, µs (none at TP 1).
     all_reduce: Option<Curve>,
     layers: f64,
+    /// Of `layers`, those with a sliding window.
+    window_layers: f64,
     elementwise_us_per_token: f64,
     expert_bytes: f64,
     expert_share_per_token: f64,
@@ -170,6 +175,7 @@ impl KernelClock {
             decode_scale,
             all_reduce,
             layers,
+            window_layers: f64::from(input.shape.window_layers.min(a.layers)),
             elementwise_us_per_token: layers * (4.0 * hidden + 3.0 * inter) * 2.0 / bandwidth_bytes_per_us,
             expert_bytes: expert_bytes / tp_f,
             expert_share_per_token,
@@ -200,16 +206,23 @@ impl KernelClock {
         }
         let padded = self.graphs.padded(tokens).unwrap_or(tokens) as f64;
         let linear = self.linear.at(padded) + self.lm_head.at(w.seqs().max(1) as f64);
+        let full_layers = self.layers - self.window_layers;
         let mut prefill = 0.0;
         if w.prefill_chunks > 0 {
             let chunks = w.prefill_chunks as f64;
-            let isl = libm::sqrt(2.0 * w.prefill_attention_pairs as f64 / chunks);
-            prefill = self.layers * chunks * self.prefill.at(isl);
+            let chunk_us = |pairs: u64| chunks * self.prefill.at(libm::sqrt(2.0 * pairs as f64 / chunks));
+            prefill = full_layers * chunk_us(w.prefill_attention_pairs);
+            if self.window_layers > 0.0 {
+                prefill += self.window_layers * chunk_us(w.prefill_window_attention_pairs);
+            }
         }
         let mut decode = 0.0;
         if w.decode_seqs > 0 {
             let d = w.decode_seqs as f64;
-            decode = self.layers * self.decode_us(d, w.decode_context_tokens as f64 / d);
+            decode = full_layers * self.decode_us(d, w.decode_context_tokens as f64 / d);
+            if self.window_layers > 0.0 {
+                decode += self.window_layers * self.decode_us(d, w.decode_window_context_tokens as f64 / d);
+            }
         }
         let elementwise = padded * self.elementwise_us_per_token
             + self.layers * ELEMENTWISE_KERNELS_PER_LAYER * ELEMENTWISE_KERNEL_US;
