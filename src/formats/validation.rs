@@ -338,6 +338,10 @@ pub fn published_cases(run: &PublishedRun) -> Result<Vec<ValidationCase>, Skippe
             ) else {
                 return Err(skip("the number of prompts or their lengths are not published".into()));
             };
+            // Without --ignore-eos a request may stop before its output length: where the
+            // benchmark printed the tokens it generated, each request generates their mean.
+            let generated = result("total_generated_tokens").filter(|_| n > 0).map(|t| t / f64::from(n));
+            let output = generated.map_or(output, |g| g.min(output)).round().max(1.0);
             let rows = (0..n).map(|_| TraceRow::new(0.0, input as u32, output as u32, 1)).collect();
             let config = with_rows(base, rows).map_err(skip)?;
             Ok(vec![case(run.id.clone(), config, published_figures(run))])
