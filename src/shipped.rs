@@ -68,12 +68,14 @@ pub const CALIBRATIONS: &[(&str, &str)] = &[
 #[cfg(not(target_arch = "wasm32"))]
 pub const VALIDATION_RUNS: &str = include_str!("../assets/validation/vllm-runs.json");
 /// Published benchmark figures, each with its source and how to replay it: runs gathered one by
-/// one, and NVIDIA AIConfigurator's silicon measurements of vLLM closed loops
-/// (`scripts/validation-aiconfigurator.py`).
+/// one, NVIDIA AIConfigurator's silicon measurements of vLLM closed loops
+/// (`scripts/validation-aiconfigurator.py`), and Lambda's vLLM 0.5/0.6 benchmark results with
+/// their per-request lengths (`scripts/validation-lambdalabs.py`).
 #[cfg(not(target_arch = "wasm32"))]
 pub const PUBLISHED_RUNS: &[&str] = &[
     include_str!("../assets/validation/published-runs.json"),
     include_str!("../assets/validation/aiconfigurator-runs.json"),
+    include_str!("../assets/validation/lambdalabs-runs.json"),
 ];
 
 /// The text stored under `name` in one of the tables above.

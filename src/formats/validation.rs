@@ -60,6 +60,9 @@ pub struct ReplayDto {
     pub quantization: Option<String>,
     #[serde(default)]
     pub enforce_eager: bool,
+    /// The scheduler the run's vLLM version ran (absent: v1; runs of vLLM before 0.8 take v0).
+    #[serde(default)]
+    pub engine: Option<super::preset::EngineDto>,
     /// Batch-1 decode fits: the prompt lengths at which to compare the fitted line.
     #[serde(default)]
     pub contexts: Vec<u32>,
@@ -112,6 +115,12 @@ pub struct PublishedWorkload {
     pub num_prompts: Option<u32>,
     pub input_len: Option<serde_json::Value>,
     pub output_len: Option<f64>,
+    /// Each request's prompt and output tokens, in the order sent, where the benchmark printed
+    /// them (then they replace `input_len` and `output_len`).
+    #[serde(default)]
+    pub input_lens: Vec<u32>,
+    #[serde(default)]
+    pub output_lens: Vec<u32>,
 }
 
 /// One simulation to compare with what a real run measured.
@@ -158,10 +167,14 @@ fn base_config(id: &str, r: &ReplayDto) -> Result<SimConfig, String> {
         "allocator": {"kind": "paged", "block_size": 16, "prefix_caching": r.prefix_caching},
         "scheduler": {"max_num_seqs": r.max_num_seqs, "max_num_batched_tokens": r.max_num_batched_tokens,
                       "max_model_len": r.max_model_len, "chunked_prefill": r.chunked_prefill},
-        "workload": {"arrival": {"kind": "trace", "csv": "0,1,1"}, "classes": []},
+        // A placeholder trace, within any max_model_len: the replay's rows replace it.
+        "workload": {"arrival": {"kind": "trace", "csv": "0,1,1", "max_tokens": 1}, "classes": []},
     });
     if r.enforce_eager {
         preset["enforce_eager"] = serde_json::Value::Bool(true);
+    }
+    if let Some(engine) = &r.engine {
+        preset["scheduler"]["engine"] = serde_json::to_value(engine).map_err(|e| format!("{id}: {e}"))?;
     }
     if let Some(q) = &r.quantization {
         let hf_config = super::model_catalogue::catalogue_hf_config(&r.model)
@@ -330,6 +343,16 @@ pub fn published_cases(run: &PublishedRun) -> Result<Vec<ValidationCase>, Skippe
                 })
                 .collect()
         }
+        "rate" if !run.workload.input_lens.is_empty() => {
+            let (inputs, outputs) = (&run.workload.input_lens, &run.workload.output_lens);
+            if inputs.len() != outputs.len() || run.workload.num_prompts.is_some_and(|n| n as usize != inputs.len()) {
+                return Err(skip("input_lens, output_lens and num_prompts disagree on the number of requests".into()));
+            }
+            // vLLM samples at least one token for every request.
+            let rows = inputs.iter().zip(outputs).map(|(&i, &o)| TraceRow::new(0.0, i, o.max(1), 1)).collect();
+            let config = with_rows(base, rows).map_err(skip)?;
+            Ok(vec![case(run.id.clone(), config, published_figures(run))])
+        }
         "rate" => {
             let (Some(n), Some(input), Some(output)) = (
                 run.workload.num_prompts,
@@ -462,4 +485,40 @@ pub fn replay_all(cases: Vec<ValidationCase>) -> Vec<CaseResult> {
             CaseResult { case, errors }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::EngineVersion;
+
+    /// A Lambda-style run: every prompt at once, each with its own lengths, on vLLM 0.6's v0.
+    fn run(input_lens: &str, output_lens: &str) -> PublishedRun {
+        let text = format!(
+            r#"{{"schema": "kvlab/published-runs@1", "runs": [{{"id": "r", "source": {{"url": "u"}},
+            "workload": {{"kind": "rate", "num_prompts": 3, "input_lens": {input_lens}, "output_lens": {output_lens}}},
+            "results": {{"ttft_ms_median": 50.0}},
+            "replay": {{"role": "holdout", "gpu": "h100-sxm", "model": "meta-llama/Llama-3.1-8B-Instruct",
+                "tensor_parallel_size": 1, "engine": "v0", "max_num_seqs": 1024, "max_num_batched_tokens": 2048,
+                "max_model_len": 2048, "prefix_caching": false, "chunked_prefill": false}}}}]}}"#
+        );
+        published_runs(&text).expect("parses").remove(0)
+    }
+
+    #[test]
+    fn per_request_lengths_replay_each_request_on_the_engine_the_run_names() {
+        let cases = published_cases(&run("[14, 300, 5]", "[129, 0, 8]")).expect("replays");
+        let config = &cases[0].config;
+        assert_eq!(config.scheduler.engine, EngineVersion::V0);
+        let Arrival::Trace { rows, .. } = &config.workload.arrival else { panic!("a trace") };
+        let lens: Vec<(u32, u32)> = rows.iter().map(|r| (r.prompt_tokens, r.output_tokens)).collect();
+        assert_eq!(lens, [(14, 129), (300, 1), (5, 8)], "in the order sent; an empty answer still samples one");
+        assert!(rows.iter().all(|r| r.arrival_s == 0.0));
+    }
+
+    #[test]
+    fn lengths_that_disagree_are_not_replayed_and_say_why() {
+        let e = published_cases(&run("[14, 300]", "[129, 0, 8]")).expect_err("refused");
+        assert!(e.reason.contains("disagree"), "{}", e.reason);
+    }
 }

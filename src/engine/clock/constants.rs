@@ -113,7 +113,7 @@ pub fn clock_for(gpu_id: &str) -> (ClockConstants, ClockSource) {
 /// against a fresh leave-one-out.
 pub fn measured_runs(gpu_id: &str) -> (u32, f64) {
     match gpu_id {
-        "h100-sxm" => (146, 25.4),
+        "h100-sxm" => (173, 30.5),
         "b200" => (62, 24.2),
         "rtx-4090" => (6, 19.2),
         "rtx-pro-6000" => (2, 20.0),
