@@ -123,6 +123,11 @@ fn the_report_says_where_the_clock_comes_from() {
         source.describe("NVIDIA L40S"),
         "no measured run on the NVIDIA L40S: step times extrapolated from the NVIDIA GeForce RTX 4090"
     );
+    // The A100 has runs but no constants of its own: the H100's, and the error they give there.
+    let (_, source) = clock_for("a100-80gb");
+    assert!(matches!(source, ClockSource::Borrowed { from: "h100-sxm", runs, .. } if runs > 0), "{source:?}");
+    let line = source.describe("NVIDIA A100 80GB");
+    assert!(line.starts_with("step times on the NVIDIA H100 SXM's constants, checked against "), "{line}");
 }
 
 #[test]

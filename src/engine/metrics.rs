@@ -205,11 +205,13 @@ pub struct Report {
 /// How far the step times can be trusted on the run's GPU.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ClockReport {
-    /// Real vLLM runs on this GPU that the clock was fitted to or checked on (0: extrapolated).
+    /// Real vLLM runs on this GPU that the clock was fitted to or checked on (0: none).
     pub measured_runs: u32,
-    /// Their median absolute error over every figure compared, percent (None: extrapolated).
+    /// Their median absolute error over every figure compared, each run predicted without it,
+    /// percent (None: no run).
     pub median_abs_error_pct: Option<f64>,
-    /// The measured GPU whose constants this one takes, when it has no runs of its own.
+    /// The measured GPU whose constants this one takes, when it has none of its own (its runs,
+    /// if any, were predicted with them).
     pub extrapolated_from: Option<String>,
     /// The sentence the page and `kvlab run` print.
     pub line: String,

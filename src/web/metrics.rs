@@ -44,7 +44,11 @@ const ROWS: &[(&str, &str, &str, bool)] = &[
 /// How good the step times are (`Report::clock`), as a cell: runs and error, or where from.
 fn clock_cell(c: &crate::engine::metrics::ClockReport) -> (String, Option<String>) {
     match (&c.extrapolated_from, c.median_abs_error_pct) {
-        (Some(from), _) => ("extrapolated".into(), Some(format!("no run on this GPU: from the {from}"))),
+        (Some(from), Some(err)) => (
+            format!("{} real run{}", c.measured_runs, if c.measured_runs == 1 { "" } else { "s" }),
+            Some(format!("held-out median error {err:.1}%, on the {from}'s constants")),
+        ),
+        (Some(from), None) => ("extrapolated".into(), Some(format!("no run on this GPU: from the {from}"))),
         (None, Some(err)) => (
             format!("{} real run{}", c.measured_runs, if c.measured_runs == 1 { "" } else { "s" }),
             Some(format!("held-out median error {err:.1}%")),

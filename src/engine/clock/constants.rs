@@ -36,6 +36,9 @@ pub enum ClockSource {
     /// error over their latency and throughput figures, each run predicted without it (`kvlab
     /// validate --cross`), percent.
     Measured { runs: u32, median_abs_error_pct: f64 },
+    /// No constants of its own (no run to fit them on), but real runs on this GPU predicted with
+    /// the sibling's constants: how many, and their median absolute error, percent.
+    Borrowed { from: &'static str, runs: u32, median_abs_error_pct: f64 },
     /// No published run on this GPU: the constants of a measured GPU of the same family.
     Extrapolated { from: &'static str },
 }
@@ -104,19 +107,25 @@ pub fn clock_for(gpu_id: &str) -> (ClockConstants, ClockSource) {
         return (c, ClockSource::Measured { runs, median_abs_error_pct: err });
     }
     let from = sibling_of(gpu_id);
-    (measured(from).expect("a sibling is measured"), ClockSource::Extrapolated { from })
+    let source = match measured_runs(gpu_id) {
+        (0, _) => ClockSource::Extrapolated { from },
+        (runs, median_abs_error_pct) => ClockSource::Borrowed { from, runs, median_abs_error_pct },
+    };
+    (measured(from).expect("a sibling is measured"), source)
 }
 
-/// Runs `kvlab validate` replays on each measured GPU and their held-out median absolute error
-/// (percent, over every figure, each run predicted with constants fitted without it: `kvlab
-/// validate --cross`), as docs/FIDELITY.md lists them; `tests/clock_cross.rs` checks these
-/// against a fresh leave-one-out.
+/// Runs `kvlab validate` replays on each GPU and their held-out median absolute error (percent,
+/// over every figure, each run predicted with constants fitted without it: `kvlab validate
+/// --cross`; on a GPU without constants of its own, with its sibling's), as docs/FIDELITY.md
+/// lists them; `tests/clock_cross.rs` checks these against a fresh leave-one-out.
 pub fn measured_runs(gpu_id: &str) -> (u32, f64) {
     match gpu_id {
         "h100-sxm" => (173, 30.5),
         "b200" => (62, 24.2),
         "rtx-4090" => (6, 19.2),
         "rtx-pro-6000" => (2, 20.0),
+        "h200" => (107, 39.7),
+        "a100-80gb" => (36, 16.3),
         _ => (0, 0.0),
     }
 }
@@ -132,9 +141,13 @@ impl ClockSource {
                 "step times checked against {runs} real vLLM run{} on the {gpu_name} (median error {median_abs_error_pct:.1}%, each run predicted without it)",
                 if runs == 1 { "" } else { "s" }
             ),
+            ClockSource::Borrowed { from, runs, median_abs_error_pct } => format!(
+                "step times on the {}'s constants, checked against {runs} real vLLM run{} on the {gpu_name} (median error {median_abs_error_pct:.1}%, each run predicted without it)",
+                gpu_name_of(from),
+                if runs == 1 { "" } else { "s" }
+            ),
             ClockSource::Extrapolated { from } => {
-                let from = crate::engine::gpus::gpu_preset(from).map_or_else(|| from.to_string(), |g| g.name);
-                format!("no measured run on the {gpu_name}: step times extrapolated from the {from}")
+                format!("no measured run on the {gpu_name}: step times extrapolated from the {}", gpu_name_of(from))
             }
         }
     }
@@ -151,14 +164,23 @@ impl ClockSource {
                 extrapolated_from: None,
                 line,
             },
+            ClockSource::Borrowed { from, runs, median_abs_error_pct } => crate::engine::metrics::ClockReport {
+                measured_runs: runs,
+                median_abs_error_pct: Some(median_abs_error_pct),
+                extrapolated_from: Some(gpu_name_of(from)),
+                line,
+            },
             ClockSource::Extrapolated { from } => crate::engine::metrics::ClockReport {
                 measured_runs: 0,
                 median_abs_error_pct: None,
-                extrapolated_from: Some(
-                    crate::engine::gpus::gpu_preset(from).map_or_else(|| from.to_string(), |g| g.name),
-                ),
+                extrapolated_from: Some(gpu_name_of(from)),
                 line,
             },
         }
     }
+}
+
+/// A GPU's name as the catalogue writes it (its id if it has none).
+fn gpu_name_of(id: &str) -> String {
+    crate::engine::gpus::gpu_preset(id).map_or_else(|| id.to_string(), |g| g.name)
 }
