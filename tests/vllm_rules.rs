@@ -175,3 +175,33 @@ fn swap_under_v1_is_refused_with_the_fix() {
     assert_eq!(e.field, "scheduler.preemption");
     assert!(e.message.contains("v0"), "{e}");
 }
+
+/// A preset that leaves out the batch limits takes vLLM's defaults for its GPU and engine, as
+/// `vllm serve` fills them in; the settings form shows them; what a preset sets stays.
+#[test]
+fn left_out_batch_limits_take_vllms_defaults_for_the_gpu() {
+    use kvlab::formats::preset::{parse_preset, parse_preset_dto};
+    let text = |gpu: &str, engine: &str, chunked: bool, extra: &str| {
+        format!(
+            r#"{{"schema": "kvlab/preset@1", "model": "meta-llama/Llama-3.1-8B-Instruct", "gpu": "{gpu}",
+                "gpu_memory_utilization": 0.9,
+                "scheduler": {{"engine": "{engine}", "max_model_len": 16384, "chunked_prefill": {chunked}{extra}}}}}"#
+        )
+    };
+    let limits = |gpu: &str, engine: &str, chunked: bool, extra: &str| {
+        let s = parse_preset(&text(gpu, engine, chunked, extra)).expect("a valid preset").scheduler;
+        (s.max_num_batched_tokens, s.max_num_seqs)
+    };
+    assert_eq!(limits("h100-sxm", "v1", true, ""), (8192, 1024));
+    assert_eq!(limits("h100-sxm", "v1", false, ""), (16384, 1024), "a whole prompt fits in one step");
+    assert_eq!(limits("b200", "v1", true, ""), (16384, 1024));
+    assert_eq!(limits("a100-80gb", "v1", true, ""), (2048, 256));
+    assert_eq!(limits("h100-sxm", "v0", false, ""), (16384, 256));
+    assert_eq!(limits("h100-sxm", "v0", true, ""), (512, 256));
+    assert_eq!(limits("h100-sxm", "v1", true, r#", "max_num_seqs": 64, "max_num_batched_tokens": 4096"#), (4096, 64));
+    // The form reads what the run takes, and an export leaves the defaults to the GPU.
+    let dto = parse_preset_dto(&text("a100-80gb", "v1", true, "")).expect("a valid preset");
+    assert_eq!(dto.batch_limits(), Some((2048, 256)));
+    let exported = serde_json::to_value(&dto).expect("serializes");
+    assert!(exported["scheduler"].get("max_num_seqs").is_none(), "{exported}");
+}

@@ -8,6 +8,7 @@ use crate::engine::memory_budget::{
     format_gib, gpu_total_gib, switched_nvlink, ActivationShape, MemoryBudget, MemoryBudgetInput, DEFAULT_MAX_NUM_SEQS,
     TENSOR_PARALLEL_SIZES,
 };
+use crate::engine::batch_defaults::serve_batch_defaults;
 use crate::engine::model::{gpu_preset, KvDtype, ModelSpec, GIB, GPU_IDS};
 use crate::engine::model_arch::Attention;
 use crate::engine::plan::{group_thousands, CapacityPlan, PlanInput};
@@ -16,13 +17,10 @@ use crate::engine::startup_checks::{check_block_size, check_free_memory, check_k
 use super::plan::PlanArgs;
 use super::plan_model::ModelJson;
 
-/// vLLM 0.33's defaults for `vllm serve` (`EngineArgs._set_default_max_num_seqs_and_batched_tokens_args`):
-/// 8192 tokens and 1024 sequences on GPUs of 70 GiB or more other than A100s, else 2048 and 256.
+/// vLLM 0.33's defaults for `vllm serve` on `gpu` (`engine::batch_defaults`), before the model's
+/// length is known: chunked prefill is on, so the budget is the GPU's.
 fn serve_defaults(gpu: &str) -> (u32, u32) {
-    match gpu_preset(gpu) {
-        Some(g) if g.total_memory_gib >= 70.0 && !gpu.starts_with("a100") => (8192, 1024),
-        _ => (2048, DEFAULT_MAX_NUM_SEQS),
-    }
+    gpu_preset(gpu).map_or((2048, DEFAULT_MAX_NUM_SEQS), |g| serve_batch_defaults(&g))
 }
 
 #[derive(Serialize)]

@@ -9,6 +9,7 @@
 #![deny(clippy::unwrap_used)]
 
 pub mod alloc;
+pub mod batch_defaults;
 pub mod bounds;
 pub mod clock;
 pub mod clock_fit;

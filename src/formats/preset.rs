@@ -253,8 +253,12 @@ pub enum EngineDto {
 #[serde(deny_unknown_fields, default)]
 pub struct SchedulerDto {
     pub engine: EngineDto,
-    pub max_num_seqs: u32,
-    pub max_num_batched_tokens: u32,
+    /// Absent = vLLM's default for the GPU and the engine (`engine::batch_defaults`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_num_seqs: Option<u32>,
+    /// Absent = vLLM's default for the GPU, the engine, chunked prefill and `max_model_len`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_num_batched_tokens: Option<u32>,
     pub preemption: PreemptionDto,
     pub swap_space_gib: f64,
     pub max_model_len: u32,
@@ -265,8 +269,9 @@ pub struct SchedulerDto {
 }
 
 impl Default for SchedulerDto {
+    /// The engine's defaults, the batch limits left to vLLM's defaults for the GPU.
     fn default() -> Self {
-        SchedulerDto::from(&SchedulerConfig::default())
+        SchedulerDto { max_num_seqs: None, max_num_batched_tokens: None, ..SchedulerDto::from(&SchedulerConfig::default()) }
     }
 }
 

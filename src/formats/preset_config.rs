@@ -10,40 +10,47 @@ use super::preset::{
     AllocatorDto, ArrivalDto, ClassDto, DistDto, GpuObjectDto, ModelObjectDto, PresetDto, SchedulerDto, TraceArrivalDto,
 };
 use super::trace::{read_trace, Trace, TraceError, TraceFormat, TraceOptions};
+use crate::engine::batch_defaults::{batch_limits, BatchSetup};
 use crate::engine::config::{AllocatorConfig, ConfigError, EngineVersion, GpuMemoryConfig, SchedulerConfig, SimConfig};
 use crate::engine::model::{gpu_preset, GpuSpec, ModelSpec, GPU_IDS};
 use crate::engine::startup_checks::{AttentionBackend, ATTENTION_BACKENDS};
 use crate::engine::workload::{Arrival, Burst, LengthDist, UserClass, WorkloadConfig};
 
-/// `mirror!(A <-> B { field, … })`: A and B hold the same fields (each converting with `Into`);
-/// this writes the conversion both ways once.
-macro_rules! mirror {
-    ($a:ident <-> $b:ident { $($f:ident),+ $(,)? }) => {
-        impl From<&$a> for $b {
-            #[allow(clippy::clone_on_copy)]
-            fn from(x: &$a) -> $b {
-                $b { $($f: x.$f.clone().into()),+ }
-            }
+impl From<&SchedulerConfig> for SchedulerDto {
+    fn from(s: &SchedulerConfig) -> SchedulerDto {
+        SchedulerDto {
+            engine: s.engine.into(),
+            max_num_seqs: Some(s.max_num_seqs),
+            max_num_batched_tokens: Some(s.max_num_batched_tokens),
+            preemption: s.preemption.into(),
+            swap_space_gib: s.swap_space_gib,
+            max_model_len: s.max_model_len,
+            chunked_prefill: s.chunked_prefill,
+            watermark: s.watermark,
         }
-        impl From<&$b> for $a {
-            #[allow(clippy::clone_on_copy)]
-            fn from(x: &$b) -> $a {
-                $a { $($f: x.$f.clone().into()),+ }
-            }
-        }
-    };
+    }
 }
 
-mirror!(SchedulerConfig <-> SchedulerDto {
-    engine,
-    max_num_seqs,
-    max_num_batched_tokens,
-    preemption,
-    swap_space_gib,
-    max_model_len,
-    chunked_prefill,
-    watermark,
-});
+impl SchedulerDto {
+    /// The scheduler on `gpu`: the batch limits left out take vLLM's defaults there.
+    fn to_config(&self, gpu: &GpuSpec) -> SchedulerConfig {
+        let engine = EngineVersion::from(self.engine);
+        let setup =
+            BatchSetup { engine, gpu, max_model_len: self.max_model_len, chunked_prefill: self.chunked_prefill };
+        let (max_num_batched_tokens, max_num_seqs) =
+            batch_limits(setup, self.max_num_batched_tokens, self.max_num_seqs);
+        SchedulerConfig {
+            engine,
+            max_num_seqs,
+            max_num_batched_tokens,
+            preemption: self.preemption.into(),
+            swap_space_gib: self.swap_space_gib,
+            max_model_len: self.max_model_len,
+            chunked_prefill: self.chunked_prefill,
+            watermark: self.watermark,
+        }
+    }
+}
 
 impl From<&UserClass> for ClassDto {
     fn from(c: &UserClass) -> ClassDto {
@@ -310,9 +317,17 @@ fn parse_hf_model(map: &serde_json::Map<String, serde_json::Value>) -> Result<Mo
 }
 
 impl PresetDto {
+    /// `(max_num_batched_tokens, max_num_seqs)` as the run will take them: the preset's, or
+    /// vLLM's defaults on its GPU (None while the GPU is not a valid one).
+    pub fn batch_limits(&self) -> Option<(u32, u32)> {
+        let s = self.scheduler.to_config(&parse_gpu(&self.gpu.0).ok()?);
+        Some((s.max_num_batched_tokens, s.max_num_seqs))
+    }
+
     /// The validated configuration this preset describes; errors name the preset path.
     pub fn to_config(&self) -> Result<SimConfig, ConfigError> {
         let gpu = parse_gpu(&self.gpu.0)?;
+        let scheduler = self.scheduler.to_config(&gpu);
         let allocator = match self.allocator {
             AllocatorDto::Contiguous { reserve, fit } => {
                 AllocatorConfig::Contiguous { reserve: reserve.into(), fit: fit.into() }
@@ -341,7 +356,7 @@ impl PresetDto {
             tensor_parallel_size: self.tensor_parallel_size,
             attention_backend,
             allocator,
-            scheduler: SchedulerConfig::from(&self.scheduler),
+            scheduler,
             workload: WorkloadConfig { arrival, classes },
             calibration: self
                 .calibration

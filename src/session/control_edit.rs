@@ -245,8 +245,8 @@ pub fn value_for(state: &LabState, path: &str) -> Option<Value> {
     get_in(&v, path).cloned().or_else(|| engine_default(state, path))
 }
 
-/// What a field the preset leaves out means: the default of the preset's vLLM scheduler, or the
-/// field's own default (one GPU, nothing else on it).
+/// What a field the preset leaves out means: the default of the preset's vLLM scheduler (the
+/// batch limits vLLM's for its GPU), or the field's own default (one GPU, nothing else on it).
 fn engine_default(state: &LabState, path: &str) -> Option<Value> {
     let engine = EngineVersion::from(state.preset.scheduler.engine);
     match path {
@@ -255,6 +255,8 @@ fn engine_default(state: &LabState, path: &str) -> Option<Value> {
         "tensor_parallel_size" => Some(Value::from(1)),
         ATTENTION_BACKEND_PATH => Some(Value::from("")),
         "gpu_memory_in_use_gib" => Some(Value::from(0)),
+        "scheduler.max_num_batched_tokens" => state.preset.batch_limits().map(|(tokens, _)| Value::from(tokens)),
+        "scheduler.max_num_seqs" => state.preset.batch_limits().map(|(_, seqs)| Value::from(seqs)),
         _ => None,
     }
 }
