@@ -129,8 +129,10 @@ fn kv_in_gib_that_no_gpu_can_hold_is_refused_with_the_arithmetic() {
         r#""model": "llama-3-70b", "gpu": "h100-sxm", "kv_memory_gib": 10, "tensor_parallel_size": 2"#,
     ))
     .unwrap();
+    // (18.7 GiB: vLLM's profile run on an H100 takes 1,024 sequences and, without chunked
+    // prefill, a whole 8,192-token prompt by default.)
     let most = kvlab::engine::gpu_fit::max_kv_gib(&c);
-    assert!((20.0..30.0).contains(&most), "{most}");
+    assert!((15.0..30.0).contains(&most), "{most}");
     let fits =
         format!(r#""model": "llama-3-70b", "gpu": "h100-sxm", "kv_memory_gib": {most}, "tensor_parallel_size": 2"#);
     assert!(parse_preset(&preset(&fits)).is_ok());

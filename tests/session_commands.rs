@@ -58,11 +58,11 @@ fn a_refused_edit_belongs_beside_its_control_and_changes_nothing() {
     assert_eq!(r.from, ChangeFrom::Control);
     assert!(r.message.starts_with("scheduler.max_num_seqs:"), "{}", r.message);
     assert_eq!(serde_json::to_string(&s.lab().runs[0].report()).unwrap(), before);
-    assert_eq!(s.lab().state.preset.scheduler.max_num_seqs, 256);
+    assert_eq!(s.lab().state.preset.scheduler.max_num_seqs, Some(256));
     assert!(!s.history().can_undo(), "a refusal is no undo step");
     // A number written as text is the number; a fraction in a whole-number field names the field.
     s.apply(set("scheduler.max_num_seqs", json!("64")), 0.0).unwrap();
-    assert_eq!(s.lab().state.preset.scheduler.max_num_seqs, 64);
+    assert_eq!(s.lab().state.preset.scheduler.max_num_seqs, Some(64));
     let r = s.apply(set("scheduler.max_num_seqs", json!(16.5)), 0.0).unwrap_err();
     assert_eq!(r.message, "scheduler.max_num_seqs: 16.5 is not a whole number; enter one like 17");
     assert_eq!(
@@ -98,10 +98,10 @@ fn undo_and_redo_walk_the_setups_and_a_drag_is_one_step() {
     assert!(!s.lab().state.compare);
     assert_eq!(s.lab().t_us, 30_000_000, "undo keeps the time shown");
     s.apply(Command::Undo, 0.0).unwrap();
-    assert_eq!(s.lab().state.preset.scheduler.max_num_seqs, 256, "the drag 100 → 140 is one step");
+    assert_eq!(s.lab().state.preset.scheduler.max_num_seqs, Some(256), "the drag 100 → 140 is one step");
     assert!(!s.history().can_undo());
     s.apply(Command::Redo, 0.0).unwrap();
-    assert_eq!(s.lab().state.preset.scheduler.max_num_seqs, 140);
+    assert_eq!(s.lab().state.preset.scheduler.max_num_seqs, Some(140));
     s.apply(Command::Redo, 0.0).unwrap();
     assert!(s.lab().state.compare);
     assert!(s.apply(Command::Redo, 0.0).unwrap_err().message.contains("nothing to redo"));

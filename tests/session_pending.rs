@@ -65,15 +65,15 @@ fn swap_in_mission_3_is_held_with_advice_the_mission_allows() {
     assert_honest(&s);
     // Another knob applies alone; swap stays held.
     s.apply(set("scheduler.max_num_seqs", json!(200)), 0.0).unwrap();
-    assert_eq!(s.lab().state.preset.scheduler.max_num_seqs, 200);
+    assert_eq!(s.lab().state.preset.scheduler.max_num_seqs, Some(200));
     assert!(s.pending().held("scheduler.preemption").is_some());
     assert_honest(&s);
     // Undo first returns the held control to the running value, then undoes the setup.
     s.apply(Command::Undo, 0.0).unwrap();
     assert!(s.pending().is_empty());
-    assert_eq!(s.lab().state.preset.scheduler.max_num_seqs, 200, "Undo took the held value first");
+    assert_eq!(s.lab().state.preset.scheduler.max_num_seqs, Some(200), "Undo took the held value first");
     s.apply(Command::Undo, 0.0).unwrap();
-    assert_eq!(s.lab().state.preset.scheduler.max_num_seqs, 256);
+    assert_eq!(s.lab().state.preset.scheduler.max_num_seqs, Some(256));
     refused_is_held(mission_session("m3-preemption-storm"), "scheduler.preemption", json!("swap"), "no swap");
 }
 

@@ -79,7 +79,7 @@ fn controls_edit_preset_paths_and_name_bad_values() {
     let s = LabState::new(preset("contiguous-default"));
     // A form field's text is read as the number it holds.
     let next = edit(&s, "scheduler.max_num_seqs", json!("64")).unwrap();
-    assert_eq!(next.preset.scheduler.max_num_seqs, 64);
+    assert_eq!(next.preset.scheduler.max_num_seqs, Some(64));
     let next = edit(&next, "workload.classes[0].prompt_tokens.mean", json!(900.0)).unwrap();
     assert_eq!(next.preset.workload.classes[0].prompt_tokens.mean, Some(900.0));
     assert_eq!(value_for(&next, "workload.classes[0].prompt_tokens.mean"), Some(json!(900.0)));
@@ -129,12 +129,12 @@ fn a_rejected_state_keeps_the_previous_runs() {
     lab.seek(10_000_000);
     let before = serde_json::to_string(&lab.runs[0].report()).unwrap();
     let mut bad = lab.state.clone();
-    bad.preset.scheduler.max_num_seqs = 0;
+    bad.preset.scheduler.max_num_seqs = Some(0);
     let e = lab.apply(bad, true).unwrap_err();
     assert!(e.contains("scheduler.max_num_seqs"), "{e}");
     assert_eq!(serde_json::to_string(&lab.runs[0].report()).unwrap(), before, "the runs changed");
     assert_eq!(lab.t_us, 10_000_000);
-    assert_eq!(lab.state.preset.scheduler.max_num_seqs, 256);
+    assert_eq!(lab.state.preset.scheduler.max_num_seqs, Some(256));
 }
 
 #[test]
@@ -170,7 +170,7 @@ fn setups_vllm_would_not_start_are_refused_on_the_page() {
     let mut long = lab.state.clone();
     long.preset.kv_memory_gib = Some(1.0);
     long.preset.scheduler.max_model_len = 32768;
-    long.preset.scheduler.max_num_batched_tokens = 32768;
+    long.preset.scheduler.max_num_batched_tokens = Some(32768);
     let e = lab.apply(long, true).unwrap_err();
     assert!(e.starts_with("scheduler.max_model_len: To serve at least one request"), "{e}");
     assert!(e.contains("estimated maximum model length is 8176"), "{e}");

@@ -4,11 +4,11 @@
 
 use serde::Serialize;
 
+use crate::engine::batch_defaults::serve_batch_defaults;
 use crate::engine::memory_budget::{
     format_gib, gpu_total_gib, switched_nvlink, ActivationShape, MemoryBudget, MemoryBudgetInput, DEFAULT_MAX_NUM_SEQS,
     TENSOR_PARALLEL_SIZES,
 };
-use crate::engine::batch_defaults::serve_batch_defaults;
 use crate::engine::model::{gpu_preset, KvDtype, ModelSpec, GIB, GPU_IDS};
 use crate::engine::model_arch::Attention;
 use crate::engine::plan::{group_thousands, CapacityPlan, PlanInput};

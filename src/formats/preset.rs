@@ -271,7 +271,11 @@ pub struct SchedulerDto {
 impl Default for SchedulerDto {
     /// The engine's defaults, the batch limits left to vLLM's defaults for the GPU.
     fn default() -> Self {
-        SchedulerDto { max_num_seqs: None, max_num_batched_tokens: None, ..SchedulerDto::from(&SchedulerConfig::default()) }
+        SchedulerDto {
+            max_num_seqs: None,
+            max_num_batched_tokens: None,
+            ..SchedulerDto::from(&SchedulerConfig::default())
+        }
     }
 }
 
@@ -534,7 +538,8 @@ mod tests {
     #[test]
     fn preset_paths_match_the_preset_dto() {
         let presets = [
-            r#"{"schema": "kvlab/preset@1", "workload": {"arrival": {"kind": "poisson", "rate_per_s": 1,
+            r#"{"schema": "kvlab/preset@1", "scheduler": {"max_num_seqs": 8, "max_num_batched_tokens": 64},
+                "workload": {"arrival": {"kind": "poisson", "rate_per_s": 1,
                 "bursts": [{"start_s": 1, "end_s": 2, "rate_per_s": 3}]}, "classes": [{"prompt_tokens":
                 {"mean": 9, "p99": 9}, "output_tokens": {"mean": 9, "p99": 9}}]}}"#,
             r#"{"schema": "kvlab/preset@1", "allocator": {"kind": "paged", "prefix_caching": true},
