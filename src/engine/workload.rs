@@ -7,15 +7,16 @@
 //! its crate keeps the same across versions, with an explicit conversion to floats), and every transcendental function comes
 //! from `libm`, so the same seed produces the same requests bit for bit on native and wasm.
 
-use rand_chacha::rand_core::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::sync::Arc;
 
 pub use super::alloc::PromptBlocks;
 
 /// The workload's random numbers: ChaCha8 keyed by the seed (SplitMix64 expands the 64-bit seed
-/// to the 256-bit key), each uniform the top 53 bits of one `u64` over 2^53. Every step of it
-/// is written down here, so the stream depends on no crate's choice of algorithm.
+/// to the 256-bit key), each uniform rand's `StandardUniform` f64: the top 53 bits of one `u64`
+/// over 2^53 (`uniform_is_the_top_53_bits_over_2_pow_53` pins it, so a rand release that drew
+/// floats otherwise would fail a test, not move every digest silently).
 pub struct WorkloadRng(ChaCha8Rng);
 
 impl WorkloadRng {
@@ -31,7 +32,7 @@ impl WorkloadRng {
 
     /// A uniform draw from [0, 1).
     pub fn uniform(&mut self) -> f64 {
-        (self.0.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+        self.0.random::<f64>()
     }
 }
 
@@ -351,4 +352,21 @@ fn draw_lognormal((mu, sigma): (f64, f64), rng: &mut WorkloadRng) -> u32 {
     let z = libm::sqrt(-2.0 * libm::log(u1)) * libm::cos(2.0 * std::f64::consts::PI * u2);
     let x = libm::exp(mu + sigma * z);
     libm::round(x.min(4.0e9)).max(1.0) as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::Rng;
+
+    /// rand's `StandardUniform` f64 is the conversion the digests were pinned with.
+    #[test]
+    fn uniform_is_the_top_53_bits_over_2_pow_53() {
+        let mut rng = WorkloadRng::new(7);
+        let mut raw = WorkloadRng::new(7).0;
+        for _ in 0..1000 {
+            let expected = (raw.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64);
+            assert_eq!(rng.uniform().to_bits(), expected.to_bits());
+        }
+    }
 }
