@@ -148,13 +148,13 @@ fn sliding_window_layers_read_only_their_window() {
         "gpu_memory_utilization": 0.9, "allocator": {"kind": "paged", "block_size": 16, "prefix_caching": false},
         "scheduler": {"max_model_len": 131072, "max_num_batched_tokens": 8192, "chunked_prefill": true}}"#;
     let windowed = parse_preset(text).expect("a valid preset");
-    let window = windowed.model.arch.as_ref().and_then(|a| a.sliding_window()).expect("gpt-oss has windows");
+    let window = windowed.model.sliding_window().expect("gpt-oss has windows");
     assert_eq!((window.window, window.layers), (128, 12));
     let mut full = windowed.clone();
     let arch = full.model.arch.as_mut().expect("an architecture");
     arch.layer_attention.iter_mut().for_each(|l| *l = LayerAttention::Full);
     let step = |c: &SimConfig, ctx: u32| {
-        let mut w = StepWork::new(c.model.arch.as_ref().and_then(|a| a.sliding_window()).map_or(0, |s| s.window), 0);
+        let mut w = StepWork::new(c.model.sliding_window().map_or(0, |s| s.window), 0);
         for _ in 0..64 {
             w.add(1, ctx, false);
         }

@@ -209,7 +209,7 @@ fn model_shape(model: &ModelSpec) -> ModelShape {
         }
         None => hidden_size(model),
     };
-    let window_layers = model.arch.as_deref().and_then(|a| a.sliding_window()).map_or(0, |w| w.layers);
+    let window_layers = model.sliding_window().map_or(0, |w| w.layers);
     ModelShape { attention_width_all_layers: width * f64::from(model.layers), layers: model.layers, window_layers }
 }
 

@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use super::model_arch::ModelArch;
+use super::model_arch::{ModelArch, SlidingWindowLayers};
 
 /// Bytes per cached element of K or V.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -61,6 +61,11 @@ impl ModelSpec {
             params_b: arch.param_counts().total() as f64 / 1e9,
             arch: Some(Box::new(arch)),
         }
+    }
+
+    /// Its sliding-window layers, when its config.json gives any (`ModelArch::sliding_window`).
+    pub fn sliding_window(&self) -> Option<SlidingWindowLayers> {
+        self.arch.as_deref().and_then(ModelArch::sliding_window)
     }
 
     pub fn kv_bytes_per_token(&self, dtype: KvDtype) -> u64 {

@@ -158,7 +158,7 @@ impl Simulation {
             duration_us: config.duration_us(),
             end_limit_us: config.end_limit_with(clock.floor_us()),
             clock,
-            window: config.model.arch.as_ref().and_then(|a| a.sliding_window()).map_or(0, |w| w.window),
+            window: config.model.sliding_window().map_or(0, |w| w.window),
             clients,
             config,
             groups: Vec::with_capacity(requests.len()),
