@@ -112,9 +112,13 @@ async fn contiguous_to_paged_lifts_utilisation_and_errors_keep_the_lab() {
 
     // The map answers the keyboard: focus it, move the cursor, the inspector describes a cell.
     c.find(Locator::Id("map-0")).await.unwrap().send_keys("\u{E014}").await.unwrap(); // ArrowRight
-    // The inspector is redrawn on the next animation frame, not inside the key handler.
-    wait_for(c, "document.getElementById('inspector').innerText.includes('Block 0')", "the inspector to describe block 0")
-        .await;
+                                                                                      // The inspector is redrawn on the next animation frame, not inside the key handler.
+    wait_for(
+        c,
+        "document.getElementById('inspector').innerText.includes('Block 0')",
+        "the inspector to describe block 0",
+    )
+    .await;
 
     js(c, "kvlab.runTo(30); return null").await;
     save_screenshot(c, "e2e-lab-paged.png").await;

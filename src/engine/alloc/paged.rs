@@ -247,6 +247,7 @@ impl PagedAllocator {
                 num_tokens: computed.num_tokens,
                 // A hit block carries its chained hash.
                 chain_hash: computed.blocks.last().and_then(|&b| self.pool.block_hash(b)).unwrap_or(0),
+                cached_blocks: hit_blocks,
             },
         );
         let ok = self.allocate_slots(seq, req.num_new_tokens);
@@ -291,12 +292,17 @@ impl PagedAllocator {
             return self.allocate_slots_grouped(seq, num_new_tokens);
         }
         let bs = self.block_size;
+        let v0_caching = self.prefix_caching && self.pool.engine() == EngineVersion::V0;
         let table = self.tables.get_mut(seq).expect("allocate_slots on unknown seq");
         // Fast path of every decode step: one token into a private, partly filled last block
-        // (also the token that fills it, when no prefix cache needs the full block's hash).
+        // (also the token that fills it, when no prefix cache needs the full block's hash in
+        // that write: see `BlockTable::cached_blocks`).
         let cur = table.num_tokens;
         let offset = cur % bs;
-        if num_new_tokens == 1 && offset != 0 && (offset + 1 != bs || !self.prefix_caching) {
+        let hashed_now = |t: &BlockTable| {
+            self.prefix_caching && (v0_caching || is_shared_content(t.identity.block_content(cur / bs, bs)))
+        };
+        if num_new_tokens == 1 && offset != 0 && (offset + 1 != bs || !hashed_now(table)) {
             let last = *table.blocks.last().expect("a partial block exists");
             if self.pool.holders(last) == 1 {
                 table.num_tokens += 1;
@@ -347,22 +353,36 @@ impl PagedAllocator {
         pool.get_new_blocks(need, request, &mut table.blocks, bs, last_fill).expect("checked free count");
         table.num_tokens = total;
         *live_tokens += u64::from(num_new_tokens);
-        let (full_before, full_now) = (cur / bs, total / bs);
         if *prefix_caching {
-            let v1 = pool.engine() == EngineVersion::V1;
-            for b in full_before..full_now {
-                let content = table.identity.block_content(b, bs);
-                let h = chain_hash(table.chain_hash, content, bs);
-                let id = table.blocks[b as usize];
-                if is_shared_content(content) || !v1 {
-                    pool.cache_full_block(id, h, is_shared_content(content));
-                } else {
-                    pool.cache_own_block(id, h, table.identity.request, b);
-                }
-                table.chain_hash = h;
-            }
+            Self::cache_full_blocks(pool, table, bs);
         }
         Some(())
+    }
+
+    /// Caches `table`'s full blocks not cached yet, in order (prefix caching only): shared
+    /// content (and every block under v0) in the pool's hash → blocks map, a request's own
+    /// tokens under v1 in its own list.
+    fn cache_full_blocks(pool: &mut BlockPool, table: &mut BlockTable, bs: u32) {
+        let v1 = pool.engine() == EngineVersion::V1;
+        let full = table.num_tokens / bs;
+        for b in table.cached_blocks..full {
+            let content = table.identity.block_content(b, bs);
+            let h = chain_hash(table.chain_hash, content, bs);
+            let id = table.blocks[b as usize];
+            if is_shared_content(content) || !v1 {
+                pool.cache_full_block(id, h, is_shared_content(content));
+            } else {
+                pool.cache_own_block(id, h, table.identity.request, b);
+            }
+            table.chain_hash = h;
+        }
+        table.cached_blocks = table.cached_blocks.max(full);
+    }
+
+    /// Whether a decode token that fills its block leaves the fast path (a block of generated
+    /// tokens is the request's own: only v0 caches it in that write).
+    pub fn decode_fill_is_slow(&self) -> bool {
+        self.prefix_caching && self.pool.engine() == EngineVersion::V0
     }
 
     /// Event-driven stepping: `tokens` decode tokens were written on the fast path (one token
@@ -412,6 +432,10 @@ impl PagedAllocator {
             return self.free_grouped(seq);
         }
         let Some(mut table) = self.tables.take(seq) else { return };
+        if self.prefix_caching {
+            // A full block is cached before it is freed (it then goes to the queue's tail).
+            Self::cache_full_blocks(&mut self.pool, &mut table, self.block_size);
+        }
         self.live_tokens -= self.pool.free_table(&table.blocks, table.num_tokens);
         if self.spare_tables.len() < MAX_SPARE_TABLES {
             table.blocks.clear();
@@ -483,11 +507,8 @@ impl PagedAllocator {
                     gpu[c as usize]
                 })
                 .collect();
-            let chain_hash = if self.prefix_caching {
-                BlockTable::chain_hash_of(identity, *num_tokens / self.block_size, self.block_size)
-            } else {
-                0
-            };
+            let cached_blocks = if self.prefix_caching { *num_tokens / self.block_size } else { 0 };
+            let chain_hash = BlockTable::chain_hash_of(identity, cached_blocks, self.block_size);
             self.tables.insert(
                 *seq,
                 BlockTable {
@@ -496,6 +517,7 @@ impl PagedAllocator {
                     blocks,
                     num_tokens: *num_tokens,
                     chain_hash,
+                    cached_blocks,
                 },
             );
         }

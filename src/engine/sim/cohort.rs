@@ -103,7 +103,9 @@ pub struct DecodeCohort {
     finishes: BinaryHeap<Reverse<(u64, u32)>>,
     /// 0 for contiguous slabs (no slow writes).
     block_size: u32,
-    prefix_caching: bool,
+    /// The token that fills a block is a slow write (v0's prefix caching hashes the block in
+    /// that write).
+    slow_fill: bool,
     /// Formed from a running queue (the default cohort is not: it stands for none).
     formed: bool,
     /// Members joined since the last step: their previous token may predate that step's start.
@@ -113,12 +115,13 @@ pub struct DecodeCohort {
 }
 
 impl DecodeCohort {
-    /// An empty cohort for blocks of `block_size` tokens.
-    pub fn paged(block_size: u32, prefix_caching: bool) -> Self {
+    /// An empty cohort for blocks of `block_size` tokens, where the token that fills a block is
+    /// a slow write if `slow_fill`.
+    pub fn paged(block_size: u32, slow_fill: bool) -> Self {
         DecodeCohort {
             ring: vec![Vec::new(); block_size as usize + 1],
             block_size,
-            prefix_caching,
+            slow_fill,
             formed: true,
             ..DecodeCohort::default()
         }
@@ -184,8 +187,8 @@ impl DecodeCohort {
         if offset == 0 || last_block_shared {
             return 0;
         }
-        // Without prefix caching the token that fills a block is a fast write too.
-        let fill = if self.prefix_caching { self.block_size - 1 } else { self.block_size };
+        // Unless the block is hashed in that write, the token that fills it is a fast write too.
+        let fill = if self.slow_fill { self.block_size - 1 } else { self.block_size };
         u64::from(fill - offset)
     }
 

@@ -133,7 +133,7 @@ impl Simulation {
     /// step after it); under v0 it is every running sample or none.
     fn form_cohort(&mut self) -> bool {
         self.cohort = match &self.kv {
-            KvCacheManager::Paged(p) => DecodeCohort::paged(p.block_size(), p.prefix_caching()),
+            KvCacheManager::Paged(p) => DecodeCohort::paged(p.block_size(), p.decode_fill_is_slow()),
             KvCacheManager::Contiguous(_) => DecodeCohort::contiguous(),
         }
         .with_window(self.window);

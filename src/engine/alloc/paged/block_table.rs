@@ -16,9 +16,15 @@ pub struct BlockTable {
     pub identity: TokenIdentity,
     pub blocks: Vec<u32>,
     pub num_tokens: u32,
-    /// Prefix caching: the chained hash of the last full block (0 before the first), so a block
-    /// that fills is hashed from its parent without rehashing the table.
+    /// Prefix caching: the chained hash of the last cached block (0 before the first), so a
+    /// block is hashed from its parent without rehashing the table.
     pub chain_hash: u64,
+    /// Prefix caching: the leading full blocks already cached. Under v1 a block of the request's
+    /// own tokens that a decode fills is cached at the table's next slow write or when the
+    /// table is freed, whichever comes first (`PagedAllocator::cache_full_blocks`): only its
+    /// own request can look it up, and only after it is freed, so nothing reads its hash
+    /// earlier. Everything else is cached in the write that fills it.
+    pub cached_blocks: u32,
 }
 
 impl BlockTable {
@@ -94,7 +100,7 @@ mod tests {
             prompt_tokens: 1,
             prompt_blocks: None,
         };
-        BlockTable { request: seq, identity, blocks: vec![seq], num_tokens: 1, chain_hash: 0 }
+        BlockTable { request: seq, identity, blocks: vec![seq], num_tokens: 1, chain_hash: 0, cached_blocks: 0 }
     }
 
     #[test]

@@ -77,6 +77,7 @@ impl PagedAllocator {
             blocks: self.spare_tables.pop().unwrap_or_default(),
             num_tokens: 0,
             chain_hash: 0,
+            cached_blocks: 0,
         };
         let h = self.groups.as_deref_mut().expect("hybrid groups");
         for g in 1..groups {
