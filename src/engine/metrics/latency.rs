@@ -35,13 +35,24 @@ impl Summary {
 /// longer ones rounded down to their 14 leading bits (a relative error below 2^-13, 0.013%).
 pub const GAP_EXACT_BITS: u32 = 14;
 
+/// Gaps per chunk of the exact range's counts (8 KiB of counters).
+const EXACT_CHUNK: usize = 1024;
+
 /// Every inter-token gap of a run, counted by value: exact below 16.384 ms, 14 significant bits
 /// above, so a day of traffic keeps at most a few thousand buckets per power of two of the gaps'
 /// range. The count, the sum (so the mean), the minimum and the maximum are exact.
+///
+/// A count is added for every token, so the exact range is an array indexed by the gap, in
+/// chunks of 1,024 µs allocated when a gap first lands in one (the gaps of a run cluster around
+/// its step times, so a few chunks hold them); the rounded buckets above stay in a map.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct GapHistogram {
-    /// Bucket (the gap's value with its low bits cleared, µs) → gaps in it.
-    buckets: BTreeMap<u64, u64>,
+    /// Gaps below 2^14 µs: chunk `c`, slot `i` counts gaps of `c × 1,024 + i` µs.
+    exact: Vec<Option<Box<[u64; EXACT_CHUNK]>>>,
+    /// Exact gaps counted at least once (buckets in use below 2^14 µs).
+    exact_buckets: usize,
+    /// Bucket (the gap's value with its low bits cleared, µs) → gaps in it, from 2^14 µs up.
+    rounded: BTreeMap<u64, u64>,
     count: u64,
     sum_us: u128,
     min_us: u64,
@@ -64,19 +75,45 @@ impl GapHistogram {
         if times == 0 {
             return;
         }
-        *self.buckets.entry(gap_bucket(us)).or_insert(0) += times;
+        if us < 1 << GAP_EXACT_BITS {
+            let (c, i) = (us as usize / EXACT_CHUNK, us as usize % EXACT_CHUNK);
+            if self.exact.len() <= c {
+                self.exact.resize_with(c + 1, || None);
+            }
+            let slot = &mut self.exact[c].get_or_insert_with(|| Box::new([0; EXACT_CHUNK]))[i];
+            self.exact_buckets += usize::from(*slot == 0);
+            *slot += times;
+        } else {
+            *self.rounded.entry(gap_bucket(us)).or_insert(0) += times;
+        }
         self.min_us = if self.count == 0 { us } else { self.min_us.min(us) };
         self.max_us = self.max_us.max(us);
         self.count += times;
         self.sum_us += u128::from(us) * u128::from(times);
     }
 
+    /// Every bucket in use with its count, lowest first.
+    fn buckets_in_order(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        let exact = self.exact.iter().enumerate().filter_map(|(c, chunk)| chunk.as_ref().map(|k| (c, k))).flat_map(
+            |(c, chunk)| {
+                chunk.iter().enumerate().filter(|&(_, &n)| n > 0).map(move |(i, &n)| ((c * EXACT_CHUNK + i) as u64, n))
+            },
+        );
+        exact.chain(self.rounded.iter().map(|(&b, &n)| (b, n)))
+    }
+
     pub fn count(&self) -> u64 {
         self.count
     }
-    /// Buckets in use (what the histogram's memory grows with).
+    /// Buckets in use.
     pub fn buckets(&self) -> usize {
-        self.buckets.len()
+        self.exact_buckets + self.rounded.len()
+    }
+    /// Bytes the histogram holds: its chunks of exact counts and its map's entries (a key, a
+    /// count and the tree's share of a node each).
+    pub fn bytes(&self) -> usize {
+        let chunks = self.exact.iter().flatten().count();
+        chunks * EXACT_CHUNK * size_of::<u64>() + self.rounded.len() * 4 * size_of::<u64>()
     }
     pub fn min_us(&self) -> u64 {
         self.min_us
@@ -102,7 +139,7 @@ impl GapHistogram {
         }
         let rank = (libm::ceil(p / 100.0 * self.count as f64) as u64).clamp(1, self.count);
         let mut seen = 0;
-        for (&bucket, &n) in &self.buckets {
+        for (bucket, n) in self.buckets_in_order() {
             seen += n;
             if seen >= rank {
                 return bucket.max(self.min_us) as f64;
@@ -169,6 +206,22 @@ mod tests {
             assert_eq!(h.percentile_us(p), percentile_of_sorted(&list, p), "p{p}");
         }
         assert_eq!(h.summary(), Summary::of_sorted_us(&list));
+    }
+
+    #[test]
+    fn the_exact_chunks_and_the_rounded_buckets_read_as_one_ordered_histogram() {
+        let mut h = GapHistogram::default();
+        for (us, times) in [(16_384, 2), (16_383, 1), (0, 1), (1_023, 1), (1_024, 3), (40_000, 1), (1_024, 1)] {
+            h.add(us, times);
+        }
+        assert_eq!(h.buckets(), 6, "0, 1,023, 1,024, 16,383 exact; 16,384 and 40,000 rounded");
+        let order: Vec<(u64, u64)> = h.buckets_in_order().collect();
+        assert_eq!(order, [(0, 1), (1_023, 1), (1_024, 4), (16_383, 1), (16_384, 2), (gap_bucket(40_000), 1)]);
+        assert_eq!(
+            (h.percentile_us(50.0), h.percentile_us(60.0), h.percentile_us(80.0)),
+            (1_024.0, 16_383.0, 16_384.0)
+        );
+        assert_eq!(h.bytes(), 3 * 1024 * 8 + 2 * 32, "chunks 0, 1 and 15 hold counts; two map entries");
     }
 
     #[test]

@@ -74,8 +74,7 @@ impl Snapshot {
         s.groups.len() * size_of::<SequenceGroup>()
             + samples * size_of::<Sequence>()
             + (s.ttft_us.len() + s.tpot_us.len() + s.e2e_us.len()) * size_of::<f64>()
-            // A B-tree entry of the gap histogram: key, count and the tree's share of a node.
-            + s.itl.buckets() * 4 * size_of::<u64>()
+            + s.itl.bytes()
             + s.series.len() * size_of::<crate::engine::StepPoint>()
             // Per block: its place in a block table, its free-queue entry, its record where
             // kept, and its hash and stamps with prefix caching.
