@@ -34,6 +34,7 @@ fn identity(request: u32, seq: u32, prompt: u32, shared: u32) -> TokenIdentity {
         shared_prefix_tokens: shared,
         prompt_tokens: prompt,
         prompt_blocks: None,
+        sole_sample: false,
     }
 }
 
@@ -205,7 +206,15 @@ mod own_blocks {
 
     fn identity(request: RequestId, prompt_tokens: u32, shared_prefix_tokens: u32) -> TokenIdentity {
         let prefix_key = u32::from(shared_prefix_tokens > 0);
-        TokenIdentity { request, seq: request, prefix_key, shared_prefix_tokens, prompt_tokens, prompt_blocks: None }
+        TokenIdentity {
+            request,
+            seq: request,
+            prefix_key,
+            shared_prefix_tokens,
+            prompt_tokens,
+            prompt_blocks: None,
+            sole_sample: false,
+        }
     }
 
     fn admit(p: &mut PagedAllocator, id: &TokenIdentity, tokens: u32) -> ComputedBlocks {

@@ -10,7 +10,15 @@ use kvlab::engine::alloc::{BlockPool, ComputedBlocks, KvCacheManager, PagedAdmit
 use kvlab::engine::{AllocatorConfig, EngineVersion, Simulation};
 
 fn identity(request: u32, seq: u32, prompt: u32) -> TokenIdentity {
-    TokenIdentity { request, seq, prefix_key: 0, shared_prefix_tokens: 0, prompt_tokens: prompt, prompt_blocks: None }
+    TokenIdentity {
+        request,
+        seq,
+        prefix_key: 0,
+        shared_prefix_tokens: 0,
+        prompt_tokens: prompt,
+        prompt_blocks: None,
+        sole_sample: false,
+    }
 }
 
 /// Rule 1: block 0 is the null block; N blocks hold N − 1 blocks of tokens.

@@ -73,6 +73,7 @@ impl SequenceGroup {
             shared_prefix_tokens: self.shared_prefix_tokens,
             prompt_tokens: self.prompt_tokens,
             prompt_blocks: self.prompt_blocks.clone(),
+            sole_sample: self.samples.len() == 1,
         }
     }
 

@@ -139,7 +139,9 @@ impl BlockPool {
     pub fn num_cached_blocks(&self) -> usize {
         self.cached.len()
     }
-    /// The hash a full block is cached under (prefix caching only).
+    /// The hash a full block is cached under (prefix caching only); a block marked cached but
+    /// not listed yet ([`BlockPool::mark_own_block`]) reads as cached under the hash it held
+    /// before, which nothing reads until it is listed.
     pub fn block_hash(&self, id: u32) -> Option<u64> {
         self.hashes.get(id as usize).filter(|s| s.cached != Cached::No).map(|s| s.hash)
     }
@@ -324,6 +326,32 @@ impl BlockPool {
         self.epoch += 1;
     }
 
+    /// v1: marks a full block of a sequence's own tokens cached without hashing it yet
+    /// ([`TokenIdentity::own_block_waits`](crate::engine::alloc::TokenIdentity::own_block_waits)):
+    /// freed, it goes to the queue's tail like any cached block; its hash and its entry in
+    /// its request's own list come when its table is freed with the request unfinished
+    /// ([`BlockPool::list_own_block`]).
+    pub fn mark_own_block(&mut self, id: u32) {
+        debug_assert_eq!(self.engine, EngineVersion::V1, "v0 caches one block per hash, in the map");
+        if !self.enable_caching || self.block_hash(id).is_some() {
+            return;
+        }
+        let slot = &mut self.hashes[id as usize];
+        slot.generation = slot.generation.wrapping_add(1);
+        slot.cached = Cached::Own;
+        self.blocks[id as usize].shared_content = false;
+        self.epoch += 1;
+    }
+
+    /// Lists block `id`, marked by [`BlockPool::mark_own_block`], under its hash in `request`'s
+    /// own list (block `index` of its sequence), as [`BlockPool::cache_own_block`] would have.
+    pub fn list_own_block(&mut self, id: u32, hash: u64, request: RequestId, index: u32) {
+        let slot = &mut self.hashes[id as usize];
+        debug_assert_eq!(slot.cached, Cached::Own, "block {id} is listed without being marked");
+        slot.hash = hash;
+        self.own.push(request, OwnEntry { hash, block: id, generation: slot.generation, index });
+    }
+
     /// Gives block `id` its hash; returns its new cache generation.
     fn set_hash(&mut self, id: u32, hash: u64, cached: Cached) -> u32 {
         let slot = &mut self.hashes[id as usize];
@@ -422,8 +450,9 @@ impl BlockPool {
         Ok(free)
     }
 
-    /// Every current entry of an own list is its block's, once; and a block cached as its
-    /// request's own is listed by that request, unless the request has ended (its list dropped).
+    /// Every current entry of an own list is its block's, once; and a free block cached as its
+    /// request's own is listed by that request, unless the request has ended (its list
+    /// dropped). A held one may wait to be listed until it is freed (`mark_own_block`).
     fn check_own_lists(&self) -> Result<(), String> {
         let mut listed = vec![false; self.hashes.len()];
         for (request, list) in self.own.iter() {
@@ -438,7 +467,7 @@ impl BlockPool {
         }
         for (id, s) in self.hashes.iter().enumerate() {
             let owner = self.blocks[id].owner;
-            if s.cached == Cached::Own && !listed[id] && self.has_own_blocks(owner) {
+            if s.cached == Cached::Own && !listed[id] && self.blocks[id].ref_cnt == 0 && self.has_own_blocks(owner) {
                 return Err(format!("block {id} of request {owner}'s own tokens is missing from its list"));
             }
         }

@@ -44,12 +44,23 @@ pub struct TokenIdentity {
     pub shared_prefix_tokens: u32,
     pub prompt_tokens: u32,
     pub prompt_blocks: Option<PromptBlocks>,
+    /// The request has this one sequence: no sibling sample reads its prompt's own blocks, so
+    /// only the sequence itself can hit any of its own blocks, once admitted again after a
+    /// preemption (false is always safe: the blocks are listed as they fill).
+    pub sole_sample: bool,
 }
 
 impl TokenIdentity {
     /// Hash of full block `b` chained on its parent's hash, as vLLM hashes (parent, tokens).
     pub fn block_hash(&self, parent: u64, b: u32, block_size: u32) -> u64 {
         chain_hash(parent, self.block_content(b, block_size), block_size)
+    }
+
+    /// Only this sequence can ever hit block `b` of its own tokens (its content names the
+    /// sequence, or the request has no other sample), and only after it is freed: the block
+    /// can wait until then to be hashed and listed (`PagedAllocator::list_own_blocks`).
+    pub fn own_block_waits(&self, content: u64) -> bool {
+        content >> 62 == 3 || (content >> 62 == 2 && self.sole_sample)
     }
 
     /// What full block `b`'s tokens are, tagged in the top two bits: 0 a block the trace names,

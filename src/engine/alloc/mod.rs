@@ -200,6 +200,14 @@ impl KvCacheManager {
         }
     }
 
+    /// Frees a finished sequence's KV (its own blocks need not be findable again).
+    pub fn free_finished(&mut self, seq: SeqId) {
+        match self {
+            KvCacheManager::Contiguous(c) => c.free(seq),
+            KvCacheManager::Paged(p) => p.free_finished(seq),
+        }
+    }
+
     /// Request `r` has ended (finished or refused): the prefix cache stops listing the blocks
     /// of its own tokens, which nothing will look up again (they stay cached until evicted).
     pub fn forget_request(&mut self, r: RequestId) {

@@ -247,6 +247,7 @@ impl PagedAllocator {
                 num_tokens: computed.num_tokens,
                 // A hit block carries its chained hash.
                 chain_hash: computed.blocks.last().and_then(|&b| self.pool.block_hash(b)).unwrap_or(0),
+                chain_blocks: hit_blocks,
                 cached_blocks: hit_blocks,
             },
         );
@@ -361,22 +362,40 @@ impl PagedAllocator {
 
     /// Caches `table`'s full blocks not cached yet, in order (prefix caching only): shared
     /// content (and every block under v0) in the pool's hash → blocks map, a request's own
-    /// tokens under v1 in its own list.
+    /// tokens under v1 in its own list; a block only the sequence itself can hit is marked
+    /// cached now and hashed and listed when the table is freed with the request unfinished
+    /// ([`PagedAllocator::list_own_blocks`]).
     fn cache_full_blocks(pool: &mut BlockPool, table: &mut BlockTable, bs: u32) {
         let v1 = pool.engine() == EngineVersion::V1;
         let full = table.num_tokens / bs;
         for b in table.cached_blocks..full {
             let content = table.identity.block_content(b, bs);
-            let h = chain_hash(table.chain_hash, content, bs);
             let id = table.blocks[b as usize];
+            if v1 && table.identity.own_block_waits(content) {
+                pool.mark_own_block(id);
+                continue;
+            }
+            debug_assert_eq!(table.chain_blocks, b, "a block to hash now follows one waiting to be hashed");
+            let h = chain_hash(table.chain_hash, content, bs);
             if is_shared_content(content) || !v1 {
                 pool.cache_full_block(id, h, is_shared_content(content));
             } else {
                 pool.cache_own_block(id, h, table.identity.request, b);
             }
-            table.chain_hash = h;
+            (table.chain_hash, table.chain_blocks) = (h, b + 1);
         }
         table.cached_blocks = table.cached_blocks.max(full);
+    }
+
+    /// Hashes and lists the blocks `table` marked cached without a hash (a sequence's own tokens,
+    /// [`TokenIdentity::own_block_waits`]), as `cache_full_blocks` would have in the writes that
+    /// filled them: the table is being freed and its request may be admitted again.
+    fn list_own_blocks(pool: &mut BlockPool, table: &mut BlockTable, bs: u32) {
+        for b in table.chain_blocks..table.cached_blocks {
+            let h = chain_hash(table.chain_hash, table.identity.block_content(b, bs), bs);
+            pool.list_own_block(table.blocks[b as usize], h, table.identity.request, b);
+            (table.chain_hash, table.chain_blocks) = (h, b + 1);
+        }
     }
 
     /// Whether a decode token that fills its block leaves the fast path (a block of generated
@@ -426,8 +445,19 @@ impl PagedAllocator {
         self.tables.insert(child, BlockTable { identity, ..p });
     }
 
-    /// Releases the sequence's blocks, last block first (so tail blocks are evicted first).
+    /// Releases the sequence's blocks, last block first (so tail blocks are evicted first); its
+    /// request may be admitted again (a preemption), so the prefix cache lists its own blocks.
     pub fn free(&mut self, seq: SeqId) {
+        self.free_table_of(seq, true);
+    }
+
+    /// Releases a finished sequence's blocks, as [`PagedAllocator::free`] does; nothing will
+    /// look up the blocks of its own tokens again, so they are cached but not listed.
+    pub fn free_finished(&mut self, seq: SeqId) {
+        self.free_table_of(seq, false);
+    }
+
+    fn free_table_of(&mut self, seq: SeqId, may_return: bool) {
         if self.groups.is_some() {
             return self.free_grouped(seq);
         }
@@ -435,6 +465,11 @@ impl PagedAllocator {
         if self.prefix_caching {
             // A full block is cached before it is freed (it then goes to the queue's tail).
             Self::cache_full_blocks(&mut self.pool, &mut table, self.block_size);
+            // A sample of several finishes with its siblings running: its blocks are listed, as
+            // every free own block of an unfinished request is.
+            if may_return || !table.identity.sole_sample {
+                Self::list_own_blocks(&mut self.pool, &mut table, self.block_size);
+            }
         }
         self.live_tokens -= self.pool.free_table(&table.blocks, table.num_tokens);
         if self.spare_tables.len() < MAX_SPARE_TABLES {
@@ -517,6 +552,7 @@ impl PagedAllocator {
                     blocks,
                     num_tokens: *num_tokens,
                     chain_hash,
+                    chain_blocks: cached_blocks,
                     cached_blocks,
                 },
             );

@@ -129,7 +129,7 @@ impl Simulation {
         let s = &mut g.samples[k as usize];
         s.finished = true;
         let seq = s.seq;
-        self.kv.free(seq);
+        self.kv.free_finished(seq);
         self.finished_seqs += 1;
         if g.samples.iter().all(|s| s.finished) {
             g.status = GroupStatus::Finished;

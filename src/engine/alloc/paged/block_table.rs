@@ -16,9 +16,12 @@ pub struct BlockTable {
     pub identity: TokenIdentity,
     pub blocks: Vec<u32>,
     pub num_tokens: u32,
-    /// Prefix caching: the chained hash of the last cached block (0 before the first), so a
+    /// Prefix caching: the chained hash of the first `chain_blocks` blocks (0 for none), so a
     /// block is hashed from its parent without rehashing the table.
     pub chain_hash: u64,
+    /// The blocks `chain_hash` covers: the cached ones but those of the sequence's own tokens
+    /// waiting to be hashed ([`TokenIdentity::own_block_waits`]), which are the table's last.
+    pub chain_blocks: u32,
     /// Prefix caching: the leading full blocks already cached. Under v1 a block of the request's
     /// own tokens that a decode fills is cached at the table's next slow write or when the
     /// table is freed, whichever comes first (`PagedAllocator::cache_full_blocks`): only its
@@ -99,8 +102,17 @@ mod tests {
             shared_prefix_tokens: 0,
             prompt_tokens: 1,
             prompt_blocks: None,
+            sole_sample: false,
         };
-        BlockTable { request: seq, identity, blocks: vec![seq], num_tokens: 1, chain_hash: 0, cached_blocks: 0 }
+        BlockTable {
+            request: seq,
+            identity,
+            blocks: vec![seq],
+            num_tokens: 1,
+            chain_hash: 0,
+            chain_blocks: 0,
+            cached_blocks: 0,
+        }
     }
 
     #[test]

@@ -77,6 +77,7 @@ impl PagedAllocator {
             blocks: self.spare_tables.pop().unwrap_or_default(),
             num_tokens: 0,
             chain_hash: 0,
+            chain_blocks: 0,
             cached_blocks: 0,
         };
         let h = self.groups.as_deref_mut().expect("hybrid groups");
@@ -182,6 +183,7 @@ mod tests {
             shared_prefix_tokens: 0,
             prompt_tokens: prompt,
             prompt_blocks: None,
+            sole_sample: false,
         };
         let req = PagedAdmit {
             request: seq,

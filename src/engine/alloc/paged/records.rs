@@ -179,6 +179,7 @@ mod tests {
                 shared_prefix_tokens: 0,
                 prompt_tokens: 6,
                 prompt_blocks: None,
+                sole_sample: false,
             };
             let admit = PagedAdmit {
                 request: seq,
