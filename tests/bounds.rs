@@ -171,7 +171,7 @@ fn counts_read_as_words() {
 /// The per-unit sizes behind the memory table of `docs/SCHEMA.md` ("Limits").
 #[test]
 fn per_unit_sizes_are_what_the_schema_doc_counts() {
-    use kvlab::engine::alloc::KvCacheBlock;
+    use kvlab::engine::alloc::{BlockEntry, KvCacheBlock};
     use kvlab::engine::request::{Sequence, SequenceGroup};
     use kvlab::engine::workload::RequestSpec;
     use kvlab::engine::{MapCell, StepPoint};
@@ -186,6 +186,11 @@ fn per_unit_sizes_are_what_the_schema_doc_counts() {
         size_of::<Sequence>()
     );
     assert!(size_of::<KvCacheBlock>() <= 12, "docs/SCHEMA.md counts 12 B a block record");
+    // The pool keeps a block's record, hash and free-queue stamp together where blocks can be
+    // shared: a day with prefix caching cycles through the whole pool, and one entry is one
+    // cache miss a block where three arrays were three (docs/PERFORMANCE.md, "A day with prefix
+    // caching": 4.3 → 4.1 s min, 5.3 → 4.5 s median of six, every report the same).
+    assert!(size_of::<BlockEntry>() <= 32, "docs/SCHEMA.md counts 32 B a pool entry");
     assert!(size_of::<MapCell>() <= 8);
     assert!(size_of::<StepPoint>() <= 48);
     assert!(size_of::<RequestSpec>() + size_of::<SequenceGroup>() <= 256);

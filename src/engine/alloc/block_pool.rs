@@ -3,7 +3,9 @@
 //! `BlockPool` that hands out blocks from the queue's head and keeps a hash → block map for
 //! prefix caching. Under v1 a block of one request's own tokens is listed by its request
 //! instead (`own_hashes.rs`): only that request can hit it, and most such blocks are evicted
-//! unhit, so caching and evicting them costs no map update.
+//! unhit, so caching and evicting them costs no map update. A block only its own sequence can
+//! hit is not even hashed until its table is freed with the request unfinished
+//! (`mark_own_block`, then `list_own_block`): a request that runs to its end never is.
 //!
 //! Freeing follows the engine: vLLM v1 puts blocks without a hash at the queue's head (reused
 //! first) and hashed ones at the tail (evicted last, least recently used), keeps duplicate hashes,
@@ -11,49 +13,27 @@
 //! block per hash. A free block that still holds a cached prefix keeps its hash until it is reused.
 //!
 //! Block records are kept only where a block can have more than one holder: prefix caching
-//! (cache hits), or v0 (forked samples, swaps). vLLM v1 without prefix caching never shares a
+//! (cache hits), or v0 (forked samples, swaps), each in a [`BlockEntry`] with the block's hash
+//! and free-queue stamp (one cache line shared by two blocks). vLLM v1 without prefix caching never shares a
 //! block, so a block is held exactly when one block table holds it, and the tables are the
 //! records (`PagedAllocator::block_records` derives them): handing out and freeing a block
 //! then moves its id between the queue and a table and writes nothing else.
 
 use std::collections::BTreeMap;
 
-use super::block::KvCacheBlock;
+use super::block::{BlockEntry, Cached, KvCacheBlock};
 use super::free_queue::FreeBlockQueue;
 use super::ids::RequestId;
 use super::own_hashes::{OwnEntry, OwnHashes};
 use crate::engine::version::EngineVersion;
 
-/// Where a block's hash is kept, if it has one.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-enum Cached {
-    #[default]
-    No,
-    /// In the hash → blocks map.
-    InMap,
-    /// In its request's own list ([`OwnHashes`]).
-    Own,
-}
-
-/// A block's hash and where it is kept; `generation` counts the times the block was cached
-/// (an entry of an own list counts only while its block keeps the generation it was cached at).
-#[derive(Clone, Copy, Debug, Default)]
-struct HashSlot {
-    hash: u64,
-    generation: u32,
-    cached: Cached,
-}
-
 #[derive(Clone, Debug)]
 pub struct BlockPool {
-    /// One record per block where blocks can be shared; empty where they cannot (see the module
-    /// doc).
-    blocks: Vec<KvCacheBlock>,
+    /// One entry per block where blocks can be shared (its record, hash and free-queue stamp
+    /// together); empty where they cannot (see the module doc).
+    blocks: Vec<BlockEntry>,
     num_blocks: u32,
     free_queue: FreeBlockQueue,
-    /// Each block's hash, set once it is full (prefix caching only: empty without it, which
-    /// keeps the block records small).
-    hashes: Vec<HashSlot>,
     /// Hash → the blocks cached under it, oldest first (v1 keeps duplicates; v0 holds one).
     cached: BTreeMap<u64, Vec<u32>>,
     /// v1: the blocks of each request's own tokens, by request.
@@ -70,17 +50,16 @@ impl BlockPool {
     /// `num_blocks` as vLLM counts them: under v1 block 0 is the null block, never handed out.
     pub fn new(num_blocks: u32, enable_caching: bool, engine: EngineVersion) -> Self {
         let shares = enable_caching || engine == EngineVersion::V0;
-        let blocks = if shares { vec![KvCacheBlock::default(); num_blocks as usize] } else { Vec::new() };
+        let mut blocks = if shares { vec![BlockEntry::default(); num_blocks as usize] } else { Vec::new() };
         let mut free_queue = FreeBlockQueue::new(num_blocks, enable_caching);
         let first = u32::from(engine == EngineVersion::V1).min(num_blocks);
         for id in first..num_blocks {
-            free_queue.push_back(id);
+            free_queue.push_back(&mut blocks, id);
         }
         BlockPool {
             blocks,
             num_blocks,
             free_queue,
-            hashes: if enable_caching { vec![HashSlot::default(); num_blocks as usize] } else { Vec::new() },
             cached: BTreeMap::new(),
             own: OwnHashes::default(),
             enable_caching,
@@ -117,20 +96,20 @@ impl BlockPool {
     }
     /// A block's record; only where blocks can be shared ([`BlockPool::shares_blocks`]).
     pub fn block(&self, id: u32) -> &KvCacheBlock {
-        &self.blocks[id as usize]
+        &self.blocks[id as usize].block
     }
-    /// Every block's record; empty where blocks cannot be shared.
-    pub fn blocks(&self) -> &[KvCacheBlock] {
-        &self.blocks
+    /// Every block's record in block-id order; none where blocks cannot be shared.
+    pub fn blocks(&self) -> impl ExactSizeIterator<Item = &KvCacheBlock> + '_ {
+        self.blocks.iter().map(|e| &e.block)
     }
     /// The references to a block some table holds (1 where blocks cannot be shared).
     #[inline]
     pub fn holders(&self, id: u32) -> u32 {
-        self.blocks.get(id as usize).map_or(1, |b| b.ref_cnt)
+        self.blocks.get(id as usize).map_or(1, |e| e.block.ref_cnt)
     }
     /// The block was made by copy-on-write (never where blocks cannot be shared).
     pub fn copied(&self, id: u32) -> bool {
-        self.blocks.get(id as usize).is_some_and(|b| b.copied)
+        self.blocks.get(id as usize).is_some_and(|e| e.block.copied)
     }
     pub fn epoch(&self) -> u64 {
         self.epoch
@@ -143,7 +122,7 @@ impl BlockPool {
     /// not listed yet ([`BlockPool::mark_own_block`]) reads as cached under the hash it held
     /// before, which nothing reads until it is listed.
     pub fn block_hash(&self, id: u32) -> Option<u64> {
-        self.hashes.get(id as usize).filter(|s| s.cached != Cached::No).map(|s| s.hash)
+        self.blocks.get(id as usize).filter(|e| e.cached != Cached::No).map(|e| e.hash)
     }
 
     /// Takes the block at the head of the free queue, evicting its cached hash; None if empty.
@@ -153,21 +132,19 @@ impl BlockPool {
         if !self.shares_blocks() {
             return Some(id);
         }
-        if let Some(slot) = self.hashes.get_mut(id as usize) {
-            // An own list's entry is left behind, stale: the block no longer carries a hash.
-            if std::mem::take(&mut slot.cached) == Cached::InMap {
-                let h = slot.hash;
-                if let Some(ids) = self.cached.get_mut(&h) {
-                    ids.retain(|&x| x != id);
-                    if ids.is_empty() {
-                        self.cached.remove(&h);
-                    }
+        let e = &mut self.blocks[id as usize];
+        debug_assert_eq!(e.block.ref_cnt, 0);
+        e.block = KvCacheBlock { ref_cnt: 1, owner, ..KvCacheBlock::default() };
+        // An own list's entry is left behind, stale: the block no longer carries a hash.
+        if std::mem::take(&mut e.cached) == Cached::InMap {
+            let h = e.hash;
+            if let Some(ids) = self.cached.get_mut(&h) {
+                ids.retain(|&x| x != id);
+                if ids.is_empty() {
+                    self.cached.remove(&h);
                 }
             }
         }
-        let b = &mut self.blocks[id as usize];
-        debug_assert_eq!(b.ref_cnt, 0);
-        *b = KvCacheBlock { ref_cnt: 1, owner, ..KvCacheBlock::default() };
         Some(id)
     }
 
@@ -189,7 +166,7 @@ impl BlockPool {
         if self.enable_caching {
             for k in 0..n {
                 let id = self.get_new_block(owner).expect("counted above");
-                self.blocks[id as usize].filled = (if k + 1 == n { last_fill } else { fill }) as u16;
+                self.blocks[id as usize].block.filled = (if k + 1 == n { last_fill } else { fill }) as u16;
                 out.push(id);
             }
             return Some(());
@@ -202,12 +179,12 @@ impl BlockPool {
         if self.shares_blocks() {
             let fill = fill as u16;
             for &id in &out[start..] {
-                let b = &mut self.blocks[id as usize];
+                let b = &mut self.blocks[id as usize].block;
                 debug_assert_eq!(b.ref_cnt, 0, "block {id} in the free queue is referenced");
                 *b = KvCacheBlock { ref_cnt: 1, owner, filled: fill, ..KvCacheBlock::default() };
             }
             if n > 0 {
-                self.blocks[out[out.len() - 1] as usize].filled = last_fill as u16;
+                self.blocks[out[out.len() - 1] as usize].block.filled = last_fill as u16;
             }
         }
         Some(())
@@ -215,7 +192,7 @@ impl BlockPool {
 
     /// Adds a reference; a block revived from the free queue (a cache hit) leaves it.
     pub fn touch(&mut self, id: u32, owner: RequestId) {
-        let b = &mut self.blocks[id as usize];
+        let b = &mut self.blocks[id as usize].block;
         b.ref_cnt += 1;
         if b.ref_cnt == 1 {
             b.owner = owner;
@@ -234,30 +211,30 @@ impl BlockPool {
         front.clear();
         let mut freed_tokens = 0u64;
         for id in ordered {
-            let Some(filled) = self.release(id) else { continue };
+            let Some((filled, hashed)) = self.release(id) else { continue };
             freed_tokens += u64::from(filled);
-            let hashed = self.hashes.get(id as usize).is_some_and(|s| s.cached != Cached::No);
             if self.engine == EngineVersion::V1 && !hashed {
                 front.push(id);
             } else {
-                self.free_queue.push_back(id);
+                self.free_queue.push_back(&mut self.blocks, id);
             }
             self.epoch += 1;
         }
         for &id in front.iter().rev() {
-            self.free_queue.push_front(id);
+            self.free_queue.push_front(&mut self.blocks, id);
         }
         self.scratch_front = front;
         freed_tokens
     }
 
-    /// Drops one reference from block `id`; its tokens when that was the last one.
+    /// Drops one reference from block `id`; when that was the last one, its tokens and whether
+    /// it carries a hash.
     #[inline]
-    fn release(&mut self, id: u32) -> Option<u32> {
-        let b = &mut self.blocks[id as usize];
-        assert!(b.ref_cnt > 0, "block {id} freed with ref count 0");
-        b.ref_cnt -= 1;
-        (b.ref_cnt == 0).then_some(u32::from(b.filled))
+    fn release(&mut self, id: u32) -> Option<(u32, bool)> {
+        let e = &mut self.blocks[id as usize];
+        assert!(e.block.ref_cnt > 0, "block {id} freed with ref count 0");
+        e.block.ref_cnt -= 1;
+        (e.block.ref_cnt == 0).then_some((u32::from(e.block.filled), e.cached != Cached::No))
     }
 
     /// Frees a block table's blocks last block first, as `free_blocks(table.iter().rev())`
@@ -279,13 +256,13 @@ impl BlockPool {
     #[inline]
     pub fn set_filled(&mut self, id: u32, filled: u32) {
         debug_assert!(filled <= 256, "a block holds at most 256 tokens");
-        if let Some(b) = self.blocks.get_mut(id as usize) {
-            b.filled = filled as u16;
+        if let Some(e) = self.blocks.get_mut(id as usize) {
+            e.block.filled = filled as u16;
         }
     }
     /// Marks a block made by copy-on-write (which only shared blocks need).
     pub fn mark_copied(&mut self, id: u32) {
-        self.blocks[id as usize].copied = true;
+        self.blocks[id as usize].block.copied = true;
     }
 
     /// A block cached under `hash` (the oldest, as vLLM's `get_one_block`).
@@ -306,7 +283,7 @@ impl BlockPool {
         }
         ids.push(id);
         self.set_hash(id, hash, Cached::InMap);
-        self.blocks[id as usize].shared_content = shared_content;
+        self.blocks[id as usize].block.shared_content = shared_content;
         // A new hash can turn a refused admission into a hit: admission memos are stale.
         self.epoch += 1;
     }
@@ -322,7 +299,7 @@ impl BlockPool {
         }
         let generation = self.set_hash(id, hash, Cached::Own);
         self.own.push(request, OwnEntry { hash, block: id, generation, index });
-        self.blocks[id as usize].shared_content = false;
+        self.blocks[id as usize].block.shared_content = false;
         self.epoch += 1;
     }
 
@@ -336,33 +313,33 @@ impl BlockPool {
         if !self.enable_caching || self.block_hash(id).is_some() {
             return;
         }
-        let slot = &mut self.hashes[id as usize];
-        slot.generation = slot.generation.wrapping_add(1);
-        slot.cached = Cached::Own;
-        self.blocks[id as usize].shared_content = false;
+        let e = &mut self.blocks[id as usize];
+        e.generation = e.generation.wrapping_add(1);
+        e.cached = Cached::Own;
+        e.block.shared_content = false;
         self.epoch += 1;
     }
 
     /// Lists block `id`, marked by [`BlockPool::mark_own_block`], under its hash in `request`'s
     /// own list (block `index` of its sequence), as [`BlockPool::cache_own_block`] would have.
     pub fn list_own_block(&mut self, id: u32, hash: u64, request: RequestId, index: u32) {
-        let slot = &mut self.hashes[id as usize];
-        debug_assert_eq!(slot.cached, Cached::Own, "block {id} is listed without being marked");
-        slot.hash = hash;
-        self.own.push(request, OwnEntry { hash, block: id, generation: slot.generation, index });
+        let e = &mut self.blocks[id as usize];
+        debug_assert_eq!(e.cached, Cached::Own, "block {id} is listed without being marked");
+        e.hash = hash;
+        self.own.push(request, OwnEntry { hash, block: id, generation: e.generation, index });
     }
 
     /// Gives block `id` its hash; returns its new cache generation.
     fn set_hash(&mut self, id: u32, hash: u64, cached: Cached) -> u32 {
-        let slot = &mut self.hashes[id as usize];
-        slot.generation = slot.generation.wrapping_add(1);
-        (slot.hash, slot.cached) = (hash, cached);
-        slot.generation
+        let e = &mut self.blocks[id as usize];
+        e.generation = e.generation.wrapping_add(1);
+        (e.hash, e.cached) = (hash, cached);
+        e.generation
     }
 
     /// The entry still stands for its block (cached since, not evicted).
     fn own_entry_current(&self, e: &OwnEntry) -> bool {
-        let s = &self.hashes[e.block as usize];
+        let s = &self.blocks[e.block as usize];
         s.cached == Cached::Own && s.generation == e.generation
     }
 
@@ -409,14 +386,14 @@ impl BlockPool {
             }
             free[id as usize] = true;
             count += 1;
-            if self.blocks.get(id as usize).is_some_and(|b| b.ref_cnt != 0) {
+            if self.blocks.get(id as usize).is_some_and(|e| e.block.ref_cnt != 0) {
                 return Err(format!("block {id} is in the free queue with ref count > 0"));
             }
         }
         if count != self.free_queue.len() {
             return Err(format!("free queue links {count} blocks but counts {}", self.free_queue.len()));
         }
-        for (id, b) in self.blocks.iter().enumerate() {
+        for (id, b) in self.blocks().enumerate() {
             if id < null {
                 if b.ref_cnt != 0 || self.block_hash(id as u32).is_some() {
                     return Err(format!("null block {id} was handed out"));
@@ -427,7 +404,7 @@ impl BlockPool {
                 return Err(format!("block {id} has ref count 0 but is not free"));
             }
             if let Some(h) = self.block_hash(id as u32) {
-                let own = self.hashes[id].cached == Cached::Own;
+                let own = self.blocks[id].cached == Cached::Own;
                 if !own && !self.cached.get(&h).is_some_and(|ids| ids.contains(&(id as u32))) {
                     return Err(format!("block {id} carries a hash the hash map does not list it under"));
                 }
@@ -442,7 +419,7 @@ impl BlockPool {
                 return Err(format!("hash {h:#x} lists {} blocks", ids.len()));
             }
             for &id in ids {
-                if self.block_hash(id) != Some(h) || self.hashes[id as usize].cached != Cached::InMap {
+                if self.block_hash(id) != Some(h) || self.blocks[id as usize].cached != Cached::InMap {
                     return Err(format!("cached hash points at block {id}, which does not carry it"));
                 }
             }
@@ -454,10 +431,10 @@ impl BlockPool {
     /// request's own is listed by that request, unless the request has ended (its list
     /// dropped). A held one may wait to be listed until it is freed (`mark_own_block`).
     fn check_own_lists(&self) -> Result<(), String> {
-        let mut listed = vec![false; self.hashes.len()];
+        let mut listed = vec![false; self.blocks.len()];
         for (request, list) in self.own.iter() {
             for e in list.iter().filter(|e| self.own_entry_current(e)) {
-                if self.hashes[e.block as usize].hash != e.hash {
+                if self.blocks[e.block as usize].hash != e.hash {
                     return Err(format!("request {request} lists block {} under a hash it does not carry", e.block));
                 }
                 if std::mem::replace(&mut listed[e.block as usize], true) {
@@ -465,9 +442,9 @@ impl BlockPool {
                 }
             }
         }
-        for (id, s) in self.hashes.iter().enumerate() {
-            let owner = self.blocks[id].owner;
-            if s.cached == Cached::Own && !listed[id] && self.blocks[id].ref_cnt == 0 && self.has_own_blocks(owner) {
+        for (id, s) in self.blocks.iter().enumerate() {
+            let owner = s.block.owner;
+            if s.cached == Cached::Own && !listed[id] && s.block.ref_cnt == 0 && self.has_own_blocks(owner) {
                 return Err(format!("block {id} of request {owner}'s own tokens is missing from its list"));
             }
         }

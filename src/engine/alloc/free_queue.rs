@@ -6,14 +6,15 @@
 //! ids, read in place when a prefill takes many blocks at once. Leaving the middle only takes
 //! the block out (its ref count leaves 0): with prefix caching every entry carries a stamp,
 //! bumped each time its block joins the queue, and an entry counts only while its block is free
-//! and carries that stamp, so the entry left behind is skipped. Only prefix caching revives
+//! and carries that stamp, so the entry left behind is skipped. The stamps live in the pool's
+//! [`BlockEntry`]s, beside the ref counts they are read with. Only prefix caching revives
 //! blocks from the middle; without it every entry is current and no stamps are kept. The queue
 //! counts the entries left behind, so while there are none (no cache hit revived a block since
 //! they were last dropped) the head is taken without reading its block's record or stamp.
 
 use std::collections::VecDeque;
 
-use super::block::KvCacheBlock;
+use super::block::BlockEntry;
 
 #[derive(Clone, Debug)]
 pub struct FreeBlockQueue {
@@ -21,8 +22,8 @@ pub struct FreeBlockQueue {
     ids: VecDeque<u32>,
     /// Each entry's stamp, beside `ids` (prefix caching only; empty without it).
     entry_stamps: VecDeque<u32>,
-    /// Each block's current stamp (prefix caching only).
-    stamps: Vec<u32>,
+    /// Entries carry stamps (prefix caching); each block's current one is its entry's.
+    stamped: bool,
     len: u32,
     /// Entries left behind by blocks that left the middle (stale), still in `ids`.
     stale: u32,
@@ -34,7 +35,7 @@ impl FreeBlockQueue {
         FreeBlockQueue {
             ids: VecDeque::with_capacity(num_blocks as usize),
             entry_stamps: VecDeque::with_capacity(if stamped { num_blocks as usize } else { 0 }),
-            stamps: if stamped { vec![0; num_blocks as usize] } else { Vec::new() },
+            stamped,
             len: 0,
             stale: 0,
         }
@@ -50,30 +51,36 @@ impl FreeBlockQueue {
     }
 
     fn stamped(&self) -> bool {
-        !self.stamps.is_empty()
+        self.stamped
     }
 
-    fn current(stamps: &[u32], blocks: &[KvCacheBlock], id: u32, stamp: u32) -> bool {
-        blocks[id as usize].ref_cnt == 0 && stamps[id as usize] == stamp
+    fn current(entries: &[BlockEntry], id: u32, stamp: u32) -> bool {
+        let e = &entries[id as usize];
+        e.block.ref_cnt == 0 && e.stamp == stamp
     }
 
     /// The stamp of a block joining the queue (prefix caching only).
-    fn enter(&mut self, id: u32) -> Option<u32> {
-        let stamp = self.stamps.get_mut(id as usize)?;
+    fn enter(&self, entries: &mut [BlockEntry], id: u32) -> Option<u32> {
+        if !self.stamped {
+            return None;
+        }
+        let stamp = &mut entries[id as usize].stamp;
         *stamp = stamp.wrapping_add(1);
         Some(*stamp)
     }
 
-    pub fn push_back(&mut self, id: u32) {
-        if let Some(stamp) = self.enter(id) {
+    /// Puts block `id` at the tail; `entries` are the pool's (read only when stamped).
+    pub fn push_back(&mut self, entries: &mut [BlockEntry], id: u32) {
+        if let Some(stamp) = self.enter(entries, id) {
             self.entry_stamps.push_back(stamp);
         }
         self.ids.push_back(id);
         self.len += 1;
     }
 
-    pub fn push_front(&mut self, id: u32) {
-        if let Some(stamp) = self.enter(id) {
+    /// Puts block `id` at the head; `entries` are the pool's (read only when stamped).
+    pub fn push_front(&mut self, entries: &mut [BlockEntry], id: u32) {
+        if let Some(stamp) = self.enter(entries, id) {
             self.entry_stamps.push_front(stamp);
         }
         self.ids.push_front(id);
@@ -92,18 +99,17 @@ impl FreeBlockQueue {
     }
 
     /// A cached block left the middle: its ref count just left 0, so its entry is stale.
-    pub fn remove(&mut self, blocks: &[KvCacheBlock]) {
+    pub fn remove(&mut self, entries: &[BlockEntry]) {
         debug_assert!(self.stamped(), "only prefix caching revives free blocks");
         self.len -= 1;
         self.stale += 1;
         // Stale entries are dropped once they outnumber the live ones.
         if self.ids.len() > 2 * self.len as usize + 64 {
-            let stamps = &self.stamps;
             let (ids, entry_stamps): (VecDeque<u32>, VecDeque<u32>) = self
                 .ids
                 .iter()
                 .zip(&self.entry_stamps)
-                .filter(|&(&id, &stamp)| Self::current(stamps, blocks, id, stamp))
+                .filter(|&(&id, &stamp)| Self::current(entries, id, stamp))
                 .unzip();
             (self.ids, self.entry_stamps) = (ids, entry_stamps);
             self.stale = 0;
@@ -111,7 +117,7 @@ impl FreeBlockQueue {
     }
 
     /// Takes the block at the head; None when the queue is empty.
-    pub fn pop_front(&mut self, blocks: &[KvCacheBlock]) -> Option<u32> {
+    pub fn pop_front(&mut self, entries: &[BlockEntry]) -> Option<u32> {
         if !self.stamped() {
             let id = self.ids.pop_front()?;
             self.len -= 1;
@@ -119,11 +125,11 @@ impl FreeBlockQueue {
         }
         while let (Some(id), Some(stamp)) = (self.ids.pop_front(), self.entry_stamps.pop_front()) {
             if self.stale == 0 {
-                debug_assert!(Self::current(&self.stamps, blocks, id, stamp), "an uncounted stale entry");
+                debug_assert!(Self::current(entries, id, stamp), "an uncounted stale entry");
                 self.len -= 1;
                 return Some(id);
             }
-            if Self::current(&self.stamps, blocks, id, stamp) {
+            if Self::current(entries, id, stamp) {
                 self.len -= 1;
                 return Some(id);
             }
@@ -147,7 +153,7 @@ impl FreeBlockQueue {
     }
 
     /// Block ids from head to tail.
-    pub fn iter<'a>(&'a self, blocks: &'a [KvCacheBlock]) -> Box<dyn Iterator<Item = u32> + 'a> {
+    pub fn iter<'a>(&'a self, entries: &'a [BlockEntry]) -> Box<dyn Iterator<Item = u32> + 'a> {
         if !self.stamped() {
             return Box::new(self.ids.iter().copied());
         }
@@ -155,7 +161,7 @@ impl FreeBlockQueue {
             self.ids
                 .iter()
                 .zip(&self.entry_stamps)
-                .filter(move |&(&id, &stamp)| Self::current(&self.stamps, blocks, id, stamp))
+                .filter(move |&(&id, &stamp)| Self::current(entries, id, stamp))
                 .map(|(&id, _)| id),
         )
     }

@@ -10,7 +10,7 @@ pub mod ids;
 pub mod own_hashes;
 pub mod paged;
 
-pub use block::KvCacheBlock;
+pub use block::{BlockEntry, KvCacheBlock};
 pub use block_pool::BlockPool;
 pub use contiguous::{ContiguousAllocator, Fit, Slab};
 pub use free_queue::FreeBlockQueue;
@@ -263,8 +263,10 @@ impl KvCacheManager {
                     return MemoryMap { cell_tokens: p.block_size(), cells: p.held_cells() };
                 }
                 let first = p.pool().first_usable() as usize;
-                let cells = p.pool().blocks()[first..]
-                    .iter()
+                let cells = p
+                    .pool()
+                    .blocks()
+                    .skip(first)
                     .zip(first as u32..)
                     .map(|(b, id)| {
                         if b.ref_cnt == 0 {

@@ -12,7 +12,7 @@
 //! would pass either limit, every third snapshot is dropped and the spacing grows by half.
 
 use super::Simulation;
-use crate::engine::alloc::{KvCacheBlock, KvCacheManager};
+use crate::engine::alloc::{BlockEntry, KvCacheBlock, KvCacheManager};
 use crate::engine::config::AllocatorConfig;
 use crate::engine::metrics::Series;
 use crate::engine::request::{Sequence, SequenceGroup};
@@ -61,23 +61,23 @@ impl Snapshot {
     fn estimate_bytes(&self) -> usize {
         let s = &self.sim;
         let caching = matches!(s.config.allocator, AllocatorConfig::Paged { prefix_caching: true, .. });
-        // Records are kept where blocks can be shared (the pool says; counted for contiguous map
-        // cells too); with prefix caching a block also has a hash, a stamp and a stamped
-        // free-queue entry.
-        let records = match &s.kv {
-            KvCacheManager::Paged(p) => p.pool().shares_blocks(),
-            KvCacheManager::Contiguous(_) => true,
+        // Entries are kept where blocks can be shared (the pool says; a record counted for
+        // contiguous map cells too); with prefix caching a block also has a stamped free-queue
+        // entry.
+        let record = match &s.kv {
+            KvCacheManager::Paged(p) if p.pool().shares_blocks() => size_of::<BlockEntry>(),
+            KvCacheManager::Paged(_) => 0,
+            KvCacheManager::Contiguous(_) => size_of::<KvCacheBlock>(),
         };
-        let record = if records { size_of::<KvCacheBlock>() } else { 0 };
-        let hash = if caching { size_of::<Option<u64>>() + 2 * size_of::<u32>() } else { 0 };
+        let hash = if caching { size_of::<u32>() } else { 0 };
         let samples: usize = s.groups.iter().map(|g| g.samples.len()).sum();
         s.groups.len() * size_of::<SequenceGroup>()
             + samples * size_of::<Sequence>()
             + (s.ttft_us.len() + s.tpot_us.len() + s.e2e_us.len()) * size_of::<f64>()
             + s.itl.bytes()
             + s.series.len() * size_of::<crate::engine::StepPoint>()
-            // Per block: its place in a block table, its free-queue entry, its record where
-            // kept, and its hash and stamps with prefix caching.
+            // Per block: its place in a block table, its free-queue entry, its entry where kept,
+            // and its free-queue entry's stamp with prefix caching.
             + s.config.run_bounds().kv_cells as usize * (2 * size_of::<u32>() + record + hash)
     }
 }
