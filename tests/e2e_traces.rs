@@ -253,18 +253,27 @@ async fn a_big_trace_runs_in_the_worker_with_progress_cancel_and_results() {
     b.close().await;
 }
 
-/// A whole day (`KVLAB_DAY_TRACE`, Azure format from scripts/day-trace.py) in the worker.
+/// A whole day (`KVLAB_DAY_TRACE`, Azure format from scripts/day-trace.py) in the worker, on
+/// `KVLAB_DAY_PRESET` (default `paged-default`), with prefix caching if `KVLAB_DAY_PREFIX_CACHING`
+/// is set; a screenshot of its progress on the way.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs KVLAB_DAY_TRACE and a few minutes"]
 async fn day_in_the_worker() {
     let day = std::env::var("KVLAB_DAY_TRACE").expect("KVLAB_DAY_TRACE=path to scripts/day-trace.py's output");
+    let preset = std::env::var("KVLAB_DAY_PRESET").unwrap_or_else(|_| "paged-default".into());
     let text = std::fs::read_to_string(&day).unwrap();
     let path = if text.starts_with("TIMESTAMP") { temp_file("day.csv", &azure_to_kvlab(&text)) } else { day.into() };
     let base = serve(require_dist()).await;
     let b = browser(1400, 900).await;
     let c = &b.client;
-    open(c, &format!("{base}?preset=paged-default&autoplay=0")).await;
+    open(c, &format!("{base}?preset={preset}&autoplay=0")).await;
+    if std::env::var_os("KVLAB_DAY_PREFIX_CACHING").is_some() {
+        js(c, "kvlab.setField('allocator.prefix_caching', 'true'); return null").await;
+    }
     open_in_dialog(c, &path).await;
+    wait_long(c, "!document.getElementById('run-progress').hidden", "the worker's progress", 60).await;
+    wait_long(c, "document.getElementById('run-progress-bar').value > 0.2", "a fifth of the day", 600).await;
+    save_screenshot(c, "day-run-progress-1400x900.png").await;
     wait_long(
         c,
         "!document.getElementById('run-results').hidden || !document.getElementById('trace-error').hidden",
