@@ -365,6 +365,7 @@ impl PagedAllocator {
     /// tokens under v1 in its own list; a block only the sequence itself can hit is marked
     /// cached now and hashed and listed when the table is freed with the request unfinished
     /// ([`PagedAllocator::list_own_blocks`]).
+    #[inline(never)]
     fn cache_full_blocks(pool: &mut BlockPool, table: &mut BlockTable, bs: u32) {
         let v1 = pool.engine() == EngineVersion::V1;
         let full = table.num_tokens / bs;
@@ -390,6 +391,7 @@ impl PagedAllocator {
     /// Hashes and lists the blocks `table` marked cached without a hash (a sequence's own tokens,
     /// [`TokenIdentity::own_block_waits`]), as `cache_full_blocks` would have in the writes that
     /// filled them: the table is being freed and its request may be admitted again.
+    #[cold]
     fn list_own_blocks(pool: &mut BlockPool, table: &mut BlockTable, bs: u32) {
         for b in table.chain_blocks..table.cached_blocks {
             let h = chain_hash(table.chain_hash, table.identity.block_content(b, bs), bs);

@@ -93,6 +93,7 @@ impl GapHistogram {
     }
 
     /// Every bucket in use with its count, lowest first.
+    #[cfg(test)]
     fn buckets_in_order(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
         let exact = self.exact.iter().enumerate().filter_map(|(c, chunk)| chunk.as_ref().map(|k| (c, k))).flat_map(
             |(c, chunk)| {
@@ -139,7 +140,16 @@ impl GapHistogram {
         }
         let rank = (libm::ceil(p / 100.0 * self.count as f64) as u64).clamp(1, self.count);
         let mut seen = 0;
-        for (bucket, n) in self.buckets_in_order() {
+        for (c, chunk) in self.exact.iter().enumerate() {
+            let Some(chunk) = chunk else { continue };
+            for (i, &n) in chunk.iter().enumerate() {
+                seen += n;
+                if seen >= rank {
+                    return ((c * EXACT_CHUNK + i) as u64).max(self.min_us) as f64;
+                }
+            }
+        }
+        for (&bucket, &n) in &self.rounded {
             seen += n;
             if seen >= rank {
                 return bucket.max(self.min_us) as f64;
