@@ -370,8 +370,15 @@ impl PagedAllocator {
         let v1 = pool.engine() == EngineVersion::V1;
         let full = table.num_tokens / bs;
         for b in table.cached_blocks..full {
-            let content = table.identity.block_content(b, bs);
             let id = table.blocks[b as usize];
+            // Content comes in order (a trace's blocks, a system prompt, the request's prompt,
+            // generated tokens), so the blocks that wait are the table's last: once one waits,
+            // every later one does, with no need to read its content.
+            if v1 && table.chain_blocks < b {
+                pool.mark_own_block(id);
+                continue;
+            }
+            let content = table.identity.block_content(b, bs);
             if v1 && table.identity.own_block_waits(content) {
                 pool.mark_own_block(id);
                 continue;
