@@ -282,8 +282,10 @@ impl BlockPool {
             return;
         }
         ids.push(id);
-        self.set_hash(id, hash, Cached::InMap);
-        self.blocks[id as usize].block.shared_content = shared_content;
+        let e = &mut self.blocks[id as usize];
+        e.generation = e.generation.wrapping_add(1);
+        (e.hash, e.cached) = (hash, Cached::InMap);
+        e.block.shared_content = shared_content;
         // A new hash can turn a refused admission into a hit: admission memos are stale.
         self.epoch += 1;
     }
@@ -293,31 +295,28 @@ impl BlockPool {
     /// with content nobody else holds, which only that request can look up again
     /// ([`BlockPool::own_cached_blocks`]).
     pub fn cache_own_block(&mut self, id: u32, hash: u64, request: RequestId, index: u32) {
-        debug_assert_eq!(self.engine, EngineVersion::V1, "v0 caches one block per hash, in the map");
-        if !self.enable_caching || self.block_hash(id).is_some() {
-            return;
+        if self.mark_own_block(id) {
+            self.list_own_block(id, hash, request, index);
         }
-        let generation = self.set_hash(id, hash, Cached::Own);
-        self.own.push(request, OwnEntry { hash, block: id, generation, index });
-        self.blocks[id as usize].block.shared_content = false;
-        self.epoch += 1;
     }
 
     /// v1: marks a full block of a sequence's own tokens cached without hashing it yet
     /// ([`TokenIdentity::own_block_waits`](crate::engine::alloc::TokenIdentity::own_block_waits)):
     /// freed, it goes to the queue's tail like any cached block; its hash and its entry in
     /// its request's own list come when its table is freed with the request unfinished
-    /// ([`BlockPool::list_own_block`]).
-    pub fn mark_own_block(&mut self, id: u32) {
+    /// ([`BlockPool::list_own_block`]). False (nothing changed) where it is cached already, or
+    /// without prefix caching.
+    pub fn mark_own_block(&mut self, id: u32) -> bool {
         debug_assert_eq!(self.engine, EngineVersion::V1, "v0 caches one block per hash, in the map");
         if !self.enable_caching || self.block_hash(id).is_some() {
-            return;
+            return false;
         }
         let e = &mut self.blocks[id as usize];
         e.generation = e.generation.wrapping_add(1);
         e.cached = Cached::Own;
         e.block.shared_content = false;
         self.epoch += 1;
+        true
     }
 
     /// Lists block `id`, marked by [`BlockPool::mark_own_block`], under its hash in `request`'s
@@ -327,14 +326,6 @@ impl BlockPool {
         debug_assert_eq!(e.cached, Cached::Own, "block {id} is listed without being marked");
         e.hash = hash;
         self.own.push(request, OwnEntry { hash, block: id, generation: e.generation, index });
-    }
-
-    /// Gives block `id` its hash; returns its new cache generation.
-    fn set_hash(&mut self, id: u32, hash: u64, cached: Cached) -> u32 {
-        let e = &mut self.blocks[id as usize];
-        e.generation = e.generation.wrapping_add(1);
-        (e.hash, e.cached) = (hash, cached);
-        e.generation
     }
 
     /// The entry still stands for its block (cached since, not evicted).

@@ -301,7 +301,8 @@ impl PagedAllocator {
         let cur = table.num_tokens;
         let offset = cur % bs;
         let hashed_now = |t: &BlockTable| {
-            self.prefix_caching && (v0_caching || is_shared_content(t.identity.block_content(cur / bs, bs)))
+            let content = t.identity.block_content(cur / bs, bs);
+            self.prefix_caching && (v0_caching || !t.identity.own_block_waits(content))
         };
         if num_new_tokens == 1 && offset != 0 && (offset + 1 != bs || !hashed_now(table)) {
             let last = *table.blocks.last().expect("a partial block exists");
