@@ -4,7 +4,9 @@
 # (tests/e2e_*.rs: fantoccini + chromedriver against dist/ served from 127.0.0.1), and fails
 # when the first load (scripts/bundle-size.sh) is over its 400,000-byte target.
 # A second, debug bundle with the `test-hooks` feature goes to target/dist-test-hooks/ for the
-# one end-to-end test that needs `kvlab.testPanic()`.
+# one end-to-end test that needs `kvlab.testPanic()` (both of its modules: KVLAB_WEB_FEATURES
+# reaches scripts/build-full-module.sh, trunk's hook). The wasm tests run with the `panels`
+# feature, as the page's full module is built.
 # Needs the tools of scripts/setup.sh (run it first on a fresh machine).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,13 +31,13 @@ scripts/bundle-size.sh
 step "Test-hooks bundle: trunk build --offline --features test-hooks (target/dist-test-hooks/)"
 # A debug build (no LTO, no wasm-opt): only the panic test of tests/e2e_lab.rs loads it. The
 # release bundle above has no test hooks.
-trunk build --offline --features test-hooks --dist target/dist-test-hooks
+KVLAB_WEB_FEATURES=test-hooks trunk build --offline --features test-hooks --dist target/dist-test-hooks
 
 step "wasm tests in headless Chromium (tests/web_*.rs)"
 web_tests=()
 for f in tests/web_*.rs; do web_tests+=(--test "$(basename "$f" .rs)"); done
 CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
-  cargo test --target wasm32-unknown-unknown --no-default-features "${web_tests[@]}"
+  cargo test --target wasm32-unknown-unknown --no-default-features --features panels "${web_tests[@]}"
 
 step "End-to-end tests against dist/ (tests/e2e_*.rs)"
 e2e_tests=()

@@ -37,6 +37,7 @@ step "Clippy (native and wasm32)"
 cargo clippy --all-targets -- -D warnings
 cargo clippy --all-targets --features gpu -- -D warnings
 cargo clippy --target wasm32-unknown-unknown --no-default-features --lib -- -D warnings
+cargo clippy --target wasm32-unknown-unknown --no-default-features --features panels --lib -- -D warnings
 
 step "No browser left behind (scripts/browsers-left.sh)"
 scripts/browsers-left.sh check "$browsers_before"

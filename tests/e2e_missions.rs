@@ -336,7 +336,7 @@ async fn instructors_documents_are_checked_and_the_calibration_selector_works() 
     let before = report(c).await;
 
     // A broken custom preset pasted into the Load dialog: the field is named, the lab keeps.
-    c.find(Locator::Id("load-btn")).await.unwrap().click().await.unwrap();
+    common_e2e::open_load_dialog(c).await;
     let ta = c.find(Locator::Id("load-text")).await.unwrap();
     ta.send_keys(r#"{"schema": "kvlab/preset@1", "kv_memory_gib": 12, "scheduler": {"max_num_seqs": "many"}}"#)
         .await

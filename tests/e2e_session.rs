@@ -385,6 +385,7 @@ async fn the_lab_opens_paused_with_a_first_step_that_can_be_dismissed_for_good()
     open(c, &format!("{base}?autoplay=1")).await;
     assert_eq!(js(c, "return kvlab.isPlaying()").await, true);
     js(c, "kvlab.loadMissionId('m1-paging'); return null").await;
+    common_e2e::wait_full(c).await;
     assert_eq!(js(c, "return [kvlab.isPlaying(), kvlab.now()]").await, json!([false, 0]));
     // "Show solution" plays even with autoplay=0.
     open(c, &format!("{base}?autoplay=0&mission=m1-paging")).await;

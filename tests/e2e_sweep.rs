@@ -95,7 +95,7 @@ async fn a_sweep_in_the_page_equals_the_native_sweep_and_bad_values_are_refused(
     // A 16-point block-size sweep (the figure in docs/PERFORMANCE.md is its progress line),
     // charted as TTFT p95, for the screenshot.
     run_sweep(c, "allocator.block_size", "1:16:16").await;
-    wait_for(c, "kvlab.sweepResults().finished && kvlab.sweepResults().total === 16", "the 16-point sweep").await;
+    wait_for(c, "kvlab.sweepResults()?.finished && kvlab.sweepResults().total === 16", "the 16-point sweep").await;
     js(c, "const m = document.getElementById('sweep-metric'); m.value = 'kv_utilization'; m.dispatchEvent(new Event('change')); document.getElementById('sweep').scrollIntoView(); return null").await;
     let line = js(c, "return document.getElementById('sweep-progress').textContent").await;
     eprintln!("16-point sweep: {line}");
@@ -223,7 +223,7 @@ async fn the_kv_search_in_the_page_answers_as_the_cli_does_and_can_be_cancelled(
     assert_eq!(js(c, "return kvlab.kvSearchResults()").await, Value::Null);
 
     run_search(c, "2000").await;
-    wait_for(c, "kvlab.kvSearchResults().finished", "the search to finish").await;
+    wait_for(c, "kvlab.kvSearchResults()?.finished", "the search to finish").await;
     let got = numbers_as_floats(js(c, "return kvlab.kvSearchResults()").await);
     assert_eq!(got["target_ttft_p95_ms"], json!(2000.0));
     for (cli, allocator) in cli_answers("paged-default", "2000", &[]).iter().zip(ALLOCATORS) {
@@ -276,7 +276,7 @@ async fn the_kv_search_in_the_page_answers_as_the_cli_does_and_can_be_cancelled(
 
     // A target nothing meets: both allocators say so, each after one run at the top of the grid.
     run_search(c, "1").await;
-    wait_for(c, "kvlab.kvSearchResults().finished", "the unmet search").await;
+    wait_for(c, "kvlab.kvSearchResults()?.finished", "the unmet search").await;
     wait_for(c, "document.getElementById('sweep-search-error').hidden", "the target's error to go").await;
     let unmet = js(c, "return kvlab.kvSearchResults()").await;
     assert_eq!((unmet["paged"]["status"].clone(), unmet["runs"].clone()), (json!("not_met"), json!(2)));
@@ -303,7 +303,7 @@ async fn the_kv_search_in_the_page_answers_as_the_cli_does_and_can_be_cancelled(
     // A search started during a sweep waits for it, then gives the same answer.
     run_sweep(c, "allocator.block_size", "8,16").await;
     run_search(c, "2000").await;
-    wait_for(c, "kvlab.sweepResults().finished && kvlab.kvSearchResults().finished", "the sweep, then the search")
+    wait_for(c, "kvlab.sweepResults()?.finished && kvlab.kvSearchResults()?.finished", "the sweep, then the search")
         .await;
     assert_eq!(numbers_as_floats(js(c, "return kvlab.kvSearchResults()").await)["paged"], got["paged"]);
 }
@@ -325,7 +325,7 @@ async fn the_kv_search_takes_a_range_and_a_step_as_the_cli_does() {
     open(c, &format!("{base}?preset=paged-default&autoplay=0")).await;
 
     run_search_in(c, "2000", "4:12", "0.5").await;
-    wait_for(c, "kvlab.kvSearchResults().finished", "the search to finish").await;
+    wait_for(c, "kvlab.kvSearchResults()?.finished", "the search to finish").await;
     let got = numbers_as_floats(js(c, "return kvlab.kvSearchResults()").await);
     assert_eq!(got["grid"], json!({ "lo_gib": 4.0, "hi_gib": 12.0, "step_gib": 0.5 }));
     let cli = cli_results("paged-default", "2000", &["--kv-range", "4:12", "--kv-step-gib", "0.5"]);
@@ -373,7 +373,7 @@ async fn the_kv_search_takes_a_range_and_a_step_as_the_cli_does() {
     // Emptied again: the defaults, one step up to the 63 GiB of KV an H100 holds beside
     // Llama-3-8B's weights, in 0.25 GiB steps.
     run_search_in(c, "2000", "", "").await;
-    wait_for(c, "kvlab.kvSearchResults().finished", "the default search").await;
+    wait_for(c, "kvlab.kvSearchResults()?.finished", "the default search").await;
     let defaults = numbers_as_floats(js(c, "return kvlab.kvSearchResults()").await);
     assert_eq!(defaults["grid"], json!({ "lo_gib": 0.25, "hi_gib": 63.0, "step_gib": 0.25 }));
     assert_eq!(defaults["paged"]["kv_memory_gib"], json!(10.0));

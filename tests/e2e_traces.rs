@@ -79,7 +79,7 @@ async fn drop_file(c: &Client, name: &str, text: &str) {
 
 /// Opens `path` with the Load dialog's "Open a file…".
 async fn open_in_dialog(c: &Client, path: &std::path::Path) {
-    c.find(Locator::Id("load-btn")).await.unwrap().click().await.unwrap();
+    common_e2e::open_load_dialog(c).await;
     let input = c.find(Locator::Id("load-file")).await.unwrap();
     input.send_keys(&path.display().to_string()).await.expect("choose the file");
 }

@@ -25,7 +25,7 @@ async fn shown(c: &Client, id: &str) -> bool {
 /// Pastes `doc` into the Load dialog and presses Load.
 async fn load_in_dialog(c: &Client, doc: &str) {
     if !shown(c, "load-dialog").await {
-        c.find(Locator::Id("load-btn")).await.unwrap().click().await.unwrap();
+        common_e2e::open_load_dialog(c).await;
     }
     js(
         c,
@@ -156,6 +156,7 @@ async fn custom_missions_played_are_on_the_hub_with_their_stars() {
     // Play the example to three stars.
     open(c, &format!("{base}?autoplay=0")).await;
     js(c, &format!("kvlab.load({}); return null", serde_json::to_string(&example()).unwrap())).await;
+    common_e2e::wait_full(c).await;
     js(c, "kvlab.setField('allocator.reserve', '\"prompt_plus_max_tokens\"'); kvlab.runToEnd(); return null").await;
     wait_for(c, "kvlab.missionScore().final === true", "the end of the run").await;
     open_hub(c, &base).await;

@@ -320,3 +320,43 @@ fn a_refused_document_names_its_file_and_its_line() {
     assert!(r.message.contains("a whole number from 1 to 4,096"), "{}", r.message);
     assert_eq!(s.lab().state.preset, presets::dto("paged-default").unwrap(), "the lab keeps its setup");
 }
+
+#[test]
+fn the_first_view_applies_every_command_but_sweeps_missions_and_their_documents() {
+    // What the page's first module hands to the full one (web::full_lab): the Sweep panel's
+    // runs, missions, and documents only the full lab reads; everything else it applies itself.
+    let preset = presets::json("bursty").unwrap().to_string();
+    let mission = include_str!("../assets/missions/m1-paging.json").to_string();
+    let config = r#"{"architectures": ["LlamaForCausalLM"], "model_type": "llama"}"#.to_string();
+    let doc = |text: &String, expect| Command::LoadDocument { text: text.clone(), expect, source: None };
+    let mut state = session("paged-default").lab().state.clone();
+    let plain = serde_json::to_value(&state).unwrap();
+    state.mission = Some(kvlab::session::url_state::MissionRef::shipped("m1-paging"));
+    let playing = serde_json::to_value(&state).unwrap();
+    for (cmd, full) in [
+        (Command::Play, false),
+        (Command::Seek { t_s: 3.0 }, false),
+        (set("kv_memory_gib", json!(12)), false),
+        (Command::Compare { on: true }, false),
+        (Command::Load { preset: json!("bursty") }, false),
+        (doc(&preset, None), false),
+        (doc(&preset, Some(DocKind::Preset)), false),
+        (Command::SetState { state: plain.clone() }, false),
+        (Command::SetState { state: plain.to_string().into() }, false),
+        (Command::Undo, false),
+        (doc(&mission, None), true),
+        (doc(&preset, Some(DocKind::Mission)), true),
+        (doc(&config, None), true),
+        (Command::SetState { state: playing.clone() }, true),
+        (Command::SetState { state: playing.to_string().into() }, true),
+        (Command::StartMission { id: "m1-paging".into() }, true),
+        (Command::Mission { action: MissionAction::Hint }, true),
+        (Command::Sweep { knob: "kv_memory_gib".into(), values: "4,8".into() }, true),
+        (Command::CancelSweep, true),
+        (Command::SweepMetric { metric: "ttft_p95_ms".into() }, true),
+        (Command::KvSearch { target: "2000".into(), range: String::new(), step: String::new() }, true),
+        (Command::CancelKvSearch, true),
+    ] {
+        assert_eq!(cmd.needs_panels(), full, "{cmd:?}");
+    }
+}

@@ -1,11 +1,11 @@
-// The long-run worker (a module Web Worker; src/web/day_run.rs starts it): loads the same
-// kvlab.js / kvlab_bg.wasm as the page (whose `start` sees no window here and builds nothing),
+// The long-run worker (a module Web Worker; src/web/day_run.rs starts it): loads the page's full
+// module, kvlab-full.js / kvlab-full_bg.wasm (whose `start` sees no window here and builds nothing),
 // runs the preset to its end a slice of simulated time at a time (src/web/worker.rs, DayRun),
 // and posts progress between slices and the results at the end. The page cancels by
 // terminating the worker. It then stays to cut 60 s windows of its trace for the lab.
-import init, { DayRun } from "./kvlab.js";
+import init, { DayRun } from "./kvlab-full.js";
 
-const ready = init({ module_or_path: new URL("kvlab_bg.wasm", import.meta.url) });
+const ready = init({ module_or_path: new URL("kvlab-full_bg.wasm", import.meta.url) });
 let run = null;
 
 function fail(e) {

@@ -196,6 +196,31 @@ impl ChangeFrom {
 }
 
 impl Command {
+    /// Whether only the full lab applies it: the page's first module is built without the
+    /// `panels` feature (the Sweep panel's runs, missions, config.json files) and hands such a
+    /// command to the full module (`web::full_lab`). A link's state is one when it plays a
+    /// mission.
+    pub fn needs_panels(&self) -> bool {
+        use Command::*;
+        match self {
+            Sweep { .. } | CancelSweep | SweepMetric { .. } | KvSearch { .. } | CancelKvSearch => true,
+            StartMission { .. } | Mission { .. } => true,
+            LoadDocument { text, expect, .. } => *expect == Some(DocKind::Mission) || super::loader::needs_panels(text),
+            SetState { state } => {
+                let parsed;
+                let state = match state {
+                    Value::String(text) => {
+                        parsed = serde_json::from_str::<Value>(text).unwrap_or(Value::Null);
+                        &parsed
+                    }
+                    other => other,
+                };
+                state.get("mission").is_some_and(|m| !m.is_null())
+            }
+            _ => false,
+        }
+    }
+
     /// Where the command comes from, for its messages.
     pub fn from(&self) -> ChangeFrom {
         use Command::*;

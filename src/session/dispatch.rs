@@ -9,19 +9,27 @@
 
 use serde_json::Value;
 
+#[cfg(feature = "panels")]
 use crate::missions::mission::Mission;
 
-use super::command::{Applied, ChangeFrom, Command, DocKind, MissionAction, Place, Refused};
+use super::command::{Applied, ChangeFrom, Command, DocKind, Refused};
+#[cfg(feature = "panels")]
+use super::command::{MissionAction, Place};
 use super::history::{same_setup, History};
+#[cfg(feature = "panels")]
 use super::kv_search::{KvSearchJob, Refusal};
 use super::lab::{secs_to_us, Lab};
 use super::loader::{self, Document};
 use super::pending::Pending;
 
 mod held;
-use super::sweep::{SweepJob, SweepPanel};
+#[cfg(feature = "panels")]
+use super::missions;
+#[cfg(feature = "panels")]
+use super::sweep::SweepJob;
+use super::sweep::SweepPanel;
 use super::url_state::{LabState, LinkedFile, MissionRef};
-use super::{control_edit, missions, presets};
+use super::{control_edit, presets};
 
 /// The lab behind its one dispatcher.
 pub struct Session {
@@ -33,6 +41,11 @@ pub struct Session {
     /// The mission setup whose final score was last kept (so it is kept once).
     recorded: Option<String>,
 }
+
+/// The refusal of a command only the full lab applies, in a build without the `panels` feature
+/// (the page hands such commands to its full module before they reach here).
+#[cfg(not(feature = "panels"))]
+const FIRST_VIEW_ONLY: &str = "this needs the full lab (sweeps, missions, documents), which this build leaves out";
 
 /// What a state change proposes: the next state, or why there is none.
 type Proposal = Result<LabState, String>;
@@ -85,6 +98,8 @@ impl Session {
     }
 
     fn apply_command(&mut self, cmd: Command, now_ms: f64, hold: bool) -> Result<Applied, Refused> {
+        #[cfg(not(feature = "panels"))]
+        let _ = now_ms;
         let from = cmd.from();
         if !matches!(cmd, Command::Set { .. }) {
             self.history.break_run();
@@ -168,6 +183,8 @@ impl Session {
                 self.lab.state.source = source.map(|url| LinkedFile { url, digest: loader::digest(&text) });
                 Ok(applied)
             }
+            #[cfg(not(feature = "panels"))]
+            cmd if cmd.needs_panels() => Err(Refused::page(from, FIRST_VIEW_ONLY)),
             Command::SetState { state } => {
                 let json = match state {
                     Value::String(text) => text,
@@ -176,12 +193,15 @@ impl Session {
                 let proposal = LabState::from_json(&json).map_err(|e| e.to_string());
                 self.change(from, false, None, proposal)
             }
+            #[cfg(feature = "panels")]
             Command::StartMission { id } => {
                 let m = missions::shipped(&id).map_err(|e| Refused::page(from, e))?;
                 self.start_mission(&m)
             }
+            #[cfg(feature = "panels")]
             Command::Mission { action } => self.mission_action(action),
             Command::Undo | Command::Redo => self.undo_or_redo(matches!(cmd, Command::Undo)),
+            #[cfg(feature = "panels")]
             Command::Sweep { knob, values } => {
                 let held = self.held_blocks_runs().map_or(Ok(()), Err);
                 let job = held.and_then(|()| self.preset_value()).and_then(|p| {
@@ -202,16 +222,19 @@ impl Session {
                 panel.took_ms = None;
                 Ok(Applied::default())
             }
+            #[cfg(feature = "panels")]
             Command::CancelSweep => {
                 if let Some(job) = self.panel.job.as_mut().filter(|j| j.running()) {
                     job.cancelled = true;
                 }
                 Ok(Applied::default())
             }
+            #[cfg(feature = "panels")]
             Command::SweepMetric { metric } => {
                 self.panel.metric = metric;
                 Ok(Applied::default())
             }
+            #[cfg(feature = "panels")]
             Command::KvSearch { target, range, step } => {
                 let fields = super::kv_search::SearchFields { target, range, step };
                 let held = self.held_blocks_runs().map_or(Ok(()), Err);
@@ -237,12 +260,15 @@ impl Session {
                     }
                 }
             }
+            #[cfg(feature = "panels")]
             Command::CancelKvSearch => {
                 if let Some(s) = self.panel.search.as_mut().filter(|s| s.running()) {
                     s.cancelled = true;
                 }
                 Ok(Applied::default())
             }
+            #[cfg(not(feature = "panels"))]
+            _ => Err(Refused::page(from, FIRST_VIEW_ONLY)),
         }
     }
 
@@ -259,6 +285,9 @@ impl Session {
     /// Runs the sweep's next runs within `budget_ms` of `clock`, or else the smallest-KV
     /// search's (a search started during a sweep waits for it); true while runs remain.
     pub fn step_jobs(&mut self, budget_ms: f64, clock: &dyn Fn() -> f64) -> bool {
+        if !cfg!(feature = "panels") {
+            return false;
+        }
         let panel = &mut self.panel;
         if let Some(job) = panel.job.as_mut().filter(|j| j.running()) {
             if job.step(budget_ms, clock) {
@@ -323,6 +352,7 @@ impl Session {
         Some((id, status.score.stars))
     }
 
+    #[cfg(feature = "panels")]
     fn preset_value(&self) -> Result<Value, String> {
         serde_json::to_value(&self.lab.state.preset).map_err(|e| e.to_string())
     }
@@ -359,12 +389,20 @@ impl Session {
             let (is, want) = (kind.name(), want.name());
             return Err(Refused::page(from, format!("this is a {is}, not a {want}; use {is}_url")));
         }
-        match loader::parse_document(text).map_err(|e| Refused::page(from, loader::with_line(&e, text)))? {
+        // The first view's module reads presets only; `Command::needs_panels` sends missions and
+        // config.json files to the full module.
+        #[cfg(not(feature = "panels"))]
+        let document = loader::parse_preset_document(text).map(|dto| Document::Preset(Box::new(dto)));
+        #[cfg(feature = "panels")]
+        let document = loader::parse_document(text);
+        match document.map_err(|e| Refused::page(from, loader::with_line(&e, text)))? {
+            #[cfg(feature = "panels")]
             Document::Mission(m) => {
                 let mut applied = self.start_mission(&m)?;
                 applied.verdict = Some(loader::verdict(&m));
                 Ok(applied)
             }
+            #[cfg(feature = "panels")]
             Document::ModelConfig(model) => {
                 // The setup on screen with this model: an edit of its model, undone as one.
                 let mut next = self.lab.state.clone();
@@ -378,9 +416,12 @@ impl Session {
                 next.hidden = self.lab.state.hidden.clone();
                 self.change(from, false, None, Ok(next))
             }
+            #[cfg(not(feature = "panels"))]
+            _ => Err(Refused::page(from, FIRST_VIEW_ONLY)),
         }
     }
 
+    #[cfg(feature = "panels")]
     /// Starts `m` from its broken setup, at 0 s and paused (the learner reads the story first).
     fn start_mission(&mut self, m: &Mission) -> Result<Applied, Refused> {
         let mut next = LabState::new(m.preset().clone());
@@ -391,6 +432,7 @@ impl Session {
         Ok(applied)
     }
 
+    #[cfg(feature = "panels")]
     fn mission_action(&mut self, action: MissionAction) -> Result<Applied, Refused> {
         let from = ChangeFrom::Mission;
         let Some(m) = self.lab.mission.clone() else {

@@ -34,11 +34,9 @@ pub fn is_mission(text: &str) -> bool {
     sniff_text(text) == Some(Schema::Mission)
 }
 
-/// Reads a preset or a mission; errors name the field.
+/// Reads a preset, a mission or a config.json; errors name the field.
 pub fn parse_document(text: &str) -> Result<Document, String> {
-    if text.len() > MAX_PRESET_BYTES {
-        return Err(format!("the document is {} bytes; the limit is {MAX_PRESET_BYTES} bytes", text.len()));
-    }
+    check_size(text)?;
     let json: Option<Value> = serde_json::from_str(text).ok();
     if let Some(config) = json.filter(|v| sniff(v) == Schema::ModelConfig) {
         read_hf_config(&config, Overrides::default()).map_err(|e| {
@@ -50,10 +48,29 @@ pub fn parse_document(text: &str) -> Result<Document, String> {
     if is_mission(text) {
         parse_mission(text).map(|m| Document::Mission(Box::new(m))).map_err(|e| e.to_string())
     } else {
-        let dto = parse_preset_dto(text).map_err(|e| e.to_string())?;
-        dto.to_config().map_err(|e| e.to_string())?;
-        Ok(Document::Preset(Box::new(dto)))
+        parse_preset_document(text).map(|dto| Document::Preset(Box::new(dto)))
     }
+}
+
+/// Reads a preset that runs; errors name the field.
+pub fn parse_preset_document(text: &str) -> Result<PresetDto, String> {
+    check_size(text)?;
+    let dto = parse_preset_dto(text).map_err(|e| e.to_string())?;
+    dto.to_config().map_err(|e| e.to_string())?;
+    Ok(dto)
+}
+
+/// Whether `text` is a document only the full lab reads (a mission or a config.json: see
+/// `Command::needs_panels`).
+pub fn needs_panels(text: &str) -> bool {
+    matches!(sniff_text(text), Some(Schema::Mission | Schema::ModelConfig))
+}
+
+fn check_size(text: &str) -> Result<(), String> {
+    if text.len() > MAX_PRESET_BYTES {
+        return Err(format!("the document is {} bytes; the limit is {MAX_PRESET_BYTES} bytes", text.len()));
+    }
+    Ok(())
 }
 
 /// The 1-based line an error is about: serde's "line N", else the first line holding the key of

@@ -21,6 +21,7 @@ use crate::session::sweep::SweepPanel;
 use super::controls;
 use super::dom;
 use super::errors;
+use super::full_lab::{self, Handover};
 use super::messages::Messages;
 use super::storage::{self, Stars};
 use super::sweep_view;
@@ -104,6 +105,11 @@ impl App {
     /// Applies `cmd` through the session and follows the outcome (see the module doc). The
     /// error is the refusal's reason, for the handle to throw and the host to post.
     pub fn dispatch(&self, cmd: Command, input: Input) -> Result<Applied, String> {
+        if !full_lab::FULL && cmd.needs_panels() {
+            // The first view's module: the full one applies it once loaded (full_lab.rs).
+            full_lab::hand_over(Handover::Command(&cmd));
+            return Ok(Applied::default());
+        }
         let from = cmd.from();
         let reset_marks = matches!(cmd, Command::Undo | Command::Redo) || from != ChangeFrom::Control;
         let edited = match &cmd {
@@ -223,7 +229,7 @@ impl App {
 
     fn on_frame(&self, ts: f64) {
         self.frame_pending.set(false);
-        if errors::panicked() {
+        if errors::panicked() || dom::stopped() {
             return;
         }
         let was_playing = self.lab().playing;
@@ -247,6 +253,7 @@ impl App {
         let session = self.session.borrow();
         let mut view = self.view.borrow_mut();
         view.render(session.lab());
+        #[cfg(feature = "panels")]
         sweep_view::render(session.panel(), view.dark);
     }
 

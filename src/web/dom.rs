@@ -42,6 +42,21 @@ pub fn toggle_class(el: &Element, class: &str, on: bool) {
     let _ = el.class_list().toggle_with_force(class, on);
 }
 
+thread_local! {
+    static STOPPED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether this module handed the page to another (`full_lab.rs`): its listeners and animation
+/// frames then do nothing (the page they were attached to is gone).
+pub fn stopped() -> bool {
+    STOPPED.with(std::cell::Cell::get)
+}
+
+/// Stops this module's listeners and animation frames for good.
+pub fn stop() {
+    STOPPED.with(|s| s.set(true));
+}
+
 /// Attaches `f` to `target` for `event`; the closure is leaked on purpose (it lives as long
 /// as the page does).
 pub fn listen<E: JsCast + wasm_bindgen::convert::FromWasmAbi + 'static>(
@@ -49,7 +64,13 @@ pub fn listen<E: JsCast + wasm_bindgen::convert::FromWasmAbi + 'static>(
     event: &str,
     f: impl FnMut(E) + 'static,
 ) {
-    let closure = Closure::<dyn FnMut(E)>::new(f);
+    let mut f = f;
+    // Once the page is handed to the full module, this module's listeners do nothing.
+    let closure = Closure::<dyn FnMut(E)>::new(move |e: E| {
+        if !stopped() {
+            f(e)
+        }
+    });
     let _ = target.add_event_listener_with_callback(event, closure.as_ref().unchecked_ref());
     closure.forget();
 }

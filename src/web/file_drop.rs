@@ -104,6 +104,12 @@ fn close_dialog() {
 /// Loads the trace `text` (the file `name`): into the lab when it is small, into the worker
 /// when it is not; errors show at `place`.
 pub fn load_trace(app: &Rc<App>, name: &str, text: String, place: Place) {
+    if !super::full_lab::FULL {
+        // The trace readers are the full module's (full_lab.rs): it loads the file there.
+        close_dialog();
+        super::full_lab::hand_over(super::full_lab::Handover::Trace { name, text: &text });
+        return;
+    }
     let current = app.lab().state.preset.clone();
     if trace_file::line_count(&text) > MAIN_THREAD_MAX_REQUESTS {
         close_dialog();

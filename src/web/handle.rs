@@ -328,6 +328,20 @@ impl LabHandle {
         object(&record)
     }
 
+    /// Loads a trace file's text as the Load dialog does (`name` for its messages): replayed in
+    /// the lab when small enough, in the long-run worker otherwise.
+    #[cfg(feature = "panels")]
+    #[wasm_bindgen(js_name = loadTrace)]
+    pub fn load_trace(&self, name: &str, text: String) {
+        super::file_drop::load_trace(&self.app, name, text, super::file_drop::Place::Drop);
+    }
+
+    /// Which module runs the page: `"full"`, or `"first-view"` (www/boot.js loads the full one
+    /// when something needs it: docs/LAB.md, "Two modules").
+    pub fn module(&self) -> String {
+        if super::full_lab::FULL { "full" } else { "first-view" }.to_string()
+    }
+
     /// Shipped step-time calibrations (the selector's choices besides the default model).
     pub fn calibrations(&self) -> Vec<String> {
         shipped::names(shipped::CALIBRATIONS).into_iter().map(String::from).collect()
@@ -356,6 +370,8 @@ fn initial_state(options: &PageOptions) -> (LabState, Vec<(String, String)>, boo
         }
         None => default(),
     };
+    // `?mission=` starts the full module (www/boot.js): the first view's has no missions.
+    #[cfg(feature = "panels")]
     if let Some(id) = options.mission.as_deref() {
         match missions::shipped(id) {
             Ok(m) => {
@@ -393,6 +409,8 @@ fn initial_state(options: &PageOptions) -> (LabState, Vec<(String, String)>, boo
 pub fn boot(messages: &Messages) -> Result<(), String> {
     let options = page_options();
     if options.hub && dom::by_id::<web_sys::Element>("hub").is_some() {
+        // The hub is the full module's (www/boot.js starts it for `?hub=1`).
+        #[cfg(feature = "panels")]
         return super::hub::boot(messages);
     }
     if dom::by_id::<web_sys::Element>("kvlab").is_none() {
@@ -402,6 +420,8 @@ pub fn boot(messages: &Messages) -> Result<(), String> {
     options.reduced_motion = dom::prefers_reduced_motion();
     let (state, mut problems, from_fragment) = initial_state(&options);
     let linked = from_fragment.then(|| state.source.clone()).flatten();
+    #[cfg(not(feature = "panels"))]
+    let _ = (linked, &problems);
     let lab = match Lab::new(state.clone(), options.clone()) {
         Ok(lab) => lab,
         Err(e) => {
@@ -431,6 +451,8 @@ pub fn boot(messages: &Messages) -> Result<(), String> {
     app.update_hub_link();
     // A linked file is fetched on every load, so the link never shows a stale copy: the state
     // in the fragment is kept only while the file is the one it was made from.
+    // So do `?preset_url=` and `?mission_url=` (documents are the full module's).
+    #[cfg(feature = "panels")]
     if let Some(url) = &options.mission_url {
         super::loader::load_from_url(&app, DocKind::Mission, url, linked);
     } else if let Some(url) = &options.preset_url {

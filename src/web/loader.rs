@@ -154,6 +154,16 @@ fn show_in_dialog(id: &str, text: Option<&str>) {
 
 /// The "Load…" dialog: paste or open a preset or mission.
 pub fn wire_dialog(app: &Rc<App>) {
+    if !super::full_lab::FULL {
+        // The dialog reads missions, config.json files and traces: the full module opens it
+        // (full_lab.rs), so whatever is typed there is typed into the module that reads it.
+        if let Some(btn) = dom::by_id::<HtmlElement>("load-btn") {
+            dom::listen::<Event>(&btn, "click", move |_| {
+                super::full_lab::hand_over(super::full_lab::Handover::Click { id: "load-btn" });
+            });
+        }
+        return;
+    }
     let Some(dialog) = dom::by_id::<HtmlDialogElement>("load-dialog") else { return };
     let show_error = |text: Option<&str>| show_in_dialog("load-error", text);
     if let Some(btn) = dom::by_id::<HtmlElement>("load-btn") {

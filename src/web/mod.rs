@@ -41,6 +41,7 @@ pub mod errors;
 pub mod events;
 pub mod export;
 pub mod file_drop;
+pub mod full_lab;
 pub mod handle;
 pub mod host;
 pub mod hub;
@@ -61,6 +62,7 @@ pub mod test_hooks;
 pub mod theme;
 pub mod title;
 pub mod view;
+#[cfg(feature = "panels")]
 pub mod worker;
 
 pub use handle::LabHandle;

@@ -371,3 +371,16 @@ pub fn urlencode(s: &str) -> String {
         })
         .collect()
 }
+
+/// Opens the Load dialog as a reader does: the click that, on the first view's module, loads the
+/// full one, which opens the dialog (src/web/full_lab.rs); waits until it is open.
+pub async fn open_load_dialog(c: &Client) {
+    c.find(fantoccini::Locator::Id("load-btn")).await.expect("the Load button").click().await.expect("click Load");
+    wait_for(c, "document.getElementById('load-dialog').open", "the Load dialog to open").await;
+}
+
+/// Waits until the page runs its full module and has done what the first view handed over
+/// (www/boot.js): after a handle call only the full lab applies (a mission, a document, a sweep).
+pub async fn wait_full(c: &Client) {
+    wait_for(c, "document.documentElement.dataset.module === 'full'", "the full lab").await;
+}

@@ -135,6 +135,7 @@ impl Session {
         self.pending.edits.retain(|h| !row(&h.path));
     }
 
+    #[cfg(feature = "panels")]
     /// Why a sweep or a search cannot run while controls hold values that are not applied: it
     /// would run a setup other than the one on screen.
     pub(in crate::session) fn held_blocks_runs(&self) -> Option<String> {

@@ -1,0 +1,118 @@
+//! End-to-end tests of the page's two modules (docs/LAB.md, "Two modules") in the built page
+//! (dist/, headless Chromium): a bare page and an embed fetch only the first view's module and
+//! run the lab as the native engine does; the first thing only the full lab does (here the Sweep
+//! panel's Run) loads the full module and keeps the lab where it was; a URL that needs the full
+//! lab fetches it alone; and when the full module cannot be fetched, the first view keeps running
+//! and says what failed. Screenshots land in target/screenshots/.
+#![cfg(not(target_arch = "wasm32"))]
+
+mod common_e2e;
+
+use common_e2e::{browser, js, native_report, open, report, require_dist, save_screenshot, serve, wait_for, wait_full};
+use fantoccini::{Client, Locator};
+use serde_json::{json, Value};
+
+/// The wasm files the page has fetched, by name.
+async fn fetched_wasm(c: &Client) -> Value {
+    js(
+        c,
+        "return performance.getEntriesByType('resource').map(e => e.name.split('/').pop()).filter(n => n.endsWith('.wasm')).sort()",
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_view_and_the_embed_fetch_only_the_first_module_and_the_sweep_brings_the_rest() {
+    let base = serve(require_dist()).await;
+    let b = browser(1400, 900).await;
+    let c = &b.client;
+    for url in [format!("{base}?autoplay=0"), format!("{base}?embed=1&autoplay=0")] {
+        open(c, &url).await;
+        assert_eq!(fetched_wasm(c).await, json!(["kvlab_bg.wasm"]), "{url}");
+        assert_eq!(
+            js(c, "return [document.documentElement.dataset.module, kvlab.module()]").await,
+            json!(["first-view", "first-view"])
+        );
+        // The first view's engine is the engine: the default preset's report, bit for bit.
+        js(c, "kvlab.runToEnd(); return null").await;
+        assert_eq!(report(c).await, native_report("contiguous-default"), "{url}");
+    }
+
+    // Settings, compare mode and playback stay in the first view.
+    open(c, &format!("{base}?autoplay=0&preset=paged-default")).await;
+    js(c, "kvlab.setField('kv_memory_gib', '12'); kvlab.setCompare(true); kvlab.runTo(20); return null").await;
+    assert_eq!(js(c, "return kvlab.module()").await, json!("first-view"));
+    let state = js(c, "return kvlab.state()").await;
+    assert_eq!(state["preset"]["kv_memory_gib"].as_f64(), Some(12.0));
+
+    // The Sweep panel's Run is the full lab's: it loads, the lab is where it was, the sweep runs.
+    js(c, "document.getElementById('sweep-knob').value = 'scheduler.max_num_seqs'; document.getElementById('sweep-values').value = '16,32'; return null").await;
+    c.find(Locator::Id("sweep-run")).await.unwrap().click().await.unwrap();
+    wait_full(c).await;
+    assert_eq!(fetched_wasm(c).await, json!(["kvlab-full_bg.wasm", "kvlab_bg.wasm"]));
+    assert_eq!(js(c, "return kvlab.module()").await, json!("full"));
+    assert_eq!(js(c, "return kvlab.state()").await, state, "the full lab starts where the first view was");
+    assert_eq!(js(c, "return kvlab.now()").await.as_f64(), Some(20.0));
+    wait_for(c, "kvlab.sweepResults()?.finished", "the sweep asked for in the first view").await;
+    let points = js(c, "return kvlab.sweepResults().points.length").await;
+    assert_eq!(points, json!(2), "one point a value");
+    assert!(js(c, "return document.getElementById('full-lab-status').hidden").await == json!(true));
+    save_screenshot(c, "modules-after-the-sweep.png").await;
+    b.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_url_that_needs_the_full_lab_fetches_only_the_full_module() {
+    let base = serve(require_dist()).await;
+    let b = browser(1200, 900).await;
+    let c = &b.client;
+    for url in [format!("{base}?mission=m1-paging&autoplay=0"), format!("{base}?hub=1")] {
+        c.goto(&url).await.unwrap();
+        wait_full(c).await;
+        assert_eq!(fetched_wasm(c).await, json!(["kvlab-full_bg.wasm"]), "{url}");
+    }
+    // A link whose state plays a mission is one too.
+    open(c, &format!("{base}?mission=m1-paging&autoplay=0")).await;
+    let link = js(c, "return kvlab.shareUrl()").await.as_str().unwrap().replace("mission=m1-paging&", "");
+    assert!(link.contains("#lab="), "{link}");
+    c.goto(&link).await.unwrap();
+    wait_full(c).await;
+    assert_eq!(fetched_wasm(c).await, json!(["kvlab-full_bg.wasm"]), "{link}");
+    assert!(js(c, "return kvlab.missionScore()").await.is_object(), "the link plays its mission");
+    b.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_full_module_the_first_view_keeps_running_and_says_what_failed() {
+    // dist/ without the full module, as a server missing a file serves it.
+    let dist = require_dist();
+    let root = std::env::temp_dir().join(format!("kvlab-e2e-no-full-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).unwrap();
+    for entry in std::fs::read_dir(&dist).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        if path.is_file() && name != "kvlab-full_bg.wasm" {
+            std::fs::copy(&path, root.join(&name)).unwrap();
+        }
+    }
+    let base = serve(root.clone()).await;
+    let b = browser(1400, 900).await;
+    let c = &b.client;
+    open(c, &format!("{base}?autoplay=0")).await;
+    c.find(Locator::Id("sweep-run")).await.unwrap().click().await.unwrap();
+    wait_for(c, "document.getElementById('full-lab-status').classList.contains('failed')", "the failure").await;
+    let said = js(c, "return document.getElementById('full-lab-status').textContent").await;
+    let said = said.as_str().unwrap();
+    assert!(said.contains("kvlab-full_bg.wasm") && said.contains("404"), "names the file and why: {said}");
+    assert!(said.contains("keeps running"), "{said}");
+    save_screenshot(c, "modules-full-lab-failed.png").await;
+    // The first view still plays, edits and reports.
+    assert_eq!(js(c, "return kvlab.module()").await, json!("first-view"));
+    js(c, "kvlab.runToEnd(); return null").await;
+    assert_eq!(report(c).await, native_report("contiguous-default"));
+    js(c, "kvlab.setField('kv_memory_gib', '12'); return null").await;
+    assert_eq!(js(c, "return kvlab.state()").await["preset"]["kv_memory_gib"].as_f64(), Some(12.0));
+    b.close().await;
+    let _ = std::fs::remove_dir_all(&root);
+}
