@@ -149,6 +149,9 @@ async fn a_trace_preset_is_not_offered_a_request_rate_sweep() {
     open(c, &format!("{base}?preset=contiguous-default&autoplay=0")).await;
     assert_eq!(js(c, "return document.getElementById('sweep-knob').value").await, json!("kv_memory_gib"));
     open(c, &format!("{base}?preset=paged-default&autoplay=0")).await;
+    // A trace preset is the full lab's (docs/LAB.md, "Two modules"): load it first, so that the
+    // knob picked below is still on the page when the trace comes.
+    js(c, "return kvlabFull().then(() => null)").await;
     let rate = "document.querySelector('#sweep-knob option[value=\"workload.arrival.rate_per_s\"]')";
     assert_eq!(js(c, &format!("return {rate}.disabled")).await, json!(false), "a Poisson preset sweeps its rate");
     js(

@@ -333,6 +333,12 @@ fn the_first_view_applies_every_command_but_sweeps_missions_and_their_documents(
     let plain = serde_json::to_value(&state).unwrap();
     state.mission = Some(kvlab::session::url_state::MissionRef::shipped("m1-paging"));
     let playing = serde_json::to_value(&state).unwrap();
+    // A preset whose arrivals are a trace, and a link replaying one.
+    let mut traced: serde_json::Value = serde_json::from_str(&preset).unwrap();
+    traced["workload"]["arrival"] =
+        json!({"kind": "trace", "csv": "arrival_s,prompt_tokens,output_tokens\n0,100,10\n"});
+    let mut replaying = plain.clone();
+    replaying["preset"] = traced.clone();
     for (cmd, full) in [
         (Command::Play, false),
         (Command::Seek { t_s: 3.0 }, false),
@@ -356,6 +362,10 @@ fn the_first_view_applies_every_command_but_sweeps_missions_and_their_documents(
         (Command::SweepMetric { metric: "ttft_p95_ms".into() }, true),
         (Command::KvSearch { target: "2000".into(), range: String::new(), step: String::new() }, true),
         (Command::CancelKvSearch, true),
+        (Command::Load { preset: traced.clone() }, true),
+        (Command::Load { preset: traced.to_string().into() }, true),
+        (doc(&traced.to_string(), None), true),
+        (Command::SetState { state: replaying.clone() }, true),
     ] {
         assert_eq!(cmd.needs_panels(), full, "{cmd:?}");
     }

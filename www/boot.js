@@ -26,7 +26,7 @@ function panic(text, e) {
 }
 
 // Whether the URL asks for what only the full module has: the hub, a mission, a linked document,
-// or a lab state (the fragment) that plays a mission.
+// or a lab state (the fragment) that plays a mission or replays a trace.
 function urlNeedsFull() {
   const q = new URLSearchParams(location.search);
   if (/^(1|true|yes|on)$/.test(q.get("hub") || "")) return true;
@@ -37,7 +37,8 @@ function urlNeedsFull() {
     const b64 = m[1].replace(/-/g, "+").replace(/_/g, "/");
     const bytes = Uint8Array.from(atob(b64 + "===".slice((b64.length + 3) % 4)), (c) => c.charCodeAt(0));
     const state = JSON.parse(new TextDecoder().decode(bytes));
-    return state != null && state.mission != null;
+    const arrival = state && state.preset && state.preset.workload && state.preset.workload.arrival;
+    return state != null && (state.mission != null || (arrival != null && arrival.kind === "trace"));
   } catch (e) {
     return false; // a damaged link: the first view says what is wrong with it
   }

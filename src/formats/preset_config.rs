@@ -170,6 +170,11 @@ impl TraceArrivalDto {
     /// The trace this arrival names, read; errors name `workload.arrival.text` (or `.csv`) with
     /// the line and column, or the option's path.
     pub fn read(&self) -> Result<Trace, ConfigError> {
+        if !cfg!(feature = "panels") {
+            // The page's first module has no trace readers (`Command::needs_panels` sends a
+            // preset with a trace to the full one).
+            return Err(ConfigError::new("workload.arrival", "a trace is read by the full lab"));
+        }
         let (field, text) = match (&self.csv, &self.text) {
             (Some(_), Some(_)) => {
                 return Err(ConfigError::new("workload.arrival.text", "give the trace as text or as csv, not both"))

@@ -122,6 +122,16 @@ pub enum Command {
     CancelKvSearch,
 }
 
+/// The JSON value of `text` (null when it is not JSON).
+fn parsed(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or(Value::Null)
+}
+
+/// Whether a preset's arrivals are a trace, whose readers only the full lab has.
+fn reads_a_trace(preset: &Value) -> bool {
+    preset.pointer("/workload/arrival/kind").and_then(Value::as_str) == Some("trace")
+}
+
 /// What a document must be.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -197,25 +207,31 @@ impl ChangeFrom {
 
 impl Command {
     /// Whether only the full lab applies it: the page's first module is built without the
-    /// `panels` feature (the Sweep panel's runs, missions, config.json files) and hands such a
-    /// command to the full module (`web::full_lab`). A link's state is one when it plays a
-    /// mission.
+    /// `panels` feature (the Sweep panel's runs, missions, config.json files, traces) and hands
+    /// such a command to the full module (`web::full_lab`): a preset or a link's state is one
+    /// when its arrivals are a trace, a link's state when it plays a mission.
     pub fn needs_panels(&self) -> bool {
         use Command::*;
         match self {
             Sweep { .. } | CancelSweep | SweepMetric { .. } | KvSearch { .. } | CancelKvSearch => true,
             StartMission { .. } | Mission { .. } => true,
-            LoadDocument { text, expect, .. } => *expect == Some(DocKind::Mission) || super::loader::needs_panels(text),
+            LoadDocument { text, expect, .. } => {
+                *expect == Some(DocKind::Mission) || super::loader::needs_panels(text) || reads_a_trace(&parsed(text))
+            }
+            Load { preset } => match preset {
+                Value::String(text) => reads_a_trace(&parsed(text)),
+                other => reads_a_trace(other),
+            },
             SetState { state } => {
-                let parsed;
+                let text;
                 let state = match state {
-                    Value::String(text) => {
-                        parsed = serde_json::from_str::<Value>(text).unwrap_or(Value::Null);
-                        &parsed
+                    Value::String(json) => {
+                        text = parsed(json);
+                        &text
                     }
                     other => other,
                 };
-                state.get("mission").is_some_and(|m| !m.is_null())
+                state.get("mission").is_some_and(|m| !m.is_null()) || state.get("preset").is_some_and(reads_a_trace)
             }
             _ => false,
         }

@@ -463,6 +463,9 @@ impl Lab {
 
     /// The mission's score of the run so far (None outside mission mode).
     pub fn mission_status(&self) -> Option<MissionStatus> {
+        if !cfg!(feature = "panels") {
+            return None; // the page's first module has no missions
+        }
         let m = self.mission.as_ref()?;
         if let Some(words) = &self.refusal {
             return Some(MissionStatus { score: score_refused(m, &self.state.preset, words), at_end: true });

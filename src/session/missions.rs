@@ -17,6 +17,10 @@ pub fn shipped(id: &str) -> Result<Mission, String> {
 
 /// The mission a lab state refers to: its custom file, or the shipped one.
 pub fn resolve(r: &MissionRef) -> Result<Mission, String> {
+    if !cfg!(feature = "panels") {
+        // The page's first module has no missions (`Command::needs_panels`).
+        return Err(format!("mission {}: missions are the full lab's", r.id));
+    }
     match &r.custom {
         Some(dto) => {
             let m = Mission::from_dto((**dto).clone()).map_err(|e| format!("the mission: {e}"))?;
@@ -49,6 +53,9 @@ pub fn knob_list(m: &Mission) -> String {
 /// its start: `?mission_url=…` when it came from a linked file, else `#lab=…` carrying the mission
 /// whole. None for a shipped mission (the hub links those itself) or a link too long to keep.
 pub fn replay_link(state: &LabState) -> Option<String> {
+    if !cfg!(feature = "panels") {
+        return None; // the page's first module has no missions
+    }
     let r = state.mission.as_ref()?;
     let custom = r.custom.as_ref()?;
     let link = match &state.source {

@@ -227,6 +227,9 @@ impl View {
     }
 
     fn render_mission(&mut self, lab: &Lab) {
+        if !super::full_lab::FULL {
+            return; // missions are the full module's: the panel stays hidden as served
+        }
         let Some(view) = &mut self.mission else { return };
         let due = lab.mission.is_some() && view.last_key != Some(lab.t_us);
         let status = if due { lab.mission_status() } else { None };
