@@ -368,5 +368,11 @@ fn the_first_view_applies_every_command_but_sweeps_missions_and_their_documents(
         (Command::SetState { state: replaying.clone() }, true),
     ] {
         assert_eq!(cmd.needs_panels(), full, "{cmd:?}");
+        // What the first module hands over reads back as the same command in the full one.
+        let handed = cmd.handover_json();
+        if full {
+            assert_eq!(handed, serde_json::to_value(&cmd).unwrap(), "{cmd:?}");
+            assert_eq!(Command::try_from(handed).unwrap(), cmd);
+        }
     }
 }

@@ -237,6 +237,39 @@ impl Command {
         }
     }
 
+    /// The JSON form (`kvlab.command()`'s) of the commands [`Command::needs_panels`] may say the
+    /// full lab applies, which the page's first module hands over (`web::full_lab`); null for
+    /// the others. Written out rather than through the derived `Serialize`, which the first module
+    /// would carry whole (5.8 KB) for these few; `tests/session_commands.rs` holds the two equal.
+    pub fn handover_json(&self) -> Value {
+        use serde_json::json;
+        use Command::*;
+        match self {
+            Sweep { knob, values } => json!({ "type": "sweep", "knob": knob, "values": values }),
+            CancelSweep => json!({ "type": "cancel_sweep" }),
+            SweepMetric { metric } => json!({ "type": "sweep_metric", "metric": metric }),
+            KvSearch { target, range, step } => {
+                json!({ "type": "kv_search", "target": target, "range": range, "step": step })
+            }
+            CancelKvSearch => json!({ "type": "cancel_kv_search" }),
+            StartMission { id } => json!({ "type": "start_mission", "id": id }),
+            Mission { action } => json!({ "type": "mission", "action": action }),
+            LoadDocument { text, expect, source } => {
+                let mut v = json!({ "type": "load_document", "text": text });
+                if let Some(e) = expect {
+                    v["expect"] = json!(e);
+                }
+                if let Some(s) = source {
+                    v["source"] = json!(s);
+                }
+                v
+            }
+            Load { preset } => json!({ "type": "load", "preset": preset }),
+            SetState { state } => json!({ "type": "set_state", "state": state }),
+            _ => Value::Null,
+        }
+    }
+
     /// Where the command comes from, for its messages.
     pub fn from(&self) -> ChangeFrom {
         use Command::*;

@@ -9,6 +9,11 @@ use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use plotters_canvas::CanvasBackend;
+
+/// The charts' font, named as the stylesheet names it. A `FontFamily` rather than the `&str`
+/// plotters also takes, whose conversion lowercases the name to look for `serif` and brings
+/// Unicode's case tables into the page's first module.
+pub const FONT: FontFamily<'static> = FontFamily::Name("system-ui, sans-serif");
 use web_sys::HtmlCanvasElement;
 
 use crate::engine::StepPoint;
@@ -179,7 +184,7 @@ fn time_axes<'a>(root: &'a Area, dpr: f64, a: Axes, y_fmt: &dyn Fn(&f64) -> Stri
         .build_cartesian_2d(0f64..a.duration_s, 0f64..a.y_max)
         .map_err(err)?;
     let t = a.theme;
-    let font = ("system-ui, sans-serif", 11.5 * dpr).into_font().color(&t.muted);
+    let font = (FONT, 11.5 * dpr).into_font().color(&t.muted);
     chart
         .configure_mesh()
         .light_line_style(TRANSPARENT)
@@ -249,8 +254,7 @@ pub fn draw_kv(
     // The capacity's figure sits in the margin above the plot, right-aligned, so it never
     // covers the lines (which reach the capacity when the pool is full).
     let (xs, ys) = chart.plotting_area().get_pixel_range();
-    let label =
-        ("system-ui, sans-serif", 11.0 * dpr).into_font().color(&theme.muted).pos(Pos::new(HPos::Right, VPos::Bottom));
+    let label = (FONT, 11.0 * dpr).into_font().color(&theme.muted).pos(Pos::new(HPos::Right, VPos::Bottom));
     root.draw(&Text::new(
         format!("capacity {} tokens", crate::engine::plan::group_thousands(capacity as u64)),
         (xs.end, ys.start - px(2.0, dpr) as i32),

@@ -38,7 +38,7 @@ pub enum Handover<'a> {
 /// has no loader (a test harness without `boot.js`).
 pub fn hand_over(what: Handover<'_>) -> bool {
     let pending = match what {
-        Handover::Command(cmd) => serde_json::json!({ "command": cmd }),
+        Handover::Command(cmd) => serde_json::json!({ "command": cmd.handover_json() }),
         Handover::Trace { name, text } => serde_json::json!({ "trace": { "name": name, "text": text } }),
         Handover::Click { id } => serde_json::json!({ "click": id }),
     };

@@ -9,6 +9,8 @@
 //! locks `kv_memory_gib`.
 
 use plotters::prelude::*;
+
+use super::chart::FONT;
 use web_sys::{Element, HtmlCanvasElement};
 
 use crate::formats::sweep::ALLOCATORS;
@@ -254,7 +256,7 @@ fn draw(canvas: &HtmlCanvasElement, job: &SweepJob, metric: &str, t: &'static Ch
         .y_label_area_size(px(64.0, dpr))
         .build_cartesian_2d((lo - pad)..(hi + pad), 0f64..y_max)
         .map_err(err)?;
-    let font = ("system-ui, sans-serif", 11.5 * dpr).into_font().color(&t.muted);
+    let font = (FONT, 11.5 * dpr).into_font().color(&t.muted);
     let labels: Vec<String> = points.iter().map(|p| value_text(p.0)).collect();
     let x_fmt = move |v: &f64| {
         if numeric {
