@@ -29,6 +29,8 @@ pub fn export(app: &App, what: &str) -> Result<(), String> {
         "chart" => download_url(&format!("{stem}-chart.png"), &chart_png(app)?),
         "csv" => download_text(&format!("{stem}-series.csv"), "text/csv", &csv(app)),
         "report" => download_text(&format!("{stem}-report.json"), "application/json", &report_json(app)),
+        // The Sweep panel's files: sweeps and searches run in the full module.
+        "sweep-csv" | "sweep-json" | "search-json" if !super::full_lab::FULL => Err("no sweep has run yet".into()),
         "sweep-csv" => match app.panel().job.as_ref() {
             Some(job) => download_text(&job_file(&job.setup, "sweep", "csv"), "text/csv", &job.csv()),
             None => Err("no sweep has run yet".into()),

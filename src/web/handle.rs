@@ -109,6 +109,9 @@ impl LabHandle {
     /// after a refused one.
     #[wasm_bindgen(js_name = sweepResults)]
     pub fn sweep_results(&self) -> Result<JsValue, JsError> {
+        if !super::full_lab::FULL {
+            return Ok(JsValue::NULL); // sweeps run in the full module
+        }
         let panel = self.app.panel();
         object(&panel.job.as_ref().map(SweepJob::results_json))
     }
@@ -120,6 +123,9 @@ impl LabHandle {
     /// `null` before any search and after a refused one.
     #[wasm_bindgen(js_name = kvSearchResults)]
     pub fn kv_search_results(&self) -> Result<JsValue, JsError> {
+        if !super::full_lab::FULL {
+            return Ok(JsValue::NULL); // searches run in the full module
+        }
         let panel = self.app.panel();
         object(&panel.search.as_ref().map(crate::session::kv_search::results_json))
     }
