@@ -53,7 +53,8 @@ bench_dist=target/dist-bench
 if [ "$build" = 1 ] || [ ! -f "$bench_dist/index.html" ] || [ -n "$(find src www Cargo.toml -newer "$bench_dist/index.html" -print -quit)" ]; then
   command -v trunk >/dev/null || { echo "missing trunk: run scripts/setup.sh" >&2; exit 1; }
   echo "==> trunk build --release --offline --features test-hooks --dist $bench_dist"
-  trunk build --release --offline --features test-hooks --dist "$bench_dist"
+  # Both modules with the hooks: the Sweep panel's case hands the page to the full one.
+  KVLAB_WEB_FEATURES=test-hooks trunk build --release --offline --features test-hooks --dist "$bench_dist"
 fi
 
 if [ -z "$shots" ]; then

@@ -7,8 +7,8 @@
 # long-run worker (www/worker.js) runs it too.
 #
 # Trunk sets TRUNK_STAGING_DIR (where the files go) and TRUNK_PROFILE (debug or release).
-# KVLAB_WEB_FEATURES adds features to both modules' builds, as `trunk build --features` does to
-# the first one (scripts/test-web.sh: test-hooks).
+# KVLAB_WEB_FEATURES adds features to this module's build, as `trunk build --features` adds them
+# to the first one's (scripts/test-web.sh and scripts/bench-web.sh: test-hooks).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${TRUNK_STAGING_DIR:?run by trunk (Trunk.toml hooks), or set TRUNK_STAGING_DIR}"

@@ -1,7 +1,8 @@
 //! End-to-end tests of the page's two modules (docs/LAB.md, "Two modules") in the built page
 //! (dist/, headless Chromium): a bare page and an embed fetch only the first view's module and
-//! run the lab as the native engine does; the first thing only the full lab does (here the Sweep
-//! panel's Run) loads the full module and keeps the lab where it was; a URL that needs the full
+//! run the lab as the native engine does; the reader's intent fetches the full module ahead; the
+//! first thing only the full lab does (here the Sweep panel's Run) starts it and keeps the lab
+//! where it was; a URL that needs the full
 //! lab fetches it alone; and when the full module cannot be fetched, the first view keeps running
 //! and says what failed. Screenshots land in target/screenshots/.
 #![cfg(not(target_arch = "wasm32"))]
@@ -44,6 +45,17 @@ async fn the_first_view_and_the_embed_fetch_only_the_first_module_and_the_sweep_
     assert_eq!(js(c, "return kvlab.module()").await, json!("first-view"));
     let state = js(c, "return kvlab.state()").await;
     assert_eq!(state["preset"]["kv_memory_gib"].as_f64(), Some(12.0));
+
+    // The reader's intent (the focus or the pointer on Run) fetches the full module ahead of
+    // the click; the first view keeps the page meanwhile.
+    js(c, "document.getElementById('sweep-run').focus(); return null").await;
+    wait_for(
+        c,
+        "performance.getEntriesByType('resource').some(e => e.name.endsWith('kvlab-full_bg.wasm'))",
+        "the full module fetched on intent",
+    )
+    .await;
+    assert_eq!(js(c, "return kvlab.module()").await, json!("first-view"));
 
     // The Sweep panel's Run is the full lab's: it loads, the lab is where it was, the sweep runs.
     js(c, "document.getElementById('sweep-knob').value = 'scheduler.max_num_seqs'; document.getElementById('sweep-values').value = '16,32'; return null").await;

@@ -68,6 +68,22 @@ document.addEventListener("click", (e) => {
   if (e.target && e.target.id === "full-lab-status" && e.target.classList.contains("failed")) say("");
 });
 
+// The full module fetched and compiled once: on the reader's intent (the pointer or the focus
+// on a control that needs it), so that the click finds it (nearly) ready, or when asked.
+let fetched = null;
+function prefetch() {
+  if (!fetched) fetched = fetchFull().catch((e) => { fetched = null; throw e; });
+  return fetched;
+}
+const NEEDS_FULL = "#sweep-run, #sweep-search-run, #load-btn, #hub-link";
+for (const type of ["pointerover", "focusin"]) {
+  document.addEventListener(type, (e) => {
+    if (root.dataset.module === "first-view" && e.target.closest && e.target.closest(NEEDS_FULL)) {
+      prefetch().catch(() => {}); // a failure is said when the full lab is asked for
+    }
+  });
+}
+
 // What the first view handed over, done in order once the full module runs.
 const pending = [];
 let loading = null;
@@ -87,7 +103,7 @@ async function loadFull() {
   say("Loading the rest of the lab (sweeps, missions, files)…");
   let full;
   try {
-    full = await fetchFull();
+    full = await prefetch();
   } catch (e) {
     pending.length = 0;
     root.dataset.module = "first-view";
