@@ -9,7 +9,9 @@
 
 mod common_e2e;
 
-use common_e2e::{browser, js, native_report, open, report, require_dist, save_screenshot, serve, wait_for, wait_full};
+use common_e2e::{
+    browser, js, native_report, open, report, require_dist, save_screenshot, serve, serve_slowly, wait_for, wait_full,
+};
 use fantoccini::{Client, Locator};
 use serde_json::{json, Value};
 
@@ -127,4 +129,28 @@ async fn without_the_full_module_the_first_view_keeps_running_and_says_what_fail
     assert_eq!(js(c, "return kvlab.state()").await["preset"]["kv_memory_gib"].as_f64(), Some(12.0));
     b.close().await;
     let _ = std::fs::remove_dir_all(&root);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn while_the_full_module_loads_the_page_says_so_and_the_first_view_runs() {
+    // A slow network: the full module takes three seconds to arrive.
+    let base = serve_slowly(require_dist(), "kvlab-full_bg.wasm", std::time::Duration::from_secs(3)).await;
+    let b = browser(1400, 900).await;
+    let c = &b.client;
+    open(c, &format!("{base}?autoplay=0&preset=paged-default")).await;
+    js(c, "kvlab.loadMissionId('m1-paging'); return null").await;
+    wait_for(c, "!document.getElementById('full-lab-status').hidden", "the loading line").await;
+    let said = js(c, "return document.getElementById('full-lab-status').textContent").await;
+    assert!(said.as_str().unwrap().starts_with("Loading the rest of the lab"), "{said}");
+    assert_eq!(js(c, "return document.documentElement.dataset.module").await, json!("loading-full"));
+    save_screenshot(c, "modules-loading-the-full-lab.png").await;
+    // Meanwhile the first view plays and edits.
+    js(c, "kvlab.runTo(15); kvlab.setField('kv_memory_gib', '12'); return null").await;
+    assert_eq!(js(c, "return kvlab.module()").await, json!("first-view"));
+    assert_eq!(js(c, "return kvlab.now()").await.as_f64(), Some(15.0));
+    // Then the full lab runs the mission asked for, and the line is gone.
+    wait_full(c).await;
+    assert_eq!(js(c, "return kvlab.missionScore().mission").await, json!("m1-paging"));
+    assert_eq!(js(c, "return document.getElementById('full-lab-status').hidden").await, json!(true));
+    b.close().await;
 }

@@ -74,6 +74,12 @@ pub fn content_type(path: &Path) -> &'static str {
 
 /// Serves `root` on 127.0.0.1 (GET only); returns the base URL.
 pub async fn serve(root: PathBuf) -> String {
+    serve_slowly(root, "", std::time::Duration::ZERO).await
+}
+
+/// [`serve`], holding back the files whose path ends with `slow` (when not empty) for `delay`
+/// before answering, as a slow network would.
+pub async fn serve_slowly(root: PathBuf, slow: &'static str, delay: std::time::Duration) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind the static server");
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
@@ -87,6 +93,9 @@ pub async fn serve(root: PathBuf) -> String {
                 let target = req.split_whitespace().nth(1).unwrap_or("/");
                 let path = target.split(['?', '#']).next().unwrap_or("/");
                 let rel = if path == "/" { "index.html" } else { path.trim_start_matches('/') };
+                if !slow.is_empty() && rel.ends_with(slow) {
+                    tokio::time::sleep(delay).await;
+                }
                 let file = root.join(rel);
                 let (status, body, ctype) = if rel.contains("..") {
                     ("403 Forbidden", b"forbidden".to_vec(), "text/plain")
