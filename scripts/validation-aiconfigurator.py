@@ -26,7 +26,23 @@ What the source does not say, and what the runs assume instead (the file's notes
 - an FP8 row's KV cache: the model's dtype (vLLM's default, "auto").
 
 FP8 rows replay the catalogue's model with FP8 weights (vLLM's `--quantization fp8`) and its KV
-cache in the model's dtype (kv_cache_dtype "auto"). Rows kvlab cannot replay yet are kept with
+cache in the model's dtype (kv_cache_dtype "auto"), except where the launch is known:
+
+- Llama-3.1-70B in FP8 (the rows measured 2025-10-29, on H100, H200 and B200) are SemiAnalysis'
+  InferenceX sweep of that date (github.com/SemiAnalysisAI/InferenceX at
+  24ea7def4aeaade77e95e35ae0cab30c5259a9ff, Apache-2.0): the same GPUs, TP lists and 1k/1k,
+  1k/8k, 8k/1k lengths, with nvidia/Llama-3.3-70B-Instruct-FP8 (Llama-3.1-70B's shapes) on
+  vllm/vllm-openai:v0.10.2 (.github/workflows/70b-tmpl.yml). Its launch scripts
+  (benchmarks/70b_fp8_{h100,h200}_slurm.sh, 70b_fp8_b200_docker.sh) set kv-cache-dtype fp8,
+  prefix caching off, max-num-batched-tokens 8192, gpu-memory-utilization 0.9, max-num-seqs the
+  concurrency (512 on the B200), max-model-len 10240 on the H100, ISL + OSL + 20 (1k/1k) or
+  + 200 on the H200, 2,048 (1k/1k) or 9,216 on the B200 (full-sweep-tmpl.yml), and its client
+  sends 10 x concurrency prompts (benchmark_serving.py `--num-prompts $(( CONC * 10 ))`) with
+  `--random-range-ratio 0.8`: lengths drawn between 0.8 and 1 times the nominal ones (the
+  range benchmark_serving.py drew before vLLM 0.9; the symmetric one of later versions would send
+  8k prompts longer than the max-model-len of 8,192 + 1,024 these launches set), which the replay
+  draws from a log-normal of the same mean and 99th percentile (`random_range_ratio`).
+  The scripts also turn on vLLM's async scheduling, which kvlab does not model. Rows kvlab cannot replay yet are kept with
 the reason (`not_replayed`): FP4 weights (NVFP4, MXFP4 dense GEMMs). Runs on a GPU whose clock
 has no measured constants of its own (the H200) are judged on the constants it borrows.
 
@@ -58,8 +74,34 @@ ASSUMED = (
     "(max_num_seqs 1024, chunked prefill and prefix caching on) with AIConfigurator's launch rule's token "
     "budget (max_num_batched_tokens = concurrency + input length + 1500, generator/rule_plugin/vllm.rule), "
     "gpu_memory_utilization 0.9; an FP8 row's KV cache in the model's dtype (kv_cache_dtype auto); "
+    "except Llama-3.1-70B's FP8 rows of 2025-10-29, replayed with the launch of SemiAnalysis InferenceX's sweep of that date "
+    "(github.com/SemiAnalysisAI/InferenceX@24ea7def4aea: vLLM 0.10.2, FP8 KV cache, prefix caching off, 8,192 batched tokens, "
+    "max_num_seqs the concurrency (512 on B200), 10 x concurrency prompts); "
     "the benchmark client's round trip kvlab's default (2 ms from a request's end to the next reaching the engine)."
 )
+
+
+def inferencex_launch(row, gpu, clients, isl, osl, precision):
+    """The replay flags of a row from SemiAnalysis' InferenceX sweep of 2025-10-29 (the module
+    doc), or None for any other row."""
+    measured = dict(p.strip().partition("=")[::2] for p in row["silicon_data_source"].split(";")).get("measured", "")
+    if row["model_path"] != "meta-llama/Llama-3.1-70B" or precision != "fp8" or not measured.startswith("2025-10-29"):
+        return None
+    if clients is None or gpu not in ("h100-sxm", "h200", "b200"):
+        return None
+    if gpu == "h100-sxm":
+        max_len = 10240
+    elif gpu == "h200":
+        max_len = isl + osl + (20 if (isl, osl) == (1024, 1024) else 200)
+    else:
+        max_len = 2048 if (isl, osl) == (1024, 1024) else 9216
+    return {
+        "max_num_seqs": 512 if gpu == "b200" else clients,
+        "max_num_batched_tokens": 8192,
+        "max_model_len": max_len,
+        "prefix_caching": False,
+        "kv_dtype": "fp8",
+    }
 
 
 def concurrency(row):
@@ -119,6 +161,16 @@ def main():
             reason = f"the MoE layers' tensor parallelism ({row['moe_tp_size']}) differs from the attention's ({tp}): one engine runs one"
         elif clients is None:
             reason = "the concurrency is not given"
+        inferencex = inferencex_launch(row, gpu, clients, isl, osl, precision)
+        if inferencex:
+            run["vllm_version"] = "0.10.2"
+            run["workload"]["num_prompts"] = 10 * clients
+            run["workload"]["dataset"] = "random, --random-range-ratio 0.8"
+            run["workload"]["random_range_ratio"] = 0.8
+            run["notes"] = (
+                f"Precision {precision}; SemiAnalysis InferenceX's vLLM 0.10.2 launch of "
+                "nvidia/Llama-3.3-70B-Instruct-FP8 (the recipe in this file's notes and scripts/validation-aiconfigurator.py)."
+            )
         if reason:
             run["not_replayed"] = reason
         else:
@@ -140,6 +192,8 @@ def main():
                 # An FP8 checkpoint of the model (vLLM's `--quantization fp8` widths); the KV
                 # cache stays in the model's dtype (vLLM's kv_cache_dtype "auto").
                 run["replay"]["quantization"] = "fp8"
+            if inferencex:
+                run["replay"].update(inferencex)
         runs.append(run)
     runs.sort(key=lambda r: r["id"])
     seen = set()

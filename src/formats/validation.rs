@@ -121,6 +121,11 @@ pub struct PublishedWorkload {
     pub input_lens: Vec<u32>,
     #[serde(default)]
     pub output_lens: Vec<u32>,
+    /// `benchmark_serving.py --random-range-ratio` r as the client's version drew it: each
+    /// prompt's and each output's length uniformly from [r·len, len]; absent, the nominal
+    /// lengths.
+    #[serde(default)]
+    pub random_range_ratio: Option<f64>,
 }
 
 /// One simulation to compare with what a real run measured.
@@ -379,7 +384,12 @@ pub fn published_cases(run: &PublishedRun) -> Result<Vec<ValidationCase>, Skippe
                 return Err(skip("the clients, the number of prompts or their lengths are not published".into()));
             };
             let mut config = base;
-            let fixed = |x: f64| LengthDist { mean: x.round(), p99: x.round() };
+            // Random lengths keep the clients from moving in lockstep. kvlab's length classes are
+            // log-normal: one of the uniform range's mean, (1 + r)/2·len, and 99th percentile,
+            // (r + 0.99·(1 − r))·len. Without a range, the nominal lengths.
+            let r = run.workload.random_range_ratio.unwrap_or(1.0).clamp(0.0, 1.0);
+            let fixed =
+                |x: f64| LengthDist { mean: (x * (1.0 + r) / 2.0).round(), p99: (x * (r + 0.99 * (1.0 - r))).round() };
             config.workload = WorkloadConfig {
                 arrival: Arrival::Concurrency {
                     max_concurrency: clients,
@@ -514,6 +524,34 @@ mod tests {
         let lens: Vec<(u32, u32)> = rows.iter().map(|r| (r.prompt_tokens, r.output_tokens)).collect();
         assert_eq!(lens, [(14, 129), (300, 1), (5, 8)], "in the order sent; an empty answer still samples one");
         assert!(rows.iter().all(|r| r.arrival_s == 0.0));
+    }
+
+    /// A closed loop of 4 clients, 40 prompts of 1,000 in and 200 out, with a length range.
+    fn closed_loop(range: &str) -> PublishedRun {
+        let text = format!(
+            r#"{{"schema": "kvlab/published-runs@1", "runs": [{{"id": "c", "source": {{"url": "u"}},
+            "workload": {{"kind": "concurrency", "max_concurrency": 4, "num_prompts": 40, "input_len": 1000, "output_len": 200{range}}},
+            "results": {{"ttft_ms_mean": 50.0}},
+            "replay": {{"role": "holdout", "gpu": "h100-sxm", "model": "meta-llama/Llama-3.1-8B-Instruct",
+                "tensor_parallel_size": 1, "max_num_seqs": 4, "max_num_batched_tokens": 8192,
+                "max_model_len": 2048, "prefix_caching": false, "chunked_prefill": true}}}}]}}"#
+        );
+        published_runs(&text).expect("parses").remove(0)
+    }
+
+    #[test]
+    fn a_closed_loop_draws_its_lengths_from_the_range_the_client_drew_them_from() {
+        let class =
+            |range: &str| published_cases(&closed_loop(range)).expect("replays")[0].config.workload.classes[0].clone();
+        // Without a range, the nominal lengths; with 0.8, uniform over [0.8, 1] x nominal:
+        // a log-normal of its mean (0.9 x) and 99th percentile (0.998 x).
+        let fixed = class("");
+        assert_eq!((fixed.prompt_tokens.mean, fixed.prompt_tokens.p99), (1000.0, 1000.0));
+        assert_eq!((fixed.output_tokens.mean, fixed.output_tokens.p99), (200.0, 200.0));
+        let ranged = class(r#", "random_range_ratio": 0.8"#);
+        assert_eq!((ranged.prompt_tokens.mean, ranged.prompt_tokens.p99), (900.0, 998.0));
+        assert_eq!((ranged.output_tokens.mean, ranged.output_tokens.p99), (180.0, 200.0));
+        assert_eq!(ranged.max_tokens, 200, "no output runs past the nominal length");
     }
 
     #[test]

@@ -121,10 +121,10 @@ pub fn clock_for(gpu_id: &str) -> (ClockConstants, ClockSource) {
 pub fn measured_runs(gpu_id: &str) -> (u32, f64) {
     match gpu_id {
         "h100-sxm" => (173, 30.5),
-        "b200" => (62, 24.2),
+        "b200" => (62, 33.2),
         "rtx-4090" => (6, 19.2),
         "rtx-pro-6000" => (2, 20.0),
-        "h200" => (107, 39.7),
+        "h200" => (107, 34.6),
         "a100-80gb" => (36, 16.3),
         _ => (0, 0.0),
     }
