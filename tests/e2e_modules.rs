@@ -154,3 +154,35 @@ async fn while_the_full_module_loads_the_page_says_so_and_the_first_view_runs() 
     assert_eq!(js(c, "return document.getElementById('full-lab-status').hidden").await, json!(true));
     b.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trace_preset_typed_in_the_first_view_is_loaded_by_the_full_lab_and_its_refusal_keeps_the_text() {
+    let base = serve(require_dist()).await;
+    let b = browser(1400, 900).await;
+    let c = &b.client;
+    open(c, &format!("{base}?preset=paged-default&autoplay=0")).await;
+    // A trace preset with a bad row: only the full lab reads traces, and it refuses this one.
+    let typed = "{\n  \"schema\": \"kvlab/preset@1\",\n  \"workload\": {\"arrival\": {\"kind\": \"trace\", \"csv\": \"arrival_s,prompt_tokens,output_tokens\\n0,100\\n\"}}\n}";
+    let apply = |text: &str| {
+        format!(
+            "document.getElementById('json-editor').open = true; const ta = document.getElementById('preset-json'); \
+             ta.value = {}; document.querySelector('[data-action=apply-json]').click(); return null",
+            json!(text)
+        )
+    };
+    js(c, &apply(typed)).await;
+    wait_full(c).await;
+    let v = js(
+        c,
+        "const e = document.getElementById('preset-json-error'); \
+         return { text: document.getElementById('preset-json').value, error: e && e.textContent, open: document.getElementById('json-editor').open }",
+    )
+    .await;
+    assert_eq!(v["text"], typed, "the typed text was kept across the handover: {v}");
+    assert_eq!(v["open"], true);
+    assert!(v["error"].as_str().is_some_and(|e| e.contains("workload.arrival")), "refused under the editor: {v}");
+    // Fixed, it loads in the full lab.
+    js(c, &apply(&typed.replace("0,100\\n", "0,100,10\\n"))).await;
+    assert_eq!(js(c, "return kvlab.state().preset.workload.arrival.kind").await, json!("trace"));
+    b.close().await;
+}

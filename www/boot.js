@@ -93,6 +93,16 @@ function replay(lab, what) {
     if (what.command) lab.command(what.command);
     else if (what.trace) lab.loadTrace(what.trace.name, what.trace.text);
     else if (what.click) document.getElementById(what.click)?.click();
+    else if (what.editor != null) {
+      // The Preset JSON editor's text, typed again where the full lab reads it.
+      const editor = document.getElementById("json-editor");
+      const ta = document.getElementById("preset-json");
+      if (editor && ta) {
+        editor.open = true;
+        ta.value = what.editor;
+        document.querySelector('[data-action="apply-json"]')?.click();
+      }
+    }
   } catch (e) {
     // A refusal: the page already shows it where the eye is.
   }

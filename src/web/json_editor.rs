@@ -11,9 +11,16 @@ use super::app::{App, Input};
 use super::controls::{EDITOR_ERROR_ID as ERROR_ID, EDITOR_ID};
 use super::dom;
 
-/// Loads `text` as the lab's preset; refused, the editor keeps it and says why.
+/// Loads `text` as the lab's preset; refused, the editor keeps it and says why. In the first
+/// view's module, a preset only the full lab reads (its arrivals a trace) is typed again into the
+/// full module's editor and loaded there, so a refusal still lands under the text (full_lab.rs).
 pub fn apply(app: &App, text: &str) {
-    match app.dispatch(Command::Load { preset: text.into() }, Input::Inline) {
+    let cmd = Command::Load { preset: text.into() };
+    if !super::full_lab::FULL && cmd.needs_panels() {
+        super::full_lab::hand_over(super::full_lab::Handover::Editor { text });
+        return;
+    }
+    match app.dispatch(cmd, Input::Inline) {
         Ok(_) => show(None, text),
         Err(why) => {
             if let Some(ta) = dom::by_id::<HtmlTextAreaElement>(EDITOR_ID) {
