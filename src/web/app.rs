@@ -105,9 +105,9 @@ impl App {
     /// Applies `cmd` through the session and follows the outcome (see the module doc). The
     /// error is the refusal's reason, for the handle to throw and the host to post.
     pub fn dispatch(&self, cmd: Command, input: Input) -> Result<Applied, String> {
-        if !full_lab::FULL && cmd.needs_panels() {
-            // The first view's module: the full one applies it once loaded (full_lab.rs).
-            full_lab::hand_over(Handover::Command(&cmd));
+        // The first view's module: the full one applies it once loaded (full_lab.rs). Without a
+        // loader on the page, the session refuses it in its words.
+        if !full_lab::FULL && cmd.needs_panels() && full_lab::hand_over(Handover::Command(&cmd)) {
             return Ok(Applied::default());
         }
         let from = cmd.from();
