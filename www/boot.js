@@ -147,10 +147,16 @@ async function loadFull() {
   root.dataset.module = "full";
 }
 
+// The one hand-over under way, started if none is.
+function handOver() {
+  if (!loading) loading = loadFull().finally(() => { loading = null; });
+  return loading;
+}
+
 // Called by the first view's module (src/web/full_lab.rs) with what only the full lab does.
 window.kvlabLoadFull = function (json) {
   pending.push(JSON.parse(json));
-  if (!loading) loading = loadFull().finally(() => { loading = null; });
+  handOver();
 };
 
 // For scripts driving `window.kvlab` (docs/EMBED.md): a promise that settles once the full lab
@@ -158,8 +164,7 @@ window.kvlabLoadFull = function (json) {
 // full module if nothing asked for it yet. `window.kvlab` is then the full module's handle.
 window.kvlabFull = function () {
   if (root.dataset.module === "full") return Promise.resolve(window.kvlab);
-  if (!loading) loading = loadFull().finally(() => { loading = null; });
-  return loading.then(() => {
+  return handOver().then(() => {
     if (root.dataset.module !== "full") throw new Error("the full lab could not load");
     return window.kvlab;
   });
@@ -168,8 +173,8 @@ window.kvlabFull = function () {
 async function start() {
   if (urlNeedsFull()) {
     root.dataset.module = "loading-full";
-    const glue = await import("./kvlab-full.js");
-    await glue.default({ module_or_path: new URL("kvlab-full_bg.wasm", import.meta.url) });
+    const full = await prefetch();
+    await full.glue.default({ module_or_path: full.module });
     root.dataset.module = "full";
   } else {
     await init({ module_or_path: new URL("kvlab_bg.wasm", import.meta.url) });

@@ -122,9 +122,13 @@ pub enum Command {
     CancelKvSearch,
 }
 
-/// The JSON value of `text` (null when it is not JSON).
-fn parsed(text: &str) -> Value {
-    serde_json::from_str(text).unwrap_or(Value::Null)
+/// A command's JSON field that may also be given as its JSON text (null when the text is not
+/// JSON), parsed once.
+fn value_of(v: &Value) -> std::borrow::Cow<'_, Value> {
+    match v {
+        Value::String(text) => std::borrow::Cow::Owned(serde_json::from_str(text).unwrap_or(Value::Null)),
+        other => std::borrow::Cow::Borrowed(other),
+    }
 }
 
 /// Whether a preset's arrivals are a trace, whose readers only the full lab has.
@@ -216,21 +220,12 @@ impl Command {
             Sweep { .. } | CancelSweep | SweepMetric { .. } | KvSearch { .. } | CancelKvSearch => true,
             StartMission { .. } | Mission { .. } => true,
             LoadDocument { text, expect, .. } => {
-                *expect == Some(DocKind::Mission) || super::loader::needs_panels(text) || reads_a_trace(&parsed(text))
+                let document = serde_json::from_str(text).unwrap_or(Value::Null);
+                *expect == Some(DocKind::Mission) || super::loader::needs_panels(&document) || reads_a_trace(&document)
             }
-            Load { preset } => match preset {
-                Value::String(text) => reads_a_trace(&parsed(text)),
-                other => reads_a_trace(other),
-            },
+            Load { preset } => reads_a_trace(&value_of(preset)),
             SetState { state } => {
-                let text;
-                let state = match state {
-                    Value::String(json) => {
-                        text = parsed(json);
-                        &text
-                    }
-                    other => other,
-                };
+                let state = value_of(state);
                 state.get("mission").is_some_and(|m| !m.is_null()) || state.get("preset").is_some_and(reads_a_trace)
             }
             _ => false,

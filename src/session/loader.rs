@@ -60,10 +60,10 @@ pub fn parse_preset_document(text: &str) -> Result<PresetDto, String> {
     Ok(dto)
 }
 
-/// Whether `text` is a document only the full lab reads (a mission or a config.json: see
-/// `Command::needs_panels`).
-pub fn needs_panels(text: &str) -> bool {
-    matches!(sniff_text(text), Some(Schema::Mission | Schema::ModelConfig))
+/// Whether a document (its JSON value) is one only the full lab reads (a mission or a
+/// config.json: see `Command::needs_panels`).
+pub fn needs_panels(document: &Value) -> bool {
+    matches!(sniff(document), Schema::Mission | Schema::ModelConfig)
 }
 
 fn check_size(text: &str) -> Result<(), String> {

@@ -62,9 +62,8 @@ pub fn stop() {
 pub fn listen<E: JsCast + wasm_bindgen::convert::FromWasmAbi + 'static>(
     target: &web_sys::EventTarget,
     event: &str,
-    f: impl FnMut(E) + 'static,
+    mut f: impl FnMut(E) + 'static,
 ) {
-    let mut f = f;
     // Once the page is handed to the full module, this module's listeners do nothing.
     let closure = Closure::<dyn FnMut(E)>::new(move |e: E| {
         if !stopped() {
