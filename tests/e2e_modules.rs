@@ -68,6 +68,9 @@ async fn the_first_view_and_the_embed_fetch_only_the_first_module_and_the_sweep_
     assert_eq!(js(c, "return kvlab.state()").await, state, "the full lab starts where the first view was");
     assert_eq!(js(c, "return kvlab.now()").await.as_f64(), Some(20.0));
     wait_for(c, "kvlab.sweepResults()?.finished", "the sweep asked for in the first view").await;
+    // The panel shows the fields the sweep ran with, as the reader typed them.
+    let fields = "return ['sweep-knob', 'sweep-values'].map(id => document.getElementById(id).value)";
+    assert_eq!(js(c, fields).await, json!(["scheduler.max_num_seqs", "16,32"]));
     let points = js(c, "return kvlab.sweepResults().points.length").await;
     assert_eq!(points, json!(2), "one point a value");
     assert!(js(c, "return document.getElementById('full-lab-status').hidden").await == json!(true));

@@ -128,6 +128,9 @@ async function loadFull() {
   if (playing) lab.pause();
   const focused = document.activeElement && document.activeElement.id;
   const scroll = [window.scrollX, window.scrollY];
+  // What the reader typed into the Sweep panel, which no lab state carries.
+  const typed = [...document.querySelectorAll("#sweep input[id], #sweep select[id]")]
+    .map((el) => [el.id, el.value, el.hasAttribute("data-picked")]);
   stopFirstView();
   document.body.replaceWith(served.cloneNode(true));
   try {
@@ -137,6 +140,12 @@ async function loadFull() {
     return;
   }
   // The lab as the first view left it, then what was asked, in order.
+  for (const [id, value, picked] of typed) {
+    const el = document.getElementById(id);
+    if (!el) continue;
+    el.value = value;
+    if (picked) el.setAttribute("data-picked", ""); // the knob the reader chose stays chosen
+  }
   const next = window.kvlab;
   if (Math.abs(next.now() - t_s) > 1e-9) next.command({ type: "seek", t_s });
   if (playing) next.play();
