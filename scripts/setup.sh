@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs everything kvlab needs on a fresh Debian machine of this kind, idempotently:
-# the wasm32 target, Chromium + ChromeDriver, wasm-bindgen-cli, wasm-opt (binaryen), trunk, and
+# the wasm32 target, Chromium + ChromeDriver, wasm-bindgen-cli, wasm-opt (binaryen), terser, trunk, and
 # NVRTC from PyPI (compiles the CUDA calibration kernels in a test; no GPU needed).
 # Usage: scripts/setup.sh [--browser-only|--no-trunk]
 # Each step prints what it does and is skipped when the tool is already there at the right version.
@@ -13,6 +13,7 @@ export PATH="$TOOLS/bin:$TOOLS/node_modules/.bin:$HOME/.cargo/bin:$PATH"
 WASM_BINDGEN_VERSION=0.2.130
 TRUNK_VERSION=0.21.14
 BINARYEN_VERSION=132
+TERSER_VERSION=5.51.4
 NVRTC_VERSION=13.0.88
 want_trunk=1
 [ "${1:-}" = "--no-trunk" ] && want_trunk=0
@@ -49,6 +50,14 @@ else
   npm install --silent --no-audit --no-fund --prefix "$TOOLS" "binaryen@$BINARYEN_VERSION"
 fi
 ln -sf "$TOOLS/node_modules/.bin/wasm-opt" "$TOOLS/bin/wasm-opt"
+
+step "terser $TERSER_VERSION from npm (minifies the page's scripts in release builds: scripts/post-build.sh)"
+if [ -x "$TOOLS/node_modules/.bin/terser" ] && "$TOOLS/node_modules/.bin/terser" --version | grep -qx "terser $TERSER_VERSION"; then
+  echo "already installed"
+else
+  npm install --silent --no-audit --no-fund --prefix "$TOOLS" "terser@$TERSER_VERSION"
+fi
+ln -sf "$TOOLS/node_modules/.bin/terser" "$TOOLS/bin/terser"
 
 if [ "$want_trunk" = 1 ]; then
   step "trunk $TRUNK_VERSION (~10 min the first time)"

@@ -5,7 +5,7 @@
 # when the first load (scripts/bundle-size.sh) is over its 400,000-byte target.
 # A second, debug bundle with the `test-hooks` feature goes to target/dist-test-hooks/ for the
 # one end-to-end test that needs `kvlab.testPanic()` (both of its modules: KVLAB_WEB_FEATURES
-# reaches scripts/build-full-module.sh, trunk's hook). The wasm tests run with the `panels`
+# reaches scripts/post-build.sh, trunk's hook). The wasm tests run with the `panels`
 # feature, as the page's full module is built.
 # Needs the tools of scripts/setup.sh (run it first on a fresh machine).
 set -euo pipefail
@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 export PATH="$PWD/.tools/bin:$PWD/.tools/node_modules/.bin:$HOME/.cargo/bin:$PATH"
 
 step() { printf '\n==> %s\n' "$*"; }
-for tool in trunk wasm-bindgen-test-runner chromedriver chromium; do
+for tool in trunk terser wasm-bindgen-test-runner chromedriver chromium; do
   command -v "$tool" >/dev/null || { echo "missing $tool: run scripts/setup.sh first" >&2; exit 1; }
 done
 CHROMEDRIVER="$(command -v chromedriver)"

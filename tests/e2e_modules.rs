@@ -189,3 +189,80 @@ async fn a_trace_preset_typed_in_the_first_view_is_loaded_by_the_full_lab_and_it
     assert_eq!(js(c, "return kvlab.state().preset.workload.arrival.kind").await, json!("trace"));
     b.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_the_first_view_cannot_read_the_full_lab_reads_naming_the_field() {
+    // The first module reads documents without serde_path_to_error (formats::json): a document
+    // it refuses goes to the full module, which names the field. Typed in the editor, the
+    // refusal lands under the text; in a link, at the top of the page.
+    let base = serve(require_dist()).await;
+    let b = browser(1400, 900).await;
+    let c = &b.client;
+    open(c, &format!("{base}?preset=paged-default&autoplay=0")).await;
+    assert_eq!(js(c, "return document.documentElement.dataset.module").await, json!("first-view"));
+    let typed = "{\n  \"schema\": \"kvlab/preset@1\",\n  \"scheduler\": {\"max_num_seq\": 4}\n}";
+    js(
+        c,
+        &format!(
+            "document.getElementById('json-editor').open = true; const ta = document.getElementById('preset-json'); \
+             ta.value = {}; document.querySelector('[data-action=apply-json]').click(); return null",
+            json!(typed)
+        ),
+    )
+    .await;
+    wait_full(c).await;
+    let v = js(
+        c,
+        "const e = document.getElementById('preset-json-error'); \
+         return { text: document.getElementById('preset-json').value, error: e && e.textContent }",
+    )
+    .await;
+    assert_eq!(v["text"], typed, "the typed text was kept: {v}");
+    assert!(v["error"].as_str().is_some_and(|e| e.contains("scheduler.max_num_seq")), "the field is named: {v}");
+    save_screenshot(c, "modules-handover-editor-refusal.png").await;
+    assert_eq!(js(c, "return kvlab.state().preset.id").await, json!("paged-default"), "nothing changed");
+
+    // A link whose state has a field no preset has.
+    let state = js(c, "const s = kvlab.state(); s.preset.scheduler.max_num_seq = 4; return JSON.stringify(s)").await;
+    let encoded = js(
+        c,
+        &format!(
+            "return btoa({}).replace(/\\+/g, '-').replace(/\\//g, '_').replace(/=+$/, '')",
+            state
+        ),
+    )
+    .await;
+    let b2 = browser(1400, 900).await;
+    let c2 = &b2.client;
+    open(c2, &format!("{base}?autoplay=0#lab={}", encoded.as_str().unwrap())).await;
+    wait_full(c2).await;
+    wait_for(c2, "kvlab.errors().some(e => e.includes('scheduler.max_num_seq'))", "the link's refusal naming the field").await;
+    save_screenshot(c2, "modules-handover-link-refusal.png").await;
+    b2.close().await;
+    b.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_catalogue_model_chosen_in_the_first_view_runs_in_the_full_lab() {
+    // The first module lists the catalogue's Hugging Face ids but does not read their
+    // config.json (formats::model_catalogue): choosing one hands the lab over.
+    let base = serve(require_dist()).await;
+    let b = browser(1400, 900).await;
+    let c = &b.client;
+    open(c, &format!("{base}?preset=paged-default&autoplay=0")).await;
+    let listed = js(c, "return [...document.querySelectorAll('#ctl-model option')].map(o => o.value)").await;
+    assert!(listed.as_array().unwrap().contains(&json!("Qwen/Qwen3-14B")), "{listed}");
+    js(
+        c,
+        "const s = document.getElementById('ctl-model'); s.value = 'Qwen/Qwen3-14B'; \
+         s.dispatchEvent(new Event('change', { bubbles: true })); return null",
+    )
+    .await;
+    wait_full(c).await;
+    wait_for(c, "kvlab.state().preset.model === 'Qwen/Qwen3-14B'", "the model set in the full lab").await;
+    assert_eq!(js(c, "return document.getElementById('ctl-model').value").await, json!("Qwen/Qwen3-14B"));
+    assert_eq!(js(c, "return kvlab.errors()").await, json!([]));
+    // A shipped preset whose model is the catalogue's loads in the full lab too.
+    assert_eq!(js(c, "kvlab.command({ type: 'load', preset: 'gpt-oss-window' }); return kvlab.state().preset.id").await, json!("gpt-oss-window"));
+    b.close().await;
+}

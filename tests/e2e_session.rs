@@ -77,9 +77,12 @@ async fn a_refused_setting_stays_in_its_control_with_the_reason_beside_it_in_vie
     assert_eq!(s["value"], "llama-3-70b", "{s}");
     assert!(s["reason"].as_str().unwrap().contains("tensor_parallel_size 2 or more"), "{s}");
     save_screenshot(c, "e2e-refusal-model-tp.png").await;
-    // The catalogue's Hugging Face ids are in the picker and run from their config.json numbers;
-    // one too big for the GPU is refused at the model the same way.
+    // The catalogue's Hugging Face ids are in the picker and run from their config.json numbers,
+    // which the full lab reads: choosing one hands the page over (docs/LAB.md, "Two modules").
+    // One too big for the GPU is refused at the model the same way.
     set_control(c, "model", "meta-llama/Llama-3.1-8B-Instruct").await;
+    common_e2e::wait_full(c).await;
+    wait_for(c, "kvlab.state().preset.model === 'meta-llama/Llama-3.1-8B-Instruct'", "the catalogue's model").await;
     let s = control_state(c, "model").await;
     assert_eq!((s["value"].as_str(), s["invalid"].as_str()), (Some("meta-llama/Llama-3.1-8B-Instruct"), None), "{s}");
     assert_eq!(

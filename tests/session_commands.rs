@@ -339,6 +339,13 @@ fn the_first_view_applies_every_command_but_sweeps_missions_and_their_documents(
         json!({"kind": "trace", "csv": "arrival_s,prompt_tokens,output_tokens\n0,100,10\n"});
     let mut replaying = plain.clone();
     replaying["preset"] = traced.clone();
+    // A preset whose model the catalogue reads from its config.json, and a link to one.
+    let mut catalogued: serde_json::Value = serde_json::from_str(&preset).unwrap();
+    catalogued["model"] = json!("Qwen/Qwen3-14B");
+    let mut hf_config = catalogued.clone();
+    hf_config["model"] = json!({ "hf_config": serde_json::from_str::<serde_json::Value>(&config).unwrap() });
+    let mut catalogue_link = plain.clone();
+    catalogue_link["preset"] = catalogued.clone();
     for (cmd, full) in [
         (Command::Play, false),
         (Command::Seek { t_s: 3.0 }, false),
@@ -366,8 +373,19 @@ fn the_first_view_applies_every_command_but_sweeps_missions_and_their_documents(
         (Command::Load { preset: traced.to_string().into() }, true),
         (doc(&traced.to_string(), None), true),
         (Command::SetState { state: replaying.clone() }, true),
+        (set("model", json!("llama-3-70b")), false),
+        (set("model", json!({ "layers": 32, "kv_heads": 8, "head_dim": 128, "params_b": 8 })), false),
+        (set("model", json!("Qwen/Qwen3-14B")), true),
+        (Command::Load { preset: json!("gpt-oss-window") }, true),
+        (Command::Load { preset: catalogued.clone() }, true),
+        (doc(&hf_config.to_string(), None), true),
+        (Command::SetState { state: catalogue_link.clone() }, true),
     ] {
         assert_eq!(cmd.needs_panels(), full, "{cmd:?}");
+        // A refused document goes to the full module, whose reader names the wrong field.
+        let document = matches!(cmd, Command::LoadDocument { .. } | Command::SetState { .. })
+            || matches!(&cmd, Command::Load { preset } if !preset.is_string() || preset.as_str().is_some_and(|p| p.starts_with('{')));
+        assert_eq!(cmd.reads_a_document(), document, "{cmd:?}");
         // What the first module hands over reads back as the same command in the full one.
         let handed = cmd.handover_json();
         if full {

@@ -90,6 +90,7 @@ let loading = null;
 
 function replay(lab, what) {
   try {
+    // `link`: the URL the full module started on was the point; nothing to do.
     if (what.command) lab.command(what.command);
     else if (what.trace) lab.loadTrace(what.trace.name, what.trace.text);
     else if (what.click) document.getElementById(what.click)?.click();

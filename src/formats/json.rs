@@ -1,5 +1,11 @@
 //! JSON text → DTO with the failing field's path in every error. Every document kvlab reads
 //! (presets, missions, the mission index, calibrations, the lab's URL state) comes through here.
+//!
+//! The page's first module (built without the `panels` feature) reads without
+//! serde_path_to_error, whose wrappers are 17 KB of its first load (docs/PERFORMANCE.md): a type
+//! error there names its field only when the value serde complains about occurs once in the
+//! document, and the page hands a document it refuses to the full module, which reads it again
+//! and names the field (`web::full_lab`, docs/LAB.md "Two modules").
 
 use crate::engine::config::ConfigError;
 use crate::engine::plan::group_thousands;
@@ -15,12 +21,20 @@ pub fn from_json_with_path<T: serde::de::DeserializeOwned>(json: &str) -> Result
 }
 
 /// Reads a DTO from a parsed JSON value, naming the failing field's path.
+#[cfg(feature = "panels")]
 pub fn from_value_with_path<T: serde::de::DeserializeOwned>(value: &serde_json::Value) -> Result<T, ConfigError> {
     serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
         let message = e.into_inner().to_string();
         field_error(value, path, &message)
     })
+}
+
+/// Reads a DTO from a parsed JSON value; the first module's reader (see the module doc): the
+/// failing field's path is the one scalar holding the value serde names, if only one does.
+#[cfg(not(feature = "panels"))]
+pub fn from_value_with_path<T: serde::de::DeserializeOwned>(value: &serde_json::Value) -> Result<T, ConfigError> {
+    T::deserialize(value).map_err(|e| field_error(value, String::new(), &e.to_string()))
 }
 
 /// The error of one field, out of the generic reader so that each DTO's copy of it stays small:

@@ -290,6 +290,10 @@ fn parse_gpu(v: &serde_json::Value) -> Result<GpuSpec, ConfigError> {
 /// `"model": {"hf_config": {…}, "dtype": "…", "quantization": "…", "name": "…"}`: a model read
 /// from its config.json (`hf_config.rs`), with vLLM's `--dtype` and `--quantization`.
 fn parse_hf_model(map: &serde_json::Map<String, serde_json::Value>) -> Result<ModelSpec, ConfigError> {
+    // The first module hands such a preset to the full one (`Command::needs_panels`).
+    if !cfg!(feature = "panels") {
+        return Err(ConfigError::new("model.hf_config", "a config.json is read by the full lab, which is not loaded"));
+    }
     const KEYS: [&str; 4] = ["hf_config", "dtype", "quantization", "name"];
     if let Some(k) = map.keys().find(|k| !KEYS.contains(&k.as_str())) {
         return Err(ConfigError::new(

@@ -131,9 +131,30 @@ fn value_of(v: &Value) -> std::borrow::Cow<'_, Value> {
     }
 }
 
-/// Whether a preset's arrivals are a trace, whose readers only the full lab has.
-fn reads_a_trace(preset: &Value) -> bool {
+/// A `load` command's preset as JSON: a shipped preset's document for its id, else
+/// [`value_of`].
+fn preset_of(v: &Value) -> std::borrow::Cow<'_, Value> {
+    match v.as_str().and_then(|id| crate::shipped::lookup(crate::shipped::PRESETS, id)) {
+        Some(text) => std::borrow::Cow::Owned(serde_json::from_str(text).unwrap_or(Value::Null)),
+        None => value_of(v),
+    }
+}
+
+/// Whether a preset is one only the full lab runs: its arrivals are a trace, or its model is
+/// read from a config.json (a Hugging Face id of the catalogue, or `{"hf_config": …}`), whose
+/// readers the first module leaves out.
+fn preset_needs_panels(preset: &Value) -> bool {
     preset.pointer("/workload/arrival/kind").and_then(Value::as_str) == Some("trace")
+        || preset.get("model").is_some_and(model_needs_panels)
+}
+
+/// A preset's `model`, other than one of the lab's own five models (ids or figures).
+fn model_needs_panels(model: &Value) -> bool {
+    match model {
+        Value::String(id) => crate::engine::model::model_preset(id).is_none(),
+        Value::Object(fields) => fields.contains_key("hf_config"),
+        _ => false,
+    }
 }
 
 /// What a document must be.
@@ -211,9 +232,11 @@ impl ChangeFrom {
 
 impl Command {
     /// Whether only the full lab applies it: the page's first module is built without the
-    /// `panels` feature (the Sweep panel's runs, missions, config.json files, traces) and hands
-    /// such a command to the full module (`web::full_lab`): a preset or a link's state is one
-    /// when its arrivals are a trace, a link's state when it plays a mission.
+    /// `panels` feature (the Sweep panel's runs, missions, config.json files and the catalogue's
+    /// models read from them, traces) and hands such a command to the full module
+    /// (`web::full_lab`): a preset or a link's state is one when its arrivals are a trace or its
+    /// model is not one of the lab's five, a link's state when it plays a mission, and setting
+    /// the model to a Hugging Face id.
     pub fn needs_panels(&self) -> bool {
         use Command::*;
         match self {
@@ -221,13 +244,30 @@ impl Command {
             StartMission { .. } | Mission { .. } => true,
             LoadDocument { text, expect, .. } => {
                 let document = serde_json::from_str(text).unwrap_or(Value::Null);
-                *expect == Some(DocKind::Mission) || super::loader::needs_panels(&document) || reads_a_trace(&document)
+                *expect == Some(DocKind::Mission)
+                    || super::loader::needs_panels(&document)
+                    || preset_needs_panels(&document)
             }
-            Load { preset } => reads_a_trace(&value_of(preset)),
+            Load { preset } => preset_needs_panels(&preset_of(preset)),
             SetState { state } => {
                 let state = value_of(state);
-                state.get("mission").is_some_and(|m| !m.is_null()) || state.get("preset").is_some_and(reads_a_trace)
+                state.get("mission").is_some_and(|m| !m.is_null())
+                    || state.get("preset").is_some_and(preset_needs_panels)
             }
+            Set { path, value } => path == "model" && model_needs_panels(value),
+            _ => false,
+        }
+    }
+
+    /// Whether it carries a whole document (a preset, a link's state) that the first module
+    /// reads without naming a wrong field's path (`formats::json`): refused there, it goes to
+    /// the full module, which reads it again and shows the refusal naming the field.
+    pub fn reads_a_document(&self) -> bool {
+        match self {
+            Command::Load { preset } => {
+                preset.as_str().is_none_or(|id| crate::shipped::lookup(crate::shipped::PRESETS, id).is_none())
+            }
+            Command::LoadDocument { .. } | Command::SetState { .. } => true,
             _ => false,
         }
     }
@@ -261,6 +301,7 @@ impl Command {
             }
             Load { preset } => json!({ "type": "load", "preset": preset }),
             SetState { state } => json!({ "type": "set_state", "state": state }),
+            Set { path, value } => json!({ "type": "set", "path": path, "value": value }),
             _ => Value::Null,
         }
     }

@@ -214,6 +214,8 @@ pub fn edit(state: &LabState, path: &str, value: Value) -> Result<LabState, Stri
         Some(f) if e.message.contains("whole number") => {
             format!("{}: {f} is not a whole number; enter one like {}", display_path(path), f.round().max(1.0))
         }
+        // The first module's reader may not name the field (formats::json): it is the one set.
+        _ if e.field.is_empty() => format!("{}: {}", display_path(path), e.message),
         _ => e.to_string(),
     })?;
     Ok(next)

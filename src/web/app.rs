@@ -110,6 +110,9 @@ impl App {
         if !full_lab::FULL && cmd.needs_panels() && full_lab::hand_over(Handover::Command(&cmd)) {
             return Ok(Applied::default());
         }
+        // The first module's reader may not name the field a refused document has wrong
+        // (formats::json): the full module reads it again and shows its refusal.
+        let reread = (!full_lab::FULL && input != Input::Inline && cmd.reads_a_document()).then(|| cmd.clone());
         let from = cmd.from();
         let reset_marks = matches!(cmd, Command::Undo | Command::Redo) || from != ChangeFrom::Control;
         let edited = match &cmd {
@@ -162,6 +165,9 @@ impl App {
             Err(refused) => {
                 if matches!(input, Input::Page | Input::Handle) {
                     self.show_refusal(&refused, input == Input::Page);
+                }
+                if let Some(cmd) = &reread {
+                    full_lab::hand_over(Handover::Command(cmd));
                 }
 
                 self.request_frame();

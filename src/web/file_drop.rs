@@ -144,7 +144,15 @@ fn load_dropped(app: &Rc<App>, file: File, load_document: LoadDocument) {
         if trace_file::is_document(&text) {
             match load_document(&app, &text) {
                 Ok(_) => day_run::status(&format!("Loaded {name}."), None),
-                Err(e) => show_error(Place::Drop, &format!("{name}: {e}")),
+                Err(e) => {
+                    show_error(Place::Drop, &format!("{name}: {e}"));
+                    // The first module's reader may not name the wrong field (formats::json):
+                    // the full module reads the file again and shows its refusal.
+                    if !super::full_lab::FULL {
+                        let cmd = Command::LoadDocument { text, expect: None, source: None };
+                        super::full_lab::hand_over(super::full_lab::Handover::Command(&cmd));
+                    }
+                }
             }
         } else {
             load_trace(&app, &name, text, Place::Drop);

@@ -28,12 +28,14 @@ pub fn stop_first_view() {
 /// Something only the full module does, replayed there once it runs: a command (its JSON, as
 /// `kvlab.command()` takes it), a trace file to load, a click on a control whose panel is the
 /// full module's (the Load dialog), or the Preset JSON editor's text, typed into the full
-/// module's editor and loaded from there.
+/// module's editor and loaded from there; or the page's link, which the first module could not
+/// apply and the full module reads again as it starts.
 pub enum Handover<'a> {
     Command(&'a crate::session::command::Command),
     Trace { name: &'a str, text: &'a str },
     Click { id: &'a str },
     Editor { text: &'a str },
+    Link,
 }
 
 /// Asks `www/boot.js` to load the full module and do `what` there. Returns false when the page
@@ -44,6 +46,7 @@ pub fn hand_over(what: Handover<'_>) -> bool {
         Handover::Trace { name, text } => serde_json::json!({ "trace": { "name": name, "text": text } }),
         Handover::Click { id } => serde_json::json!({ "click": id }),
         Handover::Editor { text } => serde_json::json!({ "editor": text }),
+        Handover::Link => serde_json::json!({ "link": true }),
     };
     let window = dom::window();
     let Ok(load) = js_sys::Reflect::get(&window, &JsValue::from_str("kvlabLoadFull")) else { return false };

@@ -450,6 +450,12 @@ pub fn boot(messages: &Messages) -> Result<(), String> {
         a.dispatch(Command::LoadDocument { text: text.into(), expect: None, source: None }, Input::Inline).map(drop)
     });
     super::day_run::wire(&app);
+    // The first module reads a link without naming a wrong field's path, and no catalogue model
+    // (formats::json, formats::model_catalogue): the full module reads a refused link again.
+    let reread_link = !super::full_lab::FULL && problems.iter().any(|(kind, _)| kind == "link");
+    if reread_link {
+        super::full_lab::hand_over(super::full_lab::Handover::Link);
+    }
     for (kind, text) in problems {
         app.messages.error(&kind, &text);
     }
@@ -490,7 +496,10 @@ pub fn boot(messages: &Messages) -> Result<(), String> {
             }
         },
     );
-    app.update_url();
+    // A link handed over stays in the address bar for the full module to read.
+    if !reread_link {
+        app.update_url();
+    }
     app.draw();
     app.request_frame();
     let handle = LabHandle { app: app.clone() };

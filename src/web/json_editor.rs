@@ -23,6 +23,11 @@ pub fn apply(app: &App, text: &str) {
     match app.dispatch(cmd, Input::Inline) {
         Ok(_) => show(None, text),
         Err(why) => {
+            // The first module's reader may not name the wrong field (formats::json): the full
+            // module loads the text again and shows its refusal under it.
+            if !super::full_lab::FULL {
+                super::full_lab::hand_over(super::full_lab::Handover::Editor { text });
+            }
             if let Some(ta) = dom::by_id::<HtmlTextAreaElement>(EDITOR_ID) {
                 if ta.value() != text {
                     ta.set_value(text); // a file's text, now the editor's
