@@ -14,12 +14,20 @@ reads, in microseconds per call rounded to three significant digits, on dense gr
   per KV head, batch, context).
 - custom_all_reduce: vLLM's custom all-reduce (CUDA-graph backend, bf16) by (GPUs, elements).
 - nccl_all_reduce: NCCL all-reduce (half) by (GPUs, elements).
+- moe (with --moe DIR): vLLM's fused MoE layer (routing, both grouped GEMMs and the activation,
+  as AIConfigurator's collector times it) for each model shape measured (weights' dtype, hidden
+  size, expert intermediate size, experts per token, experts), by (intermediate size per GPU =
+  intermediate / TP, tokens), expert parallelism off, routing skewed as AIConfigurator's MoE
+  models assume (power law, alpha 1.2; 1.01 or balanced where that was not measured). DIR holds
+  the database's `<system>_moe.parquet` files at the same commit, copied out of
+  `aic-core/src/aiconfigurator_core/systems/data/<system>/moe/vllm/<version>/moe_perf.parquet`
+  (the CSV extracts have no MoE table); reading them needs pyarrow.
 
 A grid point the database did not measure (a few out-of-memory corners) is filled from its
 measured neighbours along the last axis (log-log), and the count of filled points is written in
 the file. Runs offline, deterministic, not part of the test run:
 
-    python3 scripts/kernel-tables.py ../shared/kernels assets/kernels
+    python3 scripts/kernel-tables.py ../shared/kernels assets/kernels [--moe DIR]
 """
 import csv
 import json
@@ -217,9 +225,62 @@ def all_reduce_tables(folder, system):
     return out
 
 
+# The MoE weights' dtypes kvlab prices (AIConfigurator's names), and for a shape measured with
+# more than one kernel, the one vLLM runs by default: Triton's fused MoE on Hopper for block FP8
+# (FlashInfer's needs an environment variable), the only one elsewhere. Per-tensor FP8 is kept
+# only where Triton's kernel was measured: the database's other "fp8" rows time ModelOpt
+# checkpoints' FlashInfer kernels, which `--quantization fp8` does not run.
+MOE_DTYPES = ["bfloat16", "fp8", "fp8_block", "w4a16_mxfp4"]
+MOE_DISTRIBUTIONS = ["power_law_1.2", "power_law_1.01", "balanced"]
+
+
+def moe_tables(folder, system):
+    import pyarrow.parquet as pq  # only for --moe
+
+    path = os.path.join(folder, f"{system}_moe.parquet")
+    if not os.path.exists(path):
+        return []
+    shapes = {}
+    for r in pq.read_table(path).to_pylist():
+        if r["moe_ep_size"] != 1 or r["moe_dtype"] not in MOE_DTYPES or r["distribution"] not in MOE_DISTRIBUTIONS:
+            continue
+        if r["moe_dtype"] == "fp8" and "triton" not in r["kernel_source"]:
+            continue
+        key = (r["moe_dtype"], r["hidden_size"], r["inter_size"], r["topk"], r["num_experts"])
+        by = shapes.setdefault(key, {}).setdefault((r["kernel_source"], r["distribution"]), {})
+        by[(r["inter_size"] // r["moe_tp_size"], r["num_tokens"])] = float(r["latency"]) * 1000
+    out = []
+    for (dtype, hidden, inter, topk, experts), measured in sorted(shapes.items()):
+        kernels = sorted({k for k, _ in measured})
+        kernel = next((k for k in kernels if "triton" in k), kernels[0])
+        distribution = next(d for d in MOE_DISTRIBUTIONS if (kernel, d) in measured)
+        got = measured[(kernel, distribution)]
+        per_gpu = sorted({i for i, _ in got})
+        tokens = sorted({t for _, t in got})
+        values = {(per_gpu.index(i), tokens.index(t)): v for (i, t), v in got.items()}
+        what = f"{system} moe {dtype} {hidden}x{inter} top{topk}/{experts}"
+        out.append({
+            "dtype": dtype,
+            "hidden": hidden,
+            "inter": inter,
+            "topk": topk,
+            "experts": experts,
+            "kernel": kernel,
+            "distribution": distribution,
+            "table": table(["inter_per_gpu", "tokens"], [per_gpu, tokens], values, what),
+        })
+    return out
+
+
 def main():
-    folder = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "..", "shared", "kernels")
-    dest = sys.argv[2] if len(sys.argv) > 2 else os.path.join(os.path.dirname(__file__), "..", "assets", "kernels")
+    args = sys.argv[1:]
+    moe = None
+    if "--moe" in args:
+        i = args.index("--moe")
+        moe = args[i + 1]
+        del args[i : i + 2]
+    folder = args[0] if len(args) > 0 else os.path.join(os.path.dirname(__file__), "..", "..", "shared", "kernels")
+    dest = args[1] if len(args) > 1 else os.path.join(os.path.dirname(__file__), "..", "assets", "kernels")
     os.makedirs(dest, exist_ok=True)
     for gpu, (system, vllm, nccl) in SYSTEMS.items():
         tables = {}
@@ -237,12 +298,14 @@ def main():
             "generated_by": "scripts/kernel-tables.py from the CSV extracts of the source (see docs/CALIBRATION.md)",
             "tables": tables,
         }
+        if moe:
+            doc["moe"] = moe_tables(moe, system)
         path = os.path.join(dest, f"{gpu}.json")
         with open(path, "w") as f:
             json.dump(doc, f, separators=(",", ":"))
             f.write("\n")
         filled = {k: v["filled"] for k, v in tables.items() if v["filled"]}
-        print(f"{path}: {os.path.getsize(path)} B, tables {sorted(tables)}, filled {filled}")
+        print(f"{path}: {os.path.getsize(path)} B, tables {sorted(tables)}, filled {filled}, {len(doc.get('moe', []))} MoE shapes")
 
 
 if __name__ == "__main__":

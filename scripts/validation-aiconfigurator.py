@@ -192,6 +192,11 @@ def main():
                 # An FP8 checkpoint of the model (vLLM's `--quantization fp8` widths); the KV
                 # cache stays in the model's dtype (vLLM's kv_cache_dtype "auto").
                 run["replay"]["quantization"] = "fp8"
+                if row["model_path"].startswith("Qwen/") and row["model_path"].endswith("-FP8"):
+                    # Qwen's own FP8 checkpoints scale each 128 x 128 block of weights
+                    # (huggingface.co/Qwen/Qwen3-235B-A22B-FP8: "fine-grained fp8 quantization
+                    # with block size of 128"; config.json's weight_block_size [128, 128]).
+                    run["replay"]["weight_block_size"] = [128, 128]
             if inferencex:
                 run["replay"].update(inferencex)
         runs.append(run)

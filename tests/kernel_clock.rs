@@ -91,3 +91,51 @@ fn steps_grow_with_their_work_and_shrink_with_tensor_parallelism() {
     let (p1, p2) = (one.step_us(&prefill), two.step_us(&prefill));
     assert!(p2 < p1 && p2 * 2 > p1, "TP 2 halves the work but adds all-reduces: {p2} vs {p1} µs");
 }
+
+fn gpt_oss(gpu: &str) -> SimConfig {
+    let text = format!(
+        r#"{{"schema": "kvlab/preset@1", "model": "openai/gpt-oss-20b", "gpu": "{gpu}",
+            "gpu_memory_utilization": 0.9, "allocator": {{"kind": "paged", "block_size": 16, "prefix_caching": false}},
+            "scheduler": {{"max_model_len": 32768, "max_num_batched_tokens": 8192, "chunked_prefill": true}}}}"#
+    );
+    parse_preset(&text).expect("a valid preset")
+}
+
+#[test]
+fn every_hopper_and_blackwell_file_holds_the_fused_moe_of_the_gpt_oss_shape() {
+    use kvlab::engine::clock::kernels::MoeDtype;
+    for gpu in ["h100-sxm", "h200", "b200", "l40s"] {
+        let t = shipped_kernel_tables(gpu).expect("shipped");
+        // gpt-oss-20b: hidden 2880, experts of 2880, 4 of 32 per token, MXFP4.
+        let moe = t.moe_for(MoeDtype::Mxfp4, 2880, 2880, 4, 32).unwrap_or_else(|| panic!("{gpu}: no gpt-oss-20b table"));
+        assert!(moe.at(&[2880.0, 1.0]) < moe.at(&[2880.0, 4096.0]), "{gpu}: more tokens take longer");
+        assert!(moe.at(&[1440.0, 4096.0]) < moe.at(&[2880.0, 4096.0]), "{gpu}: half the experts' width per GPU takes less");
+    }
+    // A dtype kvlab does not price is refused naming the field.
+    let text = kvlab::shipped::kernel_tables("h100-sxm").expect("shipped");
+    let bad = text.replacen(r#""dtype":"bfloat16""#, r#""dtype":"int3""#, 1);
+    let e = parse_kernel_tables(&bad).expect_err("refused");
+    assert_eq!(e.field, "moe[0].dtype", "{e}");
+    assert!(e.message.contains("fp8_block"), "{e}");
+}
+
+#[test]
+fn a_moe_models_decode_reads_its_measured_fused_moe_and_comes_closer_to_vllms_blog() {
+    // vLLM's FP8 KV cache post fits gpt-oss-20b's batch-1 ITL on an H100 as 4.05 ms + 8.94e-6 ms
+    // per context token (a held-out run of the corpus). The MoE layer measured for this shape
+    // replaces the estimate from the experts' bytes, which missed its fixed costs.
+    let with = with_kernels(gpt_oss("h100-sxm"));
+    let mut without = with.clone();
+    let mut tables = (**without.kernels.as_ref().expect("tables")).clone();
+    tables.moe.clear();
+    without.kernels = Some(std::sync::Arc::new(tables));
+    let (measured, estimated) = (with.clock(), without.clock());
+    assert!(matches!(measured, StepClock::Kernels(_)) && matches!(estimated, StepClock::Kernels(_)));
+    for context in [1_024u64, 8_192, 32_768] {
+        let blog_ms = 4.05 + 8.94e-6 * context as f64;
+        let ms = measured.step_us(&decode(1, context)) as f64 / 1e3;
+        let before = estimated.step_us(&decode(1, context)) as f64 / 1e3;
+        println!("context {context}: {ms:.2} ms with the MoE table, {before:.2} ms without, blog {blog_ms:.2} ms");
+        assert!((ms - blog_ms).abs() < (before - blog_ms).abs(), "context {context}: {ms:.2} vs {before:.2} ms");
+    }
+}

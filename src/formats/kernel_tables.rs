@@ -8,7 +8,9 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use super::json::from_json_with_path;
-use crate::engine::clock::kernels::{Table, ALL_REDUCE_AXES, CONTEXT_AXES, DECODE_AXES, GEMM_AXES};
+use crate::engine::clock::kernels::{
+    MoeDtype, MoeTable, Table, ALL_REDUCE_AXES, CONTEXT_AXES, DECODE_AXES, GEMM_AXES, MOE_AXES,
+};
 use crate::engine::clock::KernelTables;
 use crate::engine::config::ConfigError;
 
@@ -28,6 +30,25 @@ struct KernelsDto {
     #[allow(dead_code)]
     generated_by: String,
     tables: BTreeMap<String, TableDto>,
+    #[serde(default)]
+    moe: Vec<MoeDto>,
+}
+
+/// One model shape's fused MoE table (`scripts/kernel-tables.py --moe`).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MoeDto {
+    dtype: String,
+    hidden: u32,
+    inter: u32,
+    topk: u32,
+    experts: u32,
+    /// The vLLM kernel measured and the routing's skew: read by people.
+    #[allow(dead_code)]
+    kernel: String,
+    #[allow(dead_code)]
+    distribution: String,
+    table: TableDto,
 }
 
 #[derive(Deserialize)]
@@ -61,17 +82,7 @@ pub fn parse_kernel_tables(json: &str) -> Result<KernelTables, ConfigError> {
     let mut tables = dto.tables;
     let mut take = |name: &str, axes: &[&str]| -> Result<Option<Table>, ConfigError> {
         let Some(t) = tables.remove(name) else { return Ok(None) };
-        let field = format!("tables.{name}");
-        let names: Vec<&str> = t.axes.iter().map(|a| a.name.as_str()).collect();
-        if names != axes {
-            return Err(ConfigError::new(
-                format!("{field}.axes"),
-                format!("the axes are {names:?}; a {name} table has {axes:?}, in that order"),
-            ));
-        }
-        Table::new(t.axes.into_iter().map(|a| a.points).collect(), &t.us)
-            .map(Some)
-            .map_err(|e| ConfigError::new(field, e.0))
+        read_table(t, &format!("tables.{name}"), name, axes).map(Some)
     };
     let required = |t: Option<Table>, name: &str| {
         t.ok_or_else(|| ConfigError::new(format!("tables.{name}"), "missing; every kernel file has this table"))
@@ -85,6 +96,7 @@ pub fn parse_kernel_tables(json: &str) -> Result<KernelTables, ConfigError> {
         decode_fp8kv: take("decode_fp8kv", &DECODE_AXES)?,
         custom_all_reduce: take("custom_all_reduce", &ALL_REDUCE_AXES)?,
         nccl_all_reduce: take("nccl_all_reduce", &ALL_REDUCE_AXES)?,
+        moe: read_moe(dto.moe)?,
         gpu: dto.gpu,
         system: dto.system,
         vllm: dto.vllm,
@@ -94,6 +106,39 @@ pub fn parse_kernel_tables(json: &str) -> Result<KernelTables, ConfigError> {
         return Err(ConfigError::new(format!("tables.{name}"), "unknown table; remove it"));
     }
     Ok(k)
+}
+
+/// A table with the axes a `kind` table has; errors name `field`.
+fn read_table(t: TableDto, field: &str, kind: &str, axes: &[&str]) -> Result<Table, ConfigError> {
+    let names: Vec<&str> = t.axes.iter().map(|a| a.name.as_str()).collect();
+    if names != axes {
+        return Err(ConfigError::new(
+            format!("{field}.axes"),
+            format!("the axes are {names:?}; a {kind} table has {axes:?}, in that order"),
+        ));
+    }
+    Table::new(t.axes.into_iter().map(|a| a.points).collect(), &t.us).map_err(|e| ConfigError::new(field, e.0))
+}
+
+/// The MoE tables, each model shape once.
+fn read_moe(moe: Vec<MoeDto>) -> Result<Vec<MoeTable>, ConfigError> {
+    let mut out: Vec<MoeTable> = Vec::with_capacity(moe.len());
+    for (i, m) in moe.into_iter().enumerate() {
+        let field = format!("moe[{i}]");
+        let dtype = MoeDtype::from_name(&m.dtype).ok_or_else(|| {
+            ConfigError::new(
+                format!("{field}.dtype"),
+                format!("\"{}\" is not a MoE dtype kvlab prices; use bfloat16, fp8, fp8_block or w4a16_mxfp4", m.dtype),
+            )
+        })?;
+        let shape = (dtype, m.hidden, m.inter, m.topk, m.experts);
+        if out.iter().any(|o| (o.dtype, o.hidden, o.inter, o.topk, o.experts) == shape) {
+            return Err(ConfigError::new(field, "a second table of the same MoE shape; keep one"));
+        }
+        let table = read_table(m.table, &format!("{field}.table"), "moe", &MOE_AXES)?;
+        out.push(MoeTable { dtype, hidden: m.hidden, inter: m.inter, topk: m.topk, experts: m.experts, table });
+    }
+    Ok(out)
 }
 
 /// The shipped kernel tables of `gpu_id`, when the database covers it (builds with the kernel

@@ -58,6 +58,11 @@ pub struct ReplayDto {
     /// quantized from the catalogue's model; absent, the model's own dtype.
     #[serde(default)]
     pub quantization: Option<String>,
+    /// The FP8 checkpoint's scale blocks (its config.json's
+    /// `quantization_config.weight_block_size`, `[128, 128]` for Qwen's FP8 releases); absent,
+    /// one scale per tensor.
+    #[serde(default)]
+    pub weight_block_size: Option<Vec<u32>>,
     #[serde(default)]
     pub enforce_eager: bool,
     /// The scheduler the run's vLLM version ran (absent: v1; runs of vLLM before 0.8 take v0).
@@ -182,8 +187,11 @@ fn base_config(id: &str, r: &ReplayDto) -> Result<SimConfig, String> {
         preset["scheduler"]["engine"] = serde_json::to_value(engine).map_err(|e| format!("{id}: {e}"))?;
     }
     if let Some(q) = &r.quantization {
-        let hf_config = super::model_catalogue::catalogue_hf_config(&r.model)
+        let mut hf_config = super::model_catalogue::catalogue_hf_config(&r.model)
             .ok_or_else(|| format!("{id}: the quantized {} is not in the model catalogue", r.model))?;
+        if let Some(block) = &r.weight_block_size {
+            hf_config["quantization_config"] = serde_json::json!({ "quant_method": q, "weight_block_size": block });
+        }
         preset["model"] = serde_json::json!({ "hf_config": hf_config, "quantization": q, "name": r.model });
     }
     let text = preset.to_string();

@@ -2,7 +2,8 @@
 //! AIConfigurator's database, Apache-2.0; `assets/kernels/` holds the extract, read by
 //! `formats::kernel_tables`): GEMMs by (m, n, k) in BF16 and FP8, FlashAttention prefill by
 //! (head size, query heads, prompt length), decode attention by (head size, KV heads, query heads
-//! per KV head, batch, context), vLLM's custom all-reduce and NCCL's by GPUs and message size.
+//! per KV head, batch, context), vLLM's custom all-reduce and NCCL's by GPUs and message size,
+//! and vLLM's fused MoE layer by model shape, expert intermediate size per GPU and tokens.
 //!
 //! `table.rs` reads one table anywhere on its grid; `step.rs` turns one model's shapes into
 //! curves of the step's size once, and prices a step with a handful of lookups. The host's share
@@ -15,4 +16,4 @@ mod tables;
 
 pub use step::KernelClock;
 pub use table::{Curve, Table, TableError};
-pub use tables::{KernelTables, ALL_REDUCE_AXES, CONTEXT_AXES, DECODE_AXES, GEMM_AXES};
+pub use tables::{KernelTables, MoeDtype, MoeTable, ALL_REDUCE_AXES, CONTEXT_AXES, DECODE_AXES, GEMM_AXES, MOE_AXES};

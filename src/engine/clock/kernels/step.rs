@@ -9,7 +9,9 @@
 //! linear      = layers × (qkv GEMM(T, (H + 2·KV)·d / tp, hidden) + o GEMM(T, hidden, H·d / tp))
 //!             + dense layers × (up GEMM(T, 2·I / tp, hidden) + down GEMM(T, hidden, I / tp))
 //!             + lm_head GEMM(S, vocab / tp, hidden)
-//! experts     = routed experts at their bytes or FLOPs, whichever is longer (no MoE table is read)
+//!             + MoE layers × router GEMM(T, experts, hidden)
+//! experts     = MoE layers × fused MoE(inter / tp, T) from the model shape's MoE table where it
+//!               was measured, else routed experts at their bytes or FLOPs, whichever is longer
 //! prefill     = full layers × c × context(head_dim, H / tp, √(2P / c))
 //!             + window layers × c × context(head_dim, H / tp, √(2P_w / c))
 //! decode      = full layers × decode(head_dim, KV / tp, H / KV, d, C / d)
@@ -27,12 +29,12 @@ use std::sync::Arc;
 
 use super::table::Curve;
 use super::table::Table;
-use super::tables::KernelTables;
+use super::tables::{KernelTables, MoeDtype};
 use crate::engine::clock::constants::ClockConstants;
 use crate::engine::clock::roofline::{CudaGraphs, RooflineInput};
 use crate::engine::clock::work::StepWork;
 use crate::engine::model::KvDtype;
-use crate::engine::model_arch::{Attention, Quantization};
+use crate::engine::model_arch::{Attention, ModelArch, Quantization};
 
 /// Share of the datasheet bandwidth elementwise kernels and routed experts reach, and the fixed
 /// latency of one memory-bound kernel: AIConfigurator's system files
@@ -70,6 +72,9 @@ pub struct KernelClock {
     decode_scale: f64,
     /// All-reduce of one layer's activations by the step's tokens, µs (none at TP 1).
     all_reduce: Option<Curve>,
+    /// Every MoE layer's routed experts by the step's (padded) tokens, µs, where the model's
+    /// shape was measured; else `experts_*` estimate them.
+    moe: Option<Curve>,
     layers: f64,
     /// Of `layers`, those with a sliding window.
     window_layers: f64,
@@ -117,16 +122,23 @@ impl KernelClock {
         let inter = f64::from(a.intermediate_size) / tp_f;
         let (up, down) = if a.mlp.is_gated() { (2.0 * inter, inter) } else { (inter, inter) };
         let shared = a.experts.map_or(0.0, |e| f64::from(e.shared_intermediate) / tp_f);
+        // The router: a 16-bit GEMM every GPU runs whole (vLLM's ReplicatedLinear).
+        let router = a.experts.map_or(0.0, |e| f64::from(e.experts));
         let linear = Curve::new(
             &STEP_SIZES,
             |m| {
                 let attn = g(m, q + 2.0 * kv, hidden) + g(m, hidden, q);
                 let mlp = g(m, up, hidden) + g(m, hidden, down);
                 let shared_mlp = if shared > 0.0 { g(m, 2.0 * shared, hidden) + g(m, hidden, shared) } else { 0.0 };
-                layers * attn + dense_layers * mlp + moe_layers * shared_mlp
+                let routing = if router > 0.0 { tables.gemm_bf16.at(&[m, router, hidden]) } else { 0.0 };
+                layers * attn + dense_layers * mlp + moe_layers * (shared_mlp + routing)
             },
             1.0,
         );
+        let moe = moe_table(tables, a).map(|(table, inter)| {
+            let per_gpu = f64::from(inter) / tp_f;
+            Curve::new(&STEP_SIZES, |tokens| moe_layers * table.at(&[per_gpu, tokens]), 1.0)
+        });
         let vocab = f64::from(a.vocab_size) / tp_f;
         let lm_head = Curve::new(&STEP_SIZES, |m| tables.gemm_bf16.at(&[m, vocab, hidden]), 1.0);
         let fp8_kv = kv_dtype == KvDtype::Fp8;
@@ -174,6 +186,7 @@ impl KernelClock {
             decode_at: [decode_hd, kv_per_gpu, q_per_kv],
             decode_scale,
             all_reduce,
+            moe,
             layers,
             window_layers: f64::from(input.shape.window_layers.min(a.layers)),
             elementwise_us_per_token: layers * (4.0 * hidden + 3.0 * inter) * 2.0 / bandwidth_bytes_per_us,
@@ -227,7 +240,9 @@ impl KernelClock {
         let elementwise = padded * self.elementwise_us_per_token
             + self.layers * ELEMENTWISE_KERNELS_PER_LAYER * ELEMENTWISE_KERNEL_US;
         let mut experts = 0.0;
-        if self.expert_bytes > 0.0 {
+        if let Some(moe) = &self.moe {
+            experts = moe.at(padded);
+        } else if self.expert_bytes > 0.0 {
             let touched = 1.0 - libm::pow(1.0 - self.expert_share_per_token, tokens as f64);
             let read = self.expert_bytes * touched / self.bandwidth_bytes_per_us;
             experts = read.max(tokens as f64 * self.expert_flops_per_token / self.expert_flops_per_us);
@@ -251,6 +266,21 @@ impl KernelClock {
         let us = host + gpu + w.swap_blocks as f64 * self.swap_us_per_block;
         (libm::round(us) as u64).max(1)
     }
+}
+
+/// The fused MoE table of `a`'s routed experts, and their intermediate size, where the tables
+/// measured its shape with its weights' dtype (16-bit, FP8 per tensor or per block, MXFP4).
+fn moe_table<'t>(tables: &'t KernelTables, a: &ModelArch) -> Option<(&'t Table, u32)> {
+    let e = a.experts?;
+    let dtype = match a.quantization {
+        None => MoeDtype::Bf16,
+        Some(Quantization::Fp8 { scale_block: 0 }) => MoeDtype::Fp8,
+        Some(Quantization::Fp8 { .. }) => MoeDtype::Fp8Block,
+        Some(Quantization::Mxfp4) => MoeDtype::Mxfp4,
+        Some(Quantization::Int8 | Quantization::IntGrouped { .. }) => return None,
+    };
+    let table = tables.moe_for(dtype, a.hidden_size, e.expert_intermediate, e.experts_per_token, e.experts)?;
+    Some((table, e.expert_intermediate))
 }
 
 /// The head size to read an attention table at, and the factor on its time: the model's own
