@@ -43,21 +43,23 @@ else
   cargo install --root "$TOOLS" wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION"
 fi
 
+# An npm package's command into $TOOLS/bin, unless that version is there already.
+npm_tool() {
+  local package=$1 version=$2 command=$3
+  if [ -x "$TOOLS/node_modules/.bin/$command" ] &&
+    grep -q "\"version\": \"$version" "$TOOLS/node_modules/$package/package.json"; then
+    echo "already installed"
+  else
+    npm install --silent --no-audit --no-fund --prefix "$TOOLS" "$package@$version"
+  fi
+  ln -sf "$TOOLS/node_modules/.bin/$command" "$TOOLS/bin/$command"
+}
+
 step "wasm-opt (binaryen $BINARYEN_VERSION from npm)"
-if [ -x "$TOOLS/node_modules/.bin/wasm-opt" ] && "$TOOLS/node_modules/.bin/wasm-opt" --version | grep -q "version $BINARYEN_VERSION"; then
-  echo "already installed"
-else
-  npm install --silent --no-audit --no-fund --prefix "$TOOLS" "binaryen@$BINARYEN_VERSION"
-fi
-ln -sf "$TOOLS/node_modules/.bin/wasm-opt" "$TOOLS/bin/wasm-opt"
+npm_tool binaryen "$BINARYEN_VERSION" wasm-opt
 
 step "terser $TERSER_VERSION from npm (minifies the page's scripts in release builds: scripts/post-build.sh)"
-if [ -x "$TOOLS/node_modules/.bin/terser" ] && "$TOOLS/node_modules/.bin/terser" --version | grep -qx "terser $TERSER_VERSION"; then
-  echo "already installed"
-else
-  npm install --silent --no-audit --no-fund --prefix "$TOOLS" "terser@$TERSER_VERSION"
-fi
-ln -sf "$TOOLS/node_modules/.bin/terser" "$TOOLS/bin/terser"
+npm_tool terser "$TERSER_VERSION" terser
 
 if [ "$want_trunk" = 1 ]; then
   step "trunk $TRUNK_VERSION (~10 min the first time)"

@@ -166,14 +166,7 @@ async fn a_trace_preset_typed_in_the_first_view_is_loaded_by_the_full_lab_and_it
     open(c, &format!("{base}?preset=paged-default&autoplay=0")).await;
     // A trace preset with a bad row: only the full lab reads traces, and it refuses this one.
     let typed = "{\n  \"schema\": \"kvlab/preset@1\",\n  \"workload\": {\"arrival\": {\"kind\": \"trace\", \"csv\": \"arrival_s,prompt_tokens,output_tokens\\n0,100\\n\"}}\n}";
-    let apply = |text: &str| {
-        format!(
-            "document.getElementById('json-editor').open = true; const ta = document.getElementById('preset-json'); \
-             ta.value = {}; document.querySelector('[data-action=apply-json]').click(); return null",
-            json!(text)
-        )
-    };
-    js(c, &apply(typed)).await;
+    common_e2e::apply_in_json_editor(c, typed).await;
     wait_full(c).await;
     let v = js(
         c,
@@ -185,7 +178,7 @@ async fn a_trace_preset_typed_in_the_first_view_is_loaded_by_the_full_lab_and_it
     assert_eq!(v["open"], true);
     assert!(v["error"].as_str().is_some_and(|e| e.contains("workload.arrival")), "refused under the editor: {v}");
     // Fixed, it loads in the full lab.
-    js(c, &apply(&typed.replace("0,100\\n", "0,100,10\\n"))).await;
+    common_e2e::apply_in_json_editor(c, &typed.replace("0,100\\n", "0,100,10\\n")).await;
     assert_eq!(js(c, "return kvlab.state().preset.workload.arrival.kind").await, json!("trace"));
     b.close().await;
 }
@@ -201,15 +194,7 @@ async fn what_the_first_view_cannot_read_the_full_lab_reads_naming_the_field() {
     open(c, &format!("{base}?preset=paged-default&autoplay=0")).await;
     assert_eq!(js(c, "return document.documentElement.dataset.module").await, json!("first-view"));
     let typed = "{\n  \"schema\": \"kvlab/preset@1\",\n  \"scheduler\": {\"max_num_seq\": 4}\n}";
-    js(
-        c,
-        &format!(
-            "document.getElementById('json-editor').open = true; const ta = document.getElementById('preset-json'); \
-             ta.value = {}; document.querySelector('[data-action=apply-json]').click(); return null",
-            json!(typed)
-        ),
-    )
-    .await;
+    common_e2e::apply_in_json_editor(c, typed).await;
     wait_full(c).await;
     let v = js(
         c,

@@ -201,15 +201,7 @@ async fn the_json_editor_keeps_refused_text_and_points_at_the_line() {
     let c = &b.client;
     open(c, &format!("{base}?preset=paged-default")).await;
     let typed = "{\n  \"schema\": \"kvlab/preset@1\",\n  \"scheduler\": {\n    \"max_num_seqs\": 0\n  }\n}";
-    js(
-        c,
-        &format!(
-            "document.getElementById('json-editor').open = true; const ta = document.getElementById('preset-json'); \
-             ta.value = {}; document.querySelector('[data-action=apply-json]').click(); return null",
-            json!(typed)
-        ),
-    )
-    .await;
+    common_e2e::apply_in_json_editor(c, typed).await;
     let v = js(
         c,
         "const ta = document.getElementById('preset-json'); const e = document.getElementById('preset-json-error'); \

@@ -393,3 +393,14 @@ pub async fn open_load_dialog(c: &Client) {
 pub async fn wait_full(c: &Client) {
     wait_for(c, "document.documentElement.dataset.module === 'full'", "the full lab").await;
 }
+
+/// Types `text` into the Preset JSON editor (opening it) and presses its Load button, as a reader
+/// does.
+pub async fn apply_in_json_editor(c: &Client, text: &str) {
+    let script = format!(
+        "document.getElementById('json-editor').open = true; const ta = document.getElementById('preset-json'); \
+         ta.value = {}; document.querySelector('[data-action=apply-json]').click(); return null",
+        serde_json::json!(text)
+    );
+    js(c, &script).await;
+}
