@@ -386,6 +386,8 @@ fn the_first_view_applies_every_command_but_sweeps_missions_and_their_documents(
         let document = matches!(cmd, Command::LoadDocument { .. } | Command::SetState { .. })
             || matches!(&cmd, Command::Load { preset } if !preset.is_string() || preset.as_str().is_some_and(|p| p.starts_with('{')));
         assert_eq!(cmd.reads_a_document(), document, "{cmd:?}");
+        // Every document above reads, or names the field it is wrong in.
+        assert!(!cmd.misreads_without_a_field(), "{cmd:?}");
         // What the first module hands over reads back as the same command in the full one.
         let handed = cmd.handover_json();
         if full {
@@ -393,4 +395,9 @@ fn the_first_view_applies_every_command_but_sweeps_missions_and_their_documents(
             assert_eq!(Command::try_from(handed).unwrap(), cmd);
         }
     }
+    // A document that reads into no field at all (not an object) is one the full lab reads
+    // again; text that is not JSON is refused as it is.
+    assert!(Command::Load { preset: json!([1, 2]) }.misreads_without_a_field());
+    assert!(!doc(&"{ not json".to_string(), None).misreads_without_a_field());
+    assert!(!Command::Load { preset: json!("bursty") }.misreads_without_a_field());
 }

@@ -259,9 +259,32 @@ impl Command {
         }
     }
 
+    /// Whether its document fails to read with no field named. The page's first module reads
+    /// without field paths (`formats::json`): where it refuses such a document, it hands the
+    /// command to the full module, which reads it again and names the field. A document that
+    /// reads, whose error names its field, or that is not JSON at all is refused where it is.
+    pub fn misreads_without_a_field(&self) -> bool {
+        use crate::formats::preset::preset_dto_from_value;
+        let unplaced = |e: crate::engine::config::ConfigError| e.field.is_empty();
+        match self {
+            Command::Load { preset } if self.reads_a_document() => match &*value_of(preset) {
+                Value::Null => false,
+                document => preset_dto_from_value(document).err().is_some_and(unplaced),
+            },
+            Command::LoadDocument { text, .. } => match serde_json::from_str::<Value>(text) {
+                Ok(document) => preset_dto_from_value(&document).err().is_some_and(unplaced),
+                Err(_) => false,
+            },
+            Command::SetState { state } => match &*value_of(state) {
+                Value::Null => false,
+                state => super::url_state::LabState::from_json(&state.to_string()).err().is_some_and(unplaced),
+            },
+            _ => false,
+        }
+    }
+
     /// Whether it carries a whole document (a preset, a link's state) that the first module
-    /// reads without naming a wrong field's path (`formats::json`): refused there, it goes to
-    /// the full module, which reads it again and shows the refusal naming the field.
+    /// reads without naming a wrong field's path (`formats::json`).
     pub fn reads_a_document(&self) -> bool {
         match self {
             Command::Load { preset } => {

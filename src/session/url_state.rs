@@ -188,13 +188,19 @@ impl LabState {
     /// Reads a state from a URL fragment (with or without the leading `#`); `Ok(None)` when the
     /// fragment carries no lab state.
     pub fn from_fragment(fragment: &str) -> Result<Option<LabState>, String> {
+        let Some(json) = Self::fragment_json(fragment)? else { return Ok(None) };
+        LabState::from_json(&json).map(Some).map_err(|e| format!("the link's lab state: {e}"))
+    }
+
+    /// The JSON text of the lab state a URL fragment carries, not read yet; `Ok(None)` when it
+    /// carries none.
+    pub fn fragment_json(fragment: &str) -> Result<Option<String>, String> {
         let f = fragment.strip_prefix('#').unwrap_or(fragment);
         let Some(encoded) = f.split('&').find_map(|part| part.strip_prefix(FRAGMENT_KEY)) else {
             return Ok(None);
         };
         let bytes = base64url_decode(encoded).map_err(|e| format!("the link's lab state is damaged ({e})"))?;
-        let json = String::from_utf8(bytes).map_err(|_| "the link's lab state is not UTF-8 text".to_string())?;
-        LabState::from_json(&json).map(Some).map_err(|e| format!("the link's lab state: {e}"))
+        String::from_utf8(bytes).map(Some).map_err(|_| "the link's lab state is not UTF-8 text".to_string())
     }
 }
 

@@ -166,8 +166,8 @@ impl App {
                 if matches!(input, Input::Page | Input::Handle) {
                     self.show_refusal(&refused, input == Input::Page);
                 }
-                if let Some(cmd) = &reread {
-                    full_lab::hand_over(Handover::Command(cmd));
+                if let Some(cmd) = reread.filter(Command::misreads_without_a_field) {
+                    full_lab::hand_over(Handover::Command(&cmd));
                 }
 
                 self.request_frame();

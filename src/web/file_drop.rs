@@ -148,8 +148,8 @@ fn load_dropped(app: &Rc<App>, file: File, load_document: LoadDocument) {
                     show_error(Place::Drop, &format!("{name}: {e}"));
                     // The first module's reader may not name the wrong field (formats::json):
                     // the full module reads the file again and shows its refusal.
-                    if !super::full_lab::FULL {
-                        let cmd = Command::LoadDocument { text, expect: None, source: None };
+                    let cmd = Command::LoadDocument { text, expect: None, source: None };
+                    if !super::full_lab::FULL && cmd.misreads_without_a_field() {
                         super::full_lab::hand_over(super::full_lab::Handover::Command(&cmd));
                     }
                 }

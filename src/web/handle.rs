@@ -451,8 +451,14 @@ pub fn boot(messages: &Messages) -> Result<(), String> {
     });
     super::day_run::wire(&app);
     // The first module reads a link without naming a wrong field's path, and no catalogue model
-    // (formats::json, formats::model_catalogue): the full module reads a refused link again.
-    let reread_link = !super::full_lab::FULL && problems.iter().any(|(kind, _)| kind == "link");
+    // (formats::json, formats::model_catalogue): the full module reads such a link again.
+    let reread_link = !super::full_lab::FULL && problems.iter().any(|(kind, _)| kind == "link") && {
+        let hash = dom::window().location().hash().unwrap_or_default();
+        LabState::fragment_json(&hash).ok().flatten().is_some_and(|json| {
+            let cmd = Command::SetState { state: json.into() };
+            cmd.needs_panels() || cmd.misreads_without_a_field()
+        })
+    };
     if reread_link {
         super::full_lab::hand_over(super::full_lab::Handover::Link);
     }
