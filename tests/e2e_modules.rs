@@ -209,19 +209,18 @@ async fn what_the_first_view_cannot_read_the_full_lab_reads_naming_the_field() {
 
     // A link whose state has a field no preset has.
     let state = js(c, "const s = kvlab.state(); s.preset.scheduler.max_num_seq = 4; return JSON.stringify(s)").await;
-    let encoded = js(
-        c,
-        &format!(
-            "return btoa({}).replace(/\\+/g, '-').replace(/\\//g, '_').replace(/=+$/, '')",
-            state
-        ),
-    )
-    .await;
+    let encoded =
+        js(c, &format!("return btoa({}).replace(/\\+/g, '-').replace(/\\//g, '_').replace(/=+$/, '')", state)).await;
     let b2 = browser(1400, 900).await;
     let c2 = &b2.client;
     open(c2, &format!("{base}?autoplay=0#lab={}", encoded.as_str().unwrap())).await;
     wait_full(c2).await;
-    wait_for(c2, "kvlab.errors().some(e => e.includes('scheduler.max_num_seq'))", "the link's refusal naming the field").await;
+    wait_for(
+        c2,
+        "kvlab.errors().some(e => e.includes('scheduler.max_num_seq'))",
+        "the link's refusal naming the field",
+    )
+    .await;
     save_screenshot(c2, "modules-handover-link-refusal.png").await;
     b2.close().await;
     b.close().await;
@@ -248,6 +247,9 @@ async fn a_catalogue_model_chosen_in_the_first_view_runs_in_the_full_lab() {
     assert_eq!(js(c, "return document.getElementById('ctl-model').value").await, json!("Qwen/Qwen3-14B"));
     assert_eq!(js(c, "return kvlab.errors()").await, json!([]));
     // A shipped preset whose model is the catalogue's loads in the full lab too.
-    assert_eq!(js(c, "kvlab.command({ type: 'load', preset: 'gpt-oss-window' }); return kvlab.state().preset.id").await, json!("gpt-oss-window"));
+    assert_eq!(
+        js(c, "kvlab.command({ type: 'load', preset: 'gpt-oss-window' }); return kvlab.state().preset.id").await,
+        json!("gpt-oss-window")
+    );
     b.close().await;
 }

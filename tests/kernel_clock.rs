@@ -107,9 +107,13 @@ fn every_hopper_and_blackwell_file_holds_the_fused_moe_of_the_gpt_oss_shape() {
     for gpu in ["h100-sxm", "h200", "b200", "l40s"] {
         let t = shipped_kernel_tables(gpu).expect("shipped");
         // gpt-oss-20b: hidden 2880, experts of 2880, 4 of 32 per token, MXFP4.
-        let moe = t.moe_for(MoeDtype::Mxfp4, 2880, 2880, 4, 32).unwrap_or_else(|| panic!("{gpu}: no gpt-oss-20b table"));
+        let moe =
+            t.moe_for(MoeDtype::Mxfp4, 2880, 2880, 4, 32).unwrap_or_else(|| panic!("{gpu}: no gpt-oss-20b table"));
         assert!(moe.at(&[2880.0, 1.0]) < moe.at(&[2880.0, 4096.0]), "{gpu}: more tokens take longer");
-        assert!(moe.at(&[1440.0, 4096.0]) < moe.at(&[2880.0, 4096.0]), "{gpu}: half the experts' width per GPU takes less");
+        assert!(
+            moe.at(&[1440.0, 4096.0]) < moe.at(&[2880.0, 4096.0]),
+            "{gpu}: half the experts' width per GPU takes less"
+        );
     }
     // A dtype kvlab does not price is refused naming the field.
     let text = kvlab::shipped::kernel_tables("h100-sxm").expect("shipped");

@@ -69,7 +69,10 @@ pub fn catalogue_model(id: &str) -> Option<Result<ModelSpec, ConfigError>> {
 #[cfg(not(feature = "panels"))]
 pub fn catalogue_model(id: &str) -> Option<Result<ModelSpec, ConfigError>> {
     catalogue_ids().iter().any(|c| c.eq_ignore_ascii_case(id)).then(|| {
-        Err(ConfigError::new("model", format!("{id} is read from its config.json by the full lab, which is not loaded")))
+        Err(ConfigError::new(
+            "model",
+            format!("{id} is read from its config.json by the full lab, which is not loaded"),
+        ))
     })
 }
 
