@@ -6,8 +6,9 @@
 //! ids, read in place when a prefill takes many blocks at once. Leaving the middle only takes
 //! the block out (its ref count leaves 0): with prefix caching every entry carries a stamp,
 //! bumped each time its block joins the queue, and an entry counts only while its block is free
-//! and carries that stamp, so the entry left behind is skipped. The stamps live in the pool's
-//! [`BlockEntry`]s, beside the ref counts they are read with. Only prefix caching revives
+//! and carries that stamp, so the entry left behind is skipped. The ring then holds each id
+//! beside its entry's stamp (one ring, one place touched per push or pop); the blocks' current
+//! stamps live in the pool's [`BlockEntry`]s, beside the ref counts they are read with. Only prefix caching revives
 //! blocks from the middle; without it every entry is current and no stamps are kept. The queue
 //! counts the entries left behind, so while there are none (no cache hit revived a block since
 //! they were last dropped) the head is taken without reading its block's record or stamp.
@@ -18,10 +19,11 @@ use super::block::BlockEntry;
 
 #[derive(Clone, Debug)]
 pub struct FreeBlockQueue {
-    /// Block ids, head first.
+    /// Block ids, head first (without stamps; empty with them).
     ids: VecDeque<u32>,
-    /// Each entry's stamp, beside `ids` (prefix caching only; empty without it).
-    entry_stamps: VecDeque<u32>,
+    /// Block ids with their entry's stamp, head first (prefix caching only; empty without it):
+    /// one ring, so taking the head or pushing a block touches one place.
+    stamped_ids: VecDeque<(u32, u32)>,
     /// Entries carry stamps (prefix caching); each block's current one is its entry's.
     stamped: bool,
     len: u32,
@@ -33,8 +35,8 @@ impl FreeBlockQueue {
     /// An empty queue for `num_blocks` blocks; `stamped` where cached blocks can leave the middle.
     pub fn new(num_blocks: u32, stamped: bool) -> Self {
         FreeBlockQueue {
-            ids: VecDeque::with_capacity(num_blocks as usize),
-            entry_stamps: VecDeque::with_capacity(if stamped { num_blocks as usize } else { 0 }),
+            ids: VecDeque::with_capacity(if stamped { 0 } else { num_blocks as usize }),
+            stamped_ids: VecDeque::with_capacity(if stamped { num_blocks as usize } else { 0 }),
             stamped,
             len: 0,
             stale: 0,
@@ -71,19 +73,19 @@ impl FreeBlockQueue {
 
     /// Puts block `id` at the tail; `entries` are the pool's (read only when stamped).
     pub fn push_back(&mut self, entries: &mut [BlockEntry], id: u32) {
-        if let Some(stamp) = self.enter(entries, id) {
-            self.entry_stamps.push_back(stamp);
+        match self.enter(entries, id) {
+            Some(stamp) => self.stamped_ids.push_back((id, stamp)),
+            None => self.ids.push_back(id),
         }
-        self.ids.push_back(id);
         self.len += 1;
     }
 
     /// Puts block `id` at the head; `entries` are the pool's (read only when stamped).
     pub fn push_front(&mut self, entries: &mut [BlockEntry], id: u32) {
-        if let Some(stamp) = self.enter(entries, id) {
-            self.entry_stamps.push_front(stamp);
+        match self.enter(entries, id) {
+            Some(stamp) => self.stamped_ids.push_front((id, stamp)),
+            None => self.ids.push_front(id),
         }
-        self.ids.push_front(id);
         self.len += 1;
     }
 
@@ -104,14 +106,8 @@ impl FreeBlockQueue {
         self.len -= 1;
         self.stale += 1;
         // Stale entries are dropped once they outnumber the live ones.
-        if self.ids.len() > 2 * self.len as usize + 64 {
-            let (ids, entry_stamps): (VecDeque<u32>, VecDeque<u32>) = self
-                .ids
-                .iter()
-                .zip(&self.entry_stamps)
-                .filter(|&(&id, &stamp)| Self::current(entries, id, stamp))
-                .unzip();
-            (self.ids, self.entry_stamps) = (ids, entry_stamps);
+        if self.stamped_ids.len() > 2 * self.len as usize + 64 {
+            self.stamped_ids.retain(|&(id, stamp)| Self::current(entries, id, stamp));
             self.stale = 0;
         }
     }
@@ -123,7 +119,7 @@ impl FreeBlockQueue {
             self.len -= 1;
             return Some(id);
         }
-        while let (Some(id), Some(stamp)) = (self.ids.pop_front(), self.entry_stamps.pop_front()) {
+        while let Some((id, stamp)) = self.stamped_ids.pop_front() {
             if self.stale == 0 {
                 debug_assert!(Self::current(entries, id, stamp), "an uncounted stale entry");
                 self.len -= 1;
@@ -157,12 +153,6 @@ impl FreeBlockQueue {
         if !self.stamped() {
             return Box::new(self.ids.iter().copied());
         }
-        Box::new(
-            self.ids
-                .iter()
-                .zip(&self.entry_stamps)
-                .filter(move |&(&id, &stamp)| Self::current(entries, id, stamp))
-                .map(|(&id, _)| id),
-        )
+        Box::new(self.stamped_ids.iter().filter(move |&&(id, stamp)| Self::current(entries, id, stamp)).map(|&(id, _)| id))
     }
 }
