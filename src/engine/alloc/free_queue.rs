@@ -153,6 +153,8 @@ impl FreeBlockQueue {
         if !self.stamped() {
             return Box::new(self.ids.iter().copied());
         }
-        Box::new(self.stamped_ids.iter().filter(move |&&(id, stamp)| Self::current(entries, id, stamp)).map(|&(id, _)| id))
+        Box::new(
+            self.stamped_ids.iter().filter(move |&&(id, stamp)| Self::current(entries, id, stamp)).map(|&(id, _)| id),
+        )
     }
 }
