@@ -11,7 +11,7 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use kvlab::engine::clock::measured_runs;
+use kvlab::engine::clock::{kernel_measured_runs, measured_runs};
 use kvlab::formats::cross_validation::{keep_up_flips, leave_one_out, summarize, CrossSummary};
 use kvlab::formats::kernel_tables::with_kernels;
 use kvlab::formats::validation::{all_cases, replay_all, Role};
@@ -63,6 +63,15 @@ fn held_out_error_does_not_grow(kernels: bool, expectations: &str) {
                 measured_runs(gpu),
                 (s.runs, round1(s.median_abs_error_pct)),
                 "engine/clock/constants.rs measured_runs({gpu:?}) is not today's held-out figure"
+            );
+        }
+    } else {
+        // `kvlab run --clock kernels` quotes it for the GPUs with kernel tables.
+        for (gpu, s) in per_gpu.iter().filter(|(g, _)| kvlab::shipped::kernel_tables(g).is_some()) {
+            assert_eq!(
+                kernel_measured_runs(gpu),
+                Some((s.runs, round1(s.median_abs_error_pct))),
+                "engine/clock/constants.rs kernel_measured_runs({gpu:?}) is not today's held-out figure"
             );
         }
     }

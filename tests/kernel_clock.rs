@@ -57,7 +57,14 @@ fn the_kernel_clock_runs_only_where_its_tables_can_price_the_run() {
     assert!(matches!(plain.clock(), StepClock::Roofline(_)), "no tables attached: the roofline");
     let with = with_kernels(plain.clone());
     assert!(matches!(with.clock(), StepClock::Kernels(_)));
-    assert!(with.clock().report("H100").line.contains("h100_sxm"), "{}", with.clock().report("H100").line);
+    let report = with.clock().report("NVIDIA H100 SXM");
+    assert!(report.line.contains("h100_sxm"), "{}", report.line);
+    // Beside the latencies, the held-out error of the kernel clock on this GPU's real runs.
+    assert!(
+        report.line.contains("real vLLM runs on the NVIDIA H100 SXM") && report.median_abs_error_pct.is_some(),
+        "{}",
+        report.line
+    );
     // Another GPU's tables do not price this one.
     let mut other = plain.clone();
     other.kernels = shipped_kernel_tables("b200");

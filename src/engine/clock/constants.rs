@@ -130,6 +130,20 @@ pub fn measured_runs(gpu_id: &str) -> (u32, f64) {
     }
 }
 
+/// Runs on each GPU the kernel clock prices and its held-out median absolute error (percent,
+/// over every figure, each run predicted with host costs fitted without it: `kvlab validate
+/// --cross --clock kernels`), as docs/FIDELITY.md lists them; `tests/clock_cross.rs` checks these
+/// against a fresh leave-one-out. None on a GPU with kernel tables but no real run (the L40S).
+pub fn kernel_measured_runs(gpu_id: &str) -> Option<(u32, f64)> {
+    Some(match gpu_id {
+        "h100-sxm" => (173, 19.7),
+        "h200" => (107, 14.7),
+        "b200" => (62, 20.3),
+        "a100-80gb" => (36, 24.9),
+        _ => return None,
+    })
+}
+
 /// The GPUs that have measured constants.
 pub const MEASURED_GPUS: &[&str] = &["h100-sxm", "b200", "rtx-4090", "rtx-pro-6000"];
 

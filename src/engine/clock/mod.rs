@@ -20,7 +20,9 @@ pub mod ticks;
 pub mod work;
 
 pub use calibration::{default_paged_overhead, OverheadPoint, StepTimeCalibration, DEFAULT_FIXED_STEP_US};
-pub use constants::{clock_for, measured_runs, sibling_of, ClockConstants, ClockSource, MEASURED_GPUS};
+pub use constants::{
+    clock_for, kernel_measured_runs, measured_runs, sibling_of, ClockConstants, ClockSource, MEASURED_GPUS,
+};
 pub use kernels::{KernelClock, KernelTables};
 pub use roofline::{CudaGraphs, ModelShape, Roofline, RooflineInput};
 pub use ticks::Ticks;
@@ -80,12 +82,22 @@ impl StepClock {
         match self {
             StepClock::Roofline(r) => r.source().report(gpu_name),
             #[cfg(feature = "kernel-clock")]
-            StepClock::Kernels(k) => ClockReport {
-                measured_runs: 0,
-                median_abs_error_pct: None,
-                extrapolated_from: None,
-                line: format!("step times from {}", k.tables().describe()),
-            },
+            StepClock::Kernels(k) => {
+                let checked = constants::kernel_measured_runs(&k.tables().gpu);
+                let mut line = format!("step times from {}", k.tables().describe());
+                if let Some((runs, err)) = checked {
+                    line += &format!(
+                        ", checked against {runs} real vLLM run{} on the {gpu_name} (median error {err:.1}%, each run predicted without it)",
+                        if runs == 1 { "" } else { "s" }
+                    );
+                }
+                ClockReport {
+                    measured_runs: checked.map_or(0, |(runs, _)| runs),
+                    median_abs_error_pct: checked.map(|(_, err)| err),
+                    extrapolated_from: None,
+                    line,
+                }
+            }
             StepClock::Ticks(t) => ClockReport {
                 measured_runs: 0,
                 median_abs_error_pct: None,
