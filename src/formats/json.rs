@@ -4,8 +4,9 @@
 //! The page's first module (built without the `panels` feature) reads without
 //! serde_path_to_error, whose wrappers are 17 KB of its first load (docs/PERFORMANCE.md): a type
 //! error there names its field only when the value serde complains about occurs once in the
-//! document, and the page hands a document it refuses to the full module, which reads it again
-//! and names the field (`web::full_lab`, docs/LAB.md "Two modules").
+//! document, and the page hands a document it cannot read without naming the field to the full
+//! module, which reads it again and names the field (`Command::misreads_without_a_field`,
+//! `web::full_lab`, docs/LAB.md "Two modules").
 
 use crate::engine::config::ConfigError;
 use crate::engine::plan::group_thousands;

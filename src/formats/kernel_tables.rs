@@ -131,8 +131,7 @@ fn read_moe(moe: Vec<MoeDto>) -> Result<Vec<MoeTable>, ConfigError> {
                 format!("\"{}\" is not a MoE dtype kvlab prices; use bfloat16, fp8, fp8_block or w4a16_mxfp4", m.dtype),
             )
         })?;
-        let shape = (dtype, m.hidden, m.inter, m.topk, m.experts);
-        if out.iter().any(|o| (o.dtype, o.hidden, o.inter, o.topk, o.experts) == shape) {
+        if out.iter().any(|o| o.shape() == (dtype, m.hidden, m.inter, m.topk, m.experts)) {
             return Err(ConfigError::new(field, "a second table of the same MoE shape; keep one"));
         }
         let table = read_table(m.table, &format!("{field}.table"), "moe", &MOE_AXES)?;

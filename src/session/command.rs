@@ -131,10 +131,15 @@ fn value_of(v: &Value) -> std::borrow::Cow<'_, Value> {
     }
 }
 
+/// The document of the shipped preset a `load` command names by its id.
+fn shipped_preset(v: &Value) -> Option<&'static str> {
+    v.as_str().and_then(|id| crate::shipped::lookup(crate::shipped::PRESETS, id))
+}
+
 /// A `load` command's preset as JSON: a shipped preset's document for its id, else
 /// [`value_of`].
 fn preset_of(v: &Value) -> std::borrow::Cow<'_, Value> {
-    match v.as_str().and_then(|id| crate::shipped::lookup(crate::shipped::PRESETS, id)) {
+    match shipped_preset(v) {
         Some(text) => std::borrow::Cow::Owned(serde_json::from_str(text).unwrap_or(Value::Null)),
         None => value_of(v),
     }
@@ -287,9 +292,7 @@ impl Command {
     /// reads without naming a wrong field's path (`formats::json`).
     pub fn reads_a_document(&self) -> bool {
         match self {
-            Command::Load { preset } => {
-                preset.as_str().is_none_or(|id| crate::shipped::lookup(crate::shipped::PRESETS, id).is_none())
-            }
+            Command::Load { preset } => shipped_preset(preset).is_none(),
             Command::LoadDocument { .. } | Command::SetState { .. } => true,
             _ => false,
         }

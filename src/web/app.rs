@@ -166,7 +166,7 @@ impl App {
                 if matches!(input, Input::Page | Input::Handle) {
                     self.show_refusal(&refused, input == Input::Page);
                 }
-                if let Some(cmd) = reread.filter(Command::misreads_without_a_field) {
+                if let Some(cmd) = reread.filter(full_lab::rereads) {
                     full_lab::hand_over(Handover::Command(&cmd));
                 }
 

@@ -149,7 +149,7 @@ fn load_dropped(app: &Rc<App>, file: File, load_document: LoadDocument) {
                     // The first module's reader may not name the wrong field (formats::json):
                     // the full module reads the file again and shows its refusal.
                     let cmd = Command::LoadDocument { text, expect: None, source: None };
-                    if !super::full_lab::FULL && cmd.misreads_without_a_field() {
+                    if super::full_lab::rereads(&cmd) {
                         super::full_lab::hand_over(super::full_lab::Handover::Command(&cmd));
                     }
                 }

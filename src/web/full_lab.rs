@@ -38,6 +38,12 @@ pub enum Handover<'a> {
     Link,
 }
 
+/// Whether the first view's module refused `cmd`'s document without naming the wrong field
+/// (`Command::misreads_without_a_field`): the full module, which names it, should read it again.
+pub fn rereads(cmd: &crate::session::command::Command) -> bool {
+    !FULL && cmd.misreads_without_a_field()
+}
+
 /// Asks `www/boot.js` to load the full module and do `what` there. Returns false when the page
 /// has no loader (a test harness without `boot.js`).
 pub fn hand_over(what: Handover<'_>) -> bool {

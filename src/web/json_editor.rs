@@ -25,7 +25,7 @@ pub fn apply(app: &App, text: &str) {
         Err(why) => {
             // The first module's reader may not name the wrong field (formats::json): the full
             // module loads the text again and shows its refusal under it.
-            if !super::full_lab::FULL && (Command::Load { preset: text.into() }).misreads_without_a_field() {
+            if super::full_lab::rereads(&Command::Load { preset: text.into() }) {
                 super::full_lab::hand_over(super::full_lab::Handover::Editor { text });
             }
             if let Some(ta) = dom::by_id::<HtmlTextAreaElement>(EDITOR_ID) {

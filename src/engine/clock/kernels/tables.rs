@@ -41,6 +41,14 @@ pub struct MoeTable {
     pub table: Table,
 }
 
+impl MoeTable {
+    /// The model shape it was measured for: weights' dtype, hidden size, expert width, experts
+    /// per token, experts.
+    pub fn shape(&self) -> (MoeDtype, u32, u32, u32, u32) {
+        (self.dtype, self.hidden, self.inter, self.topk, self.experts)
+    }
+}
+
 /// The experts' weights as the MoE kernels read them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MoeDtype {
@@ -90,9 +98,6 @@ impl KernelTables {
 
     /// The MoE table of a model shape, if it was measured.
     pub fn moe_for(&self, dtype: MoeDtype, hidden: u32, inter: u32, topk: u32, experts: u32) -> Option<&Table> {
-        self.moe
-            .iter()
-            .find(|m| (m.dtype, m.hidden, m.inter, m.topk, m.experts) == (dtype, hidden, inter, topk, experts))
-            .map(|m| &m.table)
+        self.moe.iter().find(|m| m.shape() == (dtype, hidden, inter, topk, experts)).map(|m| &m.table)
     }
 }
