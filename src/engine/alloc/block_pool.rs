@@ -54,7 +54,7 @@ impl BlockPool {
         let mut free_queue = FreeBlockQueue::new(num_blocks, enable_caching);
         let first = u32::from(engine == EngineVersion::V1).min(num_blocks);
         for id in first..num_blocks {
-            free_queue.push_back(&mut blocks, id);
+            free_queue.push_back(&mut blocks, id, false);
         }
         BlockPool {
             blocks,
@@ -127,25 +127,41 @@ impl BlockPool {
 
     /// Takes the block at the head of the free queue, evicting its cached hash; None if empty.
     pub fn get_new_block(&mut self, owner: RequestId) -> Option<u32> {
-        let id = self.free_queue.pop_front(&self.blocks)?;
+        let (id, in_map) = self.free_queue.pop_front(&self.blocks)?;
         self.epoch += 1;
-        if !self.shares_blocks() {
-            return Some(id);
-        }
-        let e = &mut self.blocks[id as usize];
-        debug_assert_eq!(e.block.ref_cnt, 0);
-        e.block = KvCacheBlock { ref_cnt: 1, owner, ..KvCacheBlock::default() };
-        // An own list's entry is left behind, stale: the block no longer carries a hash.
-        if std::mem::take(&mut e.cached) == Cached::InMap {
-            let h = e.hash;
-            if let Some(ids) = self.cached.get_mut(&h) {
-                ids.retain(|&x| x != id);
-                if ids.is_empty() {
-                    self.cached.remove(&h);
-                }
-            }
+        if self.shares_blocks() {
+            self.hand_out(id, in_map, owner, 0);
         }
         Some(id)
+    }
+
+    /// Writes the record of block `id`, just taken from the free queue, as held by `owner` with
+    /// `filled` tokens, and evicts its hash if it is in the map (`in_map`, as the queue said).
+    /// Only written: a day of traffic cycles through the whole pool, and a store to a block's
+    /// entry need not wait for it to arrive.
+    #[inline(always)]
+    fn hand_out(&mut self, id: u32, in_map: bool, owner: RequestId, filled: u16) {
+        let e = &mut self.blocks[id as usize];
+        debug_assert_eq!(e.block.ref_cnt, 0);
+        debug_assert_eq!(in_map, e.cached == Cached::InMap, "block {id} left the map while free");
+        e.block = KvCacheBlock { ref_cnt: 1, owner, filled, ..KvCacheBlock::default() };
+        // An own list's entry is left behind, stale: the block no longer carries a hash.
+        e.cached = Cached::No;
+        if in_map {
+            self.evict_hash(id);
+        }
+    }
+
+    /// Takes block `id`, just handed out, out of the hash → blocks map.
+    #[cold]
+    fn evict_hash(&mut self, id: u32) {
+        let h = self.blocks[id as usize].hash;
+        if let Some(ids) = self.cached.get_mut(&h) {
+            ids.retain(|&x| x != id);
+            if ids.is_empty() {
+                self.cached.remove(&h);
+            }
+        }
     }
 
     /// Takes `n` blocks from the head of the free queue onto `out`, as `n` calls of
@@ -165,10 +181,11 @@ impl BlockPool {
         out.reserve(n as usize);
         if self.enable_caching {
             for k in 0..n {
-                let id = self.get_new_block(owner).expect("counted above");
-                self.blocks[id as usize].block.filled = (if k + 1 == n { last_fill } else { fill }) as u16;
+                let (id, in_map) = self.free_queue.pop_front(&self.blocks).expect("counted above");
+                self.hand_out(id, in_map, owner, (if k + 1 == n { last_fill } else { fill }) as u16);
                 out.push(id);
             }
+            self.epoch += u64::from(n);
             return Some(());
         }
         // Without prefix caching no block carries a hash and none leaves the queue's middle, so
@@ -211,30 +228,30 @@ impl BlockPool {
         front.clear();
         let mut freed_tokens = 0u64;
         for id in ordered {
-            let Some((filled, hashed)) = self.release(id) else { continue };
+            let Some((filled, cached)) = self.release(id) else { continue };
             freed_tokens += u64::from(filled);
-            if self.engine == EngineVersion::V1 && !hashed {
+            if self.engine == EngineVersion::V1 && cached == Cached::No {
                 front.push(id);
             } else {
-                self.free_queue.push_back(&mut self.blocks, id);
+                self.free_queue.push_back(&mut self.blocks, id, cached == Cached::InMap);
             }
             self.epoch += 1;
         }
         for &id in front.iter().rev() {
-            self.free_queue.push_front(&mut self.blocks, id);
+            self.free_queue.push_front(&mut self.blocks, id, false);
         }
         self.scratch_front = front;
         freed_tokens
     }
 
-    /// Drops one reference from block `id`; when that was the last one, its tokens and whether
-    /// it carries a hash.
+    /// Drops one reference from block `id`; when that was the last one, its tokens and where
+    /// its hash is kept.
     #[inline]
-    fn release(&mut self, id: u32) -> Option<(u32, bool)> {
+    fn release(&mut self, id: u32) -> Option<(u32, Cached)> {
         let e = &mut self.blocks[id as usize];
         assert!(e.block.ref_cnt > 0, "block {id} freed with ref count 0");
         e.block.ref_cnt -= 1;
-        (e.block.ref_cnt == 0).then_some((u32::from(e.block.filled), e.cached != Cached::No))
+        (e.block.ref_cnt == 0).then_some((u32::from(e.block.filled), e.cached))
     }
 
     /// Frees a block table's blocks last block first, as `free_blocks(table.iter().rev())`
