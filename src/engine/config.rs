@@ -12,6 +12,7 @@ use super::kv_spec::{kv_cache_group_kinds, KvLayout};
 use super::memory_budget::{switched_nvlink, ActivationShape, MemoryBudget, MemoryBudgetInput};
 use super::model::{gpu_preset, model_preset, GpuSpec, KvDtype, ModelSpec, GIB};
 use super::model_arch::LayerAttention;
+use super::offload::{KvOffloadConfig, OffloadingConnector};
 use super::startup_checks::AttentionBackend;
 pub use super::version::EngineVersion;
 use super::workload::{Arrival, LengthDist, UserClass, WorkloadConfig};
@@ -114,6 +115,8 @@ pub struct SimConfig {
     pub until_all_finished: bool,
     /// vLLM's `--enforce-eager`: no CUDA graphs, every kernel launched one by one.
     pub enforce_eager: bool,
+    /// A host-memory KV tier (vLLM's `--kv-offloading-size`); None: the GPU pool alone.
+    pub kv_offload: Option<KvOffloadConfig>,
 }
 
 impl Default for SimConfig {
@@ -151,6 +154,7 @@ impl Default for SimConfig {
             kernels: None,
             until_all_finished: false,
             enforce_eager: false,
+            kv_offload: None,
         }
     }
 }
@@ -339,6 +343,23 @@ impl SimConfig {
 
     /// The paged allocator under vLLM v1's scheduler (the contiguous allocator has one
     /// scheduler, group-based like v0's, whatever `scheduler.engine` says).
+    /// The host tier's connector of this configuration, if it has one (`kv_offload`): chunks of
+    /// one block over every layer and rank, moved at the GPU's host-link rate.
+    pub fn offloading_connector(&self) -> Option<OffloadingConnector> {
+        let o = self.kv_offload?;
+        let AllocatorConfig::Paged { block_size, .. } = self.allocator else { return None };
+        let chunk_bytes = self.kv_bytes_per_token() * u64::from(block_size);
+        // GB/s are 10^9 bytes a second: 10^3 bytes a microsecond.
+        let link_bytes_per_us = self.gpu.pcie_gb_s * 1e3;
+        Some(OffloadingConnector::new(
+            o.capacity_chunks(chunk_bytes),
+            block_size,
+            chunk_bytes,
+            link_bytes_per_us,
+            self.tensor_parallel_size,
+        ))
+    }
+
     pub fn paged_v1(&self) -> bool {
         matches!(self.allocator, AllocatorConfig::Paged { .. }) && self.scheduler.engine == EngineVersion::V1
     }

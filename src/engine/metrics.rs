@@ -200,6 +200,38 @@ pub struct Report {
     /// Present when the KV memory was derived from the GPU (`gpu_memory_utilization`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gpu_memory: Option<GpuMemoryReport>,
+    /// Present with a host tier (`kv_offload`): what it held, found and moved.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offload: Option<OffloadReport>,
+}
+
+/// The host tier over a run. Hits per tier share one denominator, the prompt tokens looked up
+/// (`prefix_cache_queries`): `prefix_cache_hits` on the GPU, `offload_hits` on the host; vLLM's
+/// own host hit rate divides by the tokens the GPU did not hold.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct OffloadReport {
+    pub cpu_gib: f64,
+    /// Blocks the tier holds at most, and at the end of the run.
+    pub capacity_blocks: u32,
+    pub resident_blocks: u32,
+    /// Prompt tokens found on the host, first admissions (vLLM's `external_prefix_cache_hits`).
+    pub offload_hits: u64,
+    /// `offload_hits` over `prefix_cache_queries`, beside `prefix_cache_hit_rate`.
+    pub offload_hit_rate: f64,
+    /// `offload_hits` over the tokens the GPU did not hold (vLLM's external prefix cache hit
+    /// rate, `external_prefix_cache_queries`).
+    pub external_hit_rate: f64,
+    pub external_queries: u64,
+    /// GPU and host hits together over `prefix_cache_queries`.
+    pub combined_hit_rate: f64,
+    /// Requests admitted with a load from the host, and the bytes loaded and stored.
+    pub loads: u64,
+    pub loaded_bytes: u64,
+    pub stored_bytes: u64,
+    /// Stores refused whole for want of room (vLLM's `kv_offload_allocation_failure`).
+    pub store_refusals: u64,
+    /// The host link's rate per direction, GB/s (the GPU catalogue's PCIe or C2C figure).
+    pub link_gb_s: f64,
 }
 
 /// How far the step times can be trusted on the run's GPU.

@@ -24,6 +24,7 @@ pub mod metrics;
 pub mod model;
 pub mod model_arch;
 pub mod numbers;
+pub mod offload;
 pub mod plan;
 pub mod replay;
 pub mod request;

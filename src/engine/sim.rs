@@ -23,6 +23,7 @@ pub mod checkpoints;
 mod cohort;
 mod events;
 pub mod observe;
+mod offload;
 
 use cohort::DecodeCohort;
 
@@ -154,7 +155,8 @@ impl Simulation {
             Arrival::Poisson { .. } | Arrival::Trace { .. } => None,
         };
         Simulation {
-            scheduler: Scheduler::new(config.scheduler.clone(), config.paged_v1(), reserve, swap_blocks),
+            scheduler: Scheduler::new(config.scheduler.clone(), config.paged_v1(), reserve, swap_blocks)
+                .with_connector(config.offloading_connector()),
             duration_us: config.duration_us(),
             end_limit_us: config.end_limit_with(clock.floor_us()),
             clock,
@@ -405,6 +407,10 @@ impl Simulation {
 
     fn reject_head(&mut self, reason: &str) {
         if let Some(r) = self.scheduler.take_waiting_head() {
+            let seqs: Vec<SeqId> = self.groups[r as usize].samples.iter().map(|s| s.seq).collect();
+            for seq in seqs {
+                self.offload_request_finished(seq);
+            }
             let g = &mut self.groups[r as usize];
             g.status = GroupStatus::Rejected;
             g.reject_reason = Some(reason.to_string());
@@ -428,6 +434,7 @@ impl Simulation {
             return false;
         }
         self.admit_arrivals();
+        self.poll_offload();
         if self.scheduler.is_idle() {
             // Nothing runs: on to the next arrival, or to the end when none is known (a closed
             // loop whose requests all arrived).
@@ -454,7 +461,9 @@ impl Simulation {
         }
         let did_something = out.preempted > 0 || out.swapped_blocks > 0 || !out.aborted.is_empty();
         if out.work.is_empty() && !did_something {
-            if self.scheduler.num_running() == 0 && self.scheduler.num_swapped() == 0 {
+            if self.wait_for_transfers() {
+                // Nothing computes until the host link delivers (a load, or a store a lookup waits on).
+            } else if self.scheduler.num_running() == 0 && self.scheduler.num_swapped() == 0 {
                 self.reject_head("cannot be admitted even into an empty KV cache");
             } else {
                 let next = self.now_us + self.clock.floor_us();

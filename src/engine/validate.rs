@@ -163,7 +163,35 @@ impl SimConfig {
                 ));
             }
         }
+        self.validate_offload()?;
         self.validate_workload_fields()
+    }
+
+    /// A host tier runs beside vLLM v1's paged pool with prefix caching (its chunks are the
+    /// pool's hashed blocks, so one KV cache group) and holds at least one chunk.
+    fn validate_offload(&self) -> Result<(), ConfigError> {
+        let Some(o) = self.kv_offload else { return Ok(()) };
+        check_f64("kv_offload.cpu_gib", o.cpu_gib, 0.0, 65_536.0)?;
+        let AllocatorConfig::Paged { block_size, prefix_caching: true } = self.allocator else {
+            return Err(ConfigError::new(
+                "kv_offload",
+                "the host tier keeps the paged pool's hashed blocks: set allocator.kind to \"paged\" with allocator.prefix_caching true, or remove kv_offload",
+            ));
+        };
+        if !self.paged_v1() {
+            return Err(ConfigError::new(
+                "kv_offload",
+                "vLLM's OffloadingConnector runs on the v1 engine; set scheduler.engine to \"v1\", or remove kv_offload",
+            ));
+        }
+        let chunk = self.kv_bytes_per_token() * u64::from(block_size);
+        if o.capacity_chunks(chunk) == 0 {
+            return Err(ConfigError::new(
+                "kv_offload.cpu_gib",
+                format!("{} GiB holds no block of {chunk} bytes; raise it", show_number(o.cpu_gib)),
+            ));
+        }
+        Ok(())
     }
 
     /// What depends on the KV memory: a pool that holds something, vLLM's startup checks (in

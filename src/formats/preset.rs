@@ -13,6 +13,7 @@ use crate::engine::config::{
     ConfigError, EngineVersion, PreemptionMode, Reserve, SchedulerConfig, SimConfig, DEFAULT_BLOCK_SIZE,
 };
 use crate::engine::model::KvDtype;
+use crate::engine::offload::OffloadPolicy;
 use crate::engine::workload::{Arrival, UserClass};
 /// Largest preset text accepted (a trace CSV inlined in a preset included).
 pub const MAX_PRESET_BYTES: usize = 64 << 20;
@@ -69,6 +70,19 @@ pub struct PresetDto {
     /// vLLM's `--enforce-eager`: no CUDA graphs.
     #[serde(default, skip_serializing_if = "is_false")]
     pub enforce_eager: bool,
+    /// A host-memory KV tier (vLLM's `--kv-offloading-size`); absent: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_offload: Option<KvOffloadDto>,
+}
+
+/// `kv_offload`: the host tier's size over the replica, GiB (vLLM's `--kv-offloading-size`),
+/// and its eviction policy.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KvOffloadDto {
+    pub cpu_gib: f64,
+    #[serde(default)]
+    pub policy: OffloadPolicy,
 }
 
 // Defaults come from `SimConfig::default()`, the one source of the lab's defaults.
@@ -555,6 +569,7 @@ mod tests {
             r#"{"schema": "kvlab/preset@1", "workload": {"arrival": {"kind": "poisson", "rate_per_s": 1},
                 "classes": [{"prompt_tokens": {"fixed": 9}, "output_tokens": {"fixed": 9}}]}}"#,
             r#"{"schema": "kvlab/preset@1", "until_all_finished": true, "enforce_eager": true,
+                "kv_offload": {"cpu_gib": 64, "policy": "lru"},
                 "workload": {"arrival": {"kind": "concurrency", "max_concurrency": 4, "num_requests": 9,
                     "client_round_trip_ms": 0.5},
                 "classes": [{"prompt_tokens": {"fixed": 9}, "output_tokens": {"fixed": 9}}]}}"#,

@@ -115,6 +115,34 @@ impl KvCacheManager {
         computed: &ComputedBlocks,
         first_chunk: u32,
     ) -> Result<(), Blocked> {
+        self.admit_as(req, computed, first_chunk, false)
+    }
+
+    /// Admits a request whose first `loaded` tokens after `computed` come from the host tier
+    /// (paged only): its blocks enter the prefix cache when [`KvCacheManager::loaded`] is told.
+    pub fn admit_loading(
+        &mut self,
+        req: &AdmitRequest<'_>,
+        computed: &ComputedBlocks,
+        loaded: u32,
+    ) -> Result<(), Blocked> {
+        self.admit_as(req, computed, loaded, true)
+    }
+
+    /// A load admitted by [`KvCacheManager::admit_loading`] is done (paged only).
+    pub fn loaded(&mut self, seq: SeqId, recompute_last: bool) {
+        if let KvCacheManager::Paged(p) = self {
+            p.loaded(seq, recompute_last);
+        }
+    }
+
+    fn admit_as(
+        &mut self,
+        req: &AdmitRequest<'_>,
+        computed: &ComputedBlocks,
+        first_chunk: u32,
+        loading: bool,
+    ) -> Result<(), Blocked> {
         match self {
             KvCacheManager::Contiguous(c) => {
                 let need = req.reserve_tokens * req.samples.len() as u32;
@@ -137,7 +165,12 @@ impl KvCacheManager {
                 };
                 // Enough in total when only the watermark refused (cached hits that would leave
                 // the free queue are part of the need).
-                p.admit(req.parent, &admit, computed).map_err(|s| Blocked { enough_total_free: s.need <= s.free })
+                let admitted = if loading {
+                    p.admit_loading(req.parent, &admit, computed)
+                } else {
+                    p.admit(req.parent, &admit, computed)
+                };
+                admitted.map_err(|s| Blocked { enough_total_free: s.need <= s.free })
             }
         }
     }

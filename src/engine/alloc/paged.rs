@@ -61,6 +61,9 @@ pub struct PagedAllocator {
     /// vLLM v1's hybrid KV cache groups (sliding-window or chunked layers); None when every
     /// layer attends to everything, the one-table path.
     groups: Option<Box<KvCacheGroups>>,
+    /// Sequences whose blocks are being loaded from the host tier: their full blocks enter the
+    /// prefix cache once the load is done (vLLM's `delay_cache_blocks`).
+    loading: Vec<SeqId>,
 }
 
 /// Tokens looked up in the prefix cache and tokens found, as `PrefixCacheStats` counts them.
@@ -106,6 +109,7 @@ impl PagedAllocator {
             prefix: PrefixStats::default(),
             preempted_prefix: PrefixStats::default(),
             groups: None,
+            loading: Vec::new(),
         }
     }
 
@@ -331,7 +335,7 @@ impl PagedAllocator {
             return None;
         }
         // The table and the pool are borrowed apart (the table stays in place).
-        let Self { tables, pool, live_tokens, cow_copies, prefix_caching, .. } = self;
+        let Self { tables, pool, live_tokens, cow_copies, prefix_caching, loading, .. } = self;
         let table = tables.get_mut(seq).expect("checked above");
         let request = table.request;
         if let (true, Some(last)) = (cow, table.blocks.last_mut()) {
@@ -355,10 +359,40 @@ impl PagedAllocator {
         pool.get_new_blocks(need, request, &mut table.blocks, bs, last_fill).expect("checked free count");
         table.num_tokens = total;
         *live_tokens += u64::from(num_new_tokens);
-        if *prefix_caching {
+        if *prefix_caching && !loading.contains(&seq) {
             Self::cache_full_blocks(pool, table, bs);
         }
         Some(())
+    }
+
+    /// Admits `seq` as [`PagedAllocator::admit`] does, its first chunk being tokens loaded from
+    /// the host tier: their blocks enter the prefix cache only when [`PagedAllocator::loaded`]
+    /// says the load is done.
+    pub fn admit_loading(&mut self, seq: SeqId, req: &PagedAdmit, computed: &ComputedBlocks) -> Result<(), Shortfall> {
+        self.loading.push(seq);
+        let admitted = self.admit(seq, req, computed);
+        if admitted.is_err() {
+            self.loading.retain(|&s| s != seq);
+        }
+        admitted
+    }
+
+    /// `seq`'s load is done: its full blocks enter the prefix cache. With `recompute_last` (the
+    /// whole sequence was loaded) its last token is taken back first, to be computed again, as
+    /// vLLM sets `num_computed_tokens` to one short of the request's tokens.
+    pub fn loaded(&mut self, seq: SeqId, recompute_last: bool) {
+        self.loading.retain(|&s| s != seq);
+        let bs = self.block_size;
+        let table = self.tables.get_mut(seq).expect("a loaded sequence holds its blocks");
+        if recompute_last {
+            table.num_tokens -= 1;
+            let last = *table.blocks.last().expect("a loaded sequence holds blocks");
+            self.pool.set_filled(last, table.num_tokens - bs * (table.blocks.len() as u32 - 1));
+            self.live_tokens -= 1;
+            // Loads are whole blocks, so a whole sequence loaded ends on a block's last token.
+            debug_assert_ne!(table.num_tokens % bs, 0, "the last loaded block keeps tokens");
+        }
+        Self::cache_full_blocks(&mut self.pool, table, bs);
     }
 
     /// Caches `table`'s full blocks not cached yet, in order (prefix caching only): shared

@@ -12,6 +12,7 @@
 
 use super::alloc::{KvCacheManager, RequestId};
 use super::config::{Reserve, SchedulerConfig};
+use super::offload::OffloadingConnector;
 use super::request::SequenceGroup;
 
 pub mod output;
@@ -36,6 +37,29 @@ impl Scheduler {
             Scheduler::V1(V1Scheduler::new(cfg))
         } else {
             Scheduler::V0(V0Scheduler::new(cfg, reserve, swap_capacity_blocks))
+        }
+    }
+
+    /// With a host tier's connector (`kv_offload`, v1 only: validation refuses it elsewhere).
+    pub fn with_connector(self, connector: Option<OffloadingConnector>) -> Self {
+        match self {
+            Scheduler::V1(s) => Scheduler::V1(s.with_connector(connector)),
+            v0 => v0,
+        }
+    }
+
+    /// The host tier's connector, if the run has one.
+    pub fn connector(&self) -> Option<&OffloadingConnector> {
+        match self {
+            Scheduler::V1(s) => s.connector(),
+            Scheduler::V0(_) => None,
+        }
+    }
+
+    pub fn connector_mut(&mut self) -> Option<&mut OffloadingConnector> {
+        match self {
+            Scheduler::V1(s) => s.connector_mut(),
+            Scheduler::V0(_) => None,
         }
     }
 
@@ -156,7 +180,10 @@ impl Scheduler {
     pub fn check_invariants(&self, groups: &[SequenceGroup]) -> Result<(), String> {
         match self {
             Scheduler::V0(s) => s.check_invariants(groups),
-            Scheduler::V1(s) => s.check_invariants(groups),
+            Scheduler::V1(s) => {
+                s.check_invariants(groups)?;
+                s.connector().map_or(Ok(()), OffloadingConnector::check_invariants)
+            }
         }
     }
 }

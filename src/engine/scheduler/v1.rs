@@ -19,6 +19,7 @@ use std::collections::VecDeque;
 use super::output::{HolReason, ScheduledWork, SchedulerOutput, Target};
 use crate::engine::alloc::{AdmitRequest, Blocked, KvCacheManager, RequestId};
 use crate::engine::config::SchedulerConfig;
+use crate::engine::offload::OffloadingConnector;
 use crate::engine::request::{GroupStatus, SequenceGroup};
 
 /// One v1 request: sample `sample` of the group `request`.
@@ -50,6 +51,8 @@ pub struct V1Scheduler {
     num_preemptions: u64,
     scratch_work: Vec<ScheduledWork>,
     last_refusal: Option<Refusal>,
+    /// The host tier's connector (`kv_offload`), as vLLM's scheduler holds its `connector`.
+    connector: Option<Box<OffloadingConnector>>,
 }
 
 impl SampleRef {
@@ -81,7 +84,22 @@ impl V1Scheduler {
             num_preemptions: 0,
             scratch_work: Vec::new(),
             last_refusal: None,
+            connector: None,
         }
+    }
+
+    /// With a host tier's connector (`kv_offload`).
+    pub fn with_connector(mut self, connector: Option<OffloadingConnector>) -> Self {
+        self.connector = connector.map(Box::new);
+        self
+    }
+
+    pub fn connector(&self) -> Option<&OffloadingConnector> {
+        self.connector.as_deref()
+    }
+
+    pub fn connector_mut(&mut self) -> Option<&mut OffloadingConnector> {
+        self.connector.as_deref_mut()
     }
 
     pub fn config(&self) -> &SchedulerConfig {
@@ -258,6 +276,11 @@ impl V1Scheduler {
         self.refresh_status(groups, at.request);
     }
 
+    /// Admissions from the waiting queue, in order, while budget and `max_num_seqs` allow. With
+    /// a host tier, a request whose load is in flight keeps its place and is passed over, one
+    /// whose load is done is admitted with the loaded tokens computed, and one whose lookup must
+    /// wait a step (a chunk of its hit still being stored or loaded) is passed over too, as
+    /// vLLM's `skip_request` does.
     fn schedule_waiting(
         &mut self,
         groups: &mut [SequenceGroup],
@@ -265,14 +288,35 @@ impl V1Scheduler {
         out: &mut SchedulerOutput,
         budget: &mut u32,
     ) {
+        let mut i = 0;
         while *budget > 0 {
-            let Some(&at) = self.waiting.front() else { return };
+            let Some(&at) = self.waiting.get(i) else { return };
             if self.running.len() >= self.cfg.max_num_seqs as usize {
                 out.hol = Some(HolReason::SeqLimit);
                 return;
             }
             let g = &groups[at.request as usize];
             let s = &g.samples[at.sample as usize];
+            if self.connector.as_ref().is_some_and(|c| c.is_loading(s.seq)) {
+                i += 1;
+                continue;
+            }
+            if kv.seq_tokens(s.seq).is_some() {
+                // Its load is done: the loaded tokens are computed, the rest is its prefill.
+                let (seq, computed) = (s.seq, s.num_computed);
+                let remaining = s.num_tokens - computed;
+                if !self.cfg.chunked_prefill && remaining > *budget {
+                    out.hol = Some(HolReason::TokenBudget);
+                    return;
+                }
+                let new = remaining.min(*budget);
+                if kv.allocate_slots(seq, new).is_none() {
+                    out.hol = Some(HolReason::Memory(Blocked { enough_total_free: false }));
+                    return;
+                }
+                self.admitted(groups, at, i, computed, new, budget, out);
+                continue;
+            }
             let identity = g.identity(s.seq);
             let apply_watermark = !self.running.is_empty();
             let epoch = kv.epoch();
@@ -280,15 +324,28 @@ impl V1Scheduler {
                 out.hol = Some(HolReason::Memory(blocked));
                 return;
             }
-            // Prefix-cache hits (whole blocks, at most num_tokens − 1 tokens), then the rest.
+            // Prefix-cache hits (whole blocks, at most num_tokens − 1 tokens), then the host
+            // tier's past them, then the rest.
             let computed = kv.computed_blocks(&identity, s.num_tokens);
+            let external = match &mut self.connector {
+                Some(c) => match c.lookup(s.seq, &identity, computed.num_tokens, s.num_tokens) {
+                    Some(e) => e,
+                    None => {
+                        i += 1;
+                        continue;
+                    }
+                },
+                None => 0,
+            };
             let remaining = s.num_tokens - computed.num_tokens;
-            if !self.cfg.chunked_prefill && remaining > *budget {
+            if external == 0 && !self.cfg.chunked_prefill && remaining > *budget {
                 out.hol = Some(HolReason::TokenBudget);
                 return;
             }
-            let new = remaining.min(*budget);
+            // A load computes nothing in this step: its tokens are written as they arrive.
+            let new = if external > 0 { external } else { remaining.min(*budget) };
             let seq = s.seq;
+            let preempted_before = s.preemptions > 0;
             let req = AdmitRequest {
                 request: at.request,
                 parent: seq,
@@ -297,27 +354,53 @@ impl V1Scheduler {
                 full_tokens: s.num_tokens.min(self.cfg.max_model_len),
                 reserve_tokens: 0,
                 apply_watermark,
-                preempted_before: s.preemptions > 0,
+                preempted_before,
             };
-            if let Err(blocked) = kv.admit(&req, &computed, new) {
+            let admitted =
+                if external > 0 { kv.admit_loading(&req, &computed, new) } else { kv.admit(&req, &computed, new) };
+            if let Err(blocked) = admitted {
                 out.hol = Some(HolReason::Memory(blocked));
                 self.last_refusal =
                     Some(Refusal { at, epoch, remaining, num_new_tokens: new, apply_watermark, blocked });
                 return;
             }
-            let g = &mut groups[at.request as usize];
-            g.status = GroupStatus::Running;
-            g.samples[at.sample as usize].num_computed = computed.num_tokens;
-            *budget -= new;
-            out.work.push(ScheduledWork {
-                request: at.request,
-                target: Target::Sample(at.sample),
-                num_new_tokens: new,
-                context_tokens: computed.num_tokens + new,
-            });
-            self.waiting.pop_front();
-            self.running.push(at);
+            if let Some(c) = &mut self.connector {
+                c.admitted(seq, (at.request, at.sample), computed.num_tokens, external, s.num_tokens, preempted_before);
+            }
+            if external > 0 {
+                // vLLM's WAITING_FOR_REMOTE_KVS: blocks held, tokens counted computed, no budget.
+                groups[at.request as usize].samples[at.sample as usize].num_computed = computed.num_tokens + external;
+                i += 1;
+                continue;
+            }
+            self.admitted(groups, at, i, computed.num_tokens, new, budget, out);
         }
+    }
+
+    /// The waiting request at `i` runs from this step, `new` tokens after its `computed` ones.
+    #[allow(clippy::too_many_arguments)]
+    fn admitted(
+        &mut self,
+        groups: &mut [SequenceGroup],
+        at: SampleRef,
+        i: usize,
+        computed: u32,
+        new: u32,
+        budget: &mut u32,
+        out: &mut SchedulerOutput,
+    ) {
+        let g = &mut groups[at.request as usize];
+        g.status = GroupStatus::Running;
+        g.samples[at.sample as usize].num_computed = computed;
+        *budget -= new;
+        out.work.push(ScheduledWork {
+            request: at.request,
+            target: Target::Sample(at.sample),
+            num_new_tokens: new,
+            context_tokens: computed + new,
+        });
+        self.waiting.remove(i);
+        self.running.push(at);
     }
 
     /// The head's admission was refused at this allocator epoch with the same chunk and

@@ -13,6 +13,7 @@ impl Simulation {
         let mut work = StepWork::new(self.window, out.swapped_blocks);
         self.add_work(&mut work, &out.work);
         self.account_step(&work, out.hol);
+        self.offload_after_step(&out.work);
         self.apply_work(&out.work);
         self.scheduler.recycle(out.work);
     }
@@ -131,6 +132,9 @@ impl Simulation {
         let seq = s.seq;
         self.kv.free_finished(seq);
         self.finished_seqs += 1;
+        if let Some(c) = self.scheduler.connector_mut() {
+            c.request_finished(seq);
+        }
         if g.samples.iter().all(|s| s.finished) {
             g.status = GroupStatus::Finished;
             g.finish_us = Some(now);

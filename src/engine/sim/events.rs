@@ -210,6 +210,7 @@ impl Simulation {
         let start = self.now_us;
         self.cohort.advance();
         self.account_step(&work, out.hol);
+        self.offload_after_step(&out.work);
         self.cohort.set_step_end(self.now_us);
         self.count_cohort_gaps(&fresh, start, served);
         // Every member made its token; those at their length finish, in running order.

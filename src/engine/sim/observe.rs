@@ -9,8 +9,8 @@ use crate::engine::config::AllocatorConfig;
 use crate::engine::kv_spec::KvLayout;
 use crate::engine::memory_budget::MemoryBudget;
 use crate::engine::metrics::{
-    percentile_of_sorted, round_to, sorted, GpuMemoryReport, KvSummary, LatencyMs, Report, RequestCounts, Summary,
-    Throughput,
+    percentile_of_sorted, round_to, sorted, GpuMemoryReport, KvSummary, LatencyMs, OffloadReport, Report,
+    RequestCounts, Summary, Throughput,
 };
 use crate::engine::model::GIB;
 use crate::engine::plan::{group_thousands, startup_line};
@@ -144,7 +144,32 @@ impl Simulation {
             calibration: self.config.calibration.as_ref().map(|c| c.name.clone()),
             clock: self.clock.report(&self.config.gpu.name),
             rejections: self.rejections.clone(),
+            offload: self.offload_report(),
         }
+    }
+
+    /// The host tier's figures, beside the GPU prefix cache's (one denominator: the prompt
+    /// tokens looked up).
+    fn offload_report(&self) -> Option<OffloadReport> {
+        let (o, c) = (self.config.kv_offload?, self.scheduler.connector()?);
+        let st = c.stats();
+        let ratio = |num: u64, den: u64| if den > 0 { round_to(num as f64 / den as f64, 4) } else { 0.0 };
+        let gpu = self.kv.prefix_stats().0;
+        Some(OffloadReport {
+            cpu_gib: o.cpu_gib,
+            capacity_blocks: st.capacity_chunks,
+            resident_blocks: st.resident_chunks,
+            offload_hits: st.hits,
+            offload_hit_rate: ratio(st.hits, gpu.queries),
+            external_hit_rate: ratio(st.hits, st.queries),
+            external_queries: st.queries,
+            combined_hit_rate: ratio(gpu.hits + st.hits, gpu.queries),
+            loads: st.loads,
+            loaded_bytes: st.loaded_bytes,
+            stored_bytes: st.stored_bytes,
+            store_refusals: st.store_refusals,
+            link_gb_s: self.config.gpu.pcie_gb_s,
+        })
     }
 }
 
