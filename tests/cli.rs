@@ -301,3 +301,38 @@ fn run_on_the_kernel_clock_says_which_clock_it_ran() {
         stderr(&o)
     );
 }
+
+#[test]
+fn kv_offload_gib_adds_a_host_tier_to_run_plan_and_sweep_and_bad_sizes_name_the_flag() {
+    let preset = repo_path("assets/presets/mooncake-conversation.json");
+    let preset = preset.to_str().unwrap();
+    let o = kvlab(&["run", preset, "--kv-offload-gib", "256"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("host tier: 256 GiB (131,072 blocks"), "{}", stdout(&o));
+    let o = kvlab(&["run", preset, "--kv-offload-gib", "256", "--json"]);
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).expect("report JSON");
+    assert_eq!(report["offload"]["capacity_blocks"], 131_072);
+    assert!(report["offload"]["stored_bytes"].as_u64().unwrap() > 0, "prompt blocks are written through");
+    // 0 takes the tier away; a negative size or one on the contiguous allocator names the flag.
+    let o = kvlab(&["run", preset, "--kv-offload-gib", "0", "--json"]);
+    assert!(!stdout(&o).contains("\"offload\""));
+    assert_fails_naming(&kvlab(&["run", preset, "--kv-offload-gib", "-3"]), "--kv-offload-gib -3");
+    let contiguous = repo_path("assets/presets/contiguous-default.json");
+    assert_fails_naming(&kvlab(&["run", contiguous.to_str().unwrap(), "--kv-offload-gib", "8"]), "prefix_caching");
+    let o = kvlab(&[
+        "plan",
+        "--model",
+        "llama-3-8b",
+        "--kv-gib",
+        "20",
+        "--max-model-len",
+        "8192",
+        "--kv-offload-gib",
+        "256",
+    ]);
+    assert!(stdout(&o).contains("host tier of 256 GiB: 131,072 blocks, 2,097,152 tokens"), "{}", stdout(&o));
+    let o =
+        kvlab(&["sweep", preset, "--kv-offload-gib", "1", "--knob", "kv_offload.cpu_gib", "--values", "1,64", "--csv"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o).lines().filter(|l| l.contains(",paged,")).count(), 2, "{}", stdout(&o));
+}

@@ -4,6 +4,8 @@ use clap::{Args, ValueEnum};
 
 use crate::engine::model::{KvDtype, ModelSpec, GIB};
 use crate::engine::model_arch::WeightDtype;
+use crate::engine::numbers::show_number;
+use crate::engine::offload::{KvOffloadConfig, OffloadPolicy};
 use crate::engine::plan::{group_thousands, CapacityPlan, PlanInput};
 use crate::engine::startup_checks::check_derived_max_model_len;
 use crate::formats::hf_config::{read_hf_config, Overrides};
@@ -69,6 +71,10 @@ pub struct PlanArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+    /// A host-memory KV tier of this many GiB beside the GPU pool (vLLM's --kv-offloading-size):
+    /// the blocks it holds (docs/OFFLOAD.md).
+    #[arg(long, value_name = "GIB", value_parser = parse_host_gib, allow_negative_numbers = true)]
+    pub kv_offload_gib: Option<f64>,
     // --- From the GPU up (src/cli/plan_gpu.rs): vLLM's own memory budget instead of --kv-gib. ---
     #[command(flatten)]
     pub gpu_budget: GpuBudgetArgs,
@@ -121,6 +127,14 @@ fn parse_gib(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 && v <= 4096.0 => Ok(v),
         _ => Err(format!("'{s}' is not a size in GiB; use a number above 0 and at most 4096, e.g. 24")),
+    }
+}
+
+/// `--kv-offload-gib`: a host tier's size, as the preset's `kv_offload.cpu_gib` takes it.
+fn parse_host_gib(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v <= 65_536.0 => Ok(v),
+        _ => Err(format!("'{s}' is not a size in GiB; use a number above 0 and at most 65536, e.g. 256")),
     }
 }
 
@@ -180,8 +194,15 @@ pub fn plan(args: &PlanArgs) -> Result<(), String> {
     if p.capacity_tokens == 0 {
         return Err("--kv-gib: not even one token fits; raise it".into());
     }
+    let host = args
+        .kv_offload_gib
+        .map(|gib| HostTierPlan::compute(gib, p.kv_bytes_per_token, p.block_size, p.capacity_tokens));
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&p).expect("plan serializes"));
+        let mut v = serde_json::to_value(&p).expect("plan serializes");
+        if let Some(h) = &host {
+            v["host_tier"] = serde_json::to_value(h).expect("host tier serializes");
+        }
+        println!("{}", serde_json::to_string_pretty(&v).expect("plan serializes"));
         return Ok(());
     }
     println!("model {} with {} KV cache", p.model, p.kv_dtype);
@@ -204,5 +225,40 @@ pub fn plan(args: &PlanArgs) -> Result<(), String> {
         "paged, {}-token blocks (~{:.0} tokens per sequence): about {} sequences before preemption",
         p.block_size, p.paged_tokens_per_seq, p.max_seqs.paged
     );
+    if let Some(h) = &host {
+        println!("{}", h.line());
+    }
     Ok(())
+}
+
+/// `--kv-offload-gib`: what a host tier of that size holds beside the GPU pool.
+#[derive(Debug, serde::Serialize)]
+pub struct HostTierPlan {
+    pub cpu_gib: f64,
+    /// Blocks of the GPU's block size (vLLM's chunks, one block each, page-aligned).
+    pub blocks: u32,
+    pub tokens: u64,
+    /// The host tier's tokens over the GPU pool's.
+    pub times_gpu_pool: f64,
+}
+
+impl HostTierPlan {
+    pub fn compute(cpu_gib: f64, kv_bytes_per_token: u64, block_size: u32, gpu_tokens: u64) -> Self {
+        let tier = KvOffloadConfig { cpu_gib, policy: OffloadPolicy::Lru };
+        let blocks = tier.capacity_chunks(kv_bytes_per_token * u64::from(block_size));
+        let tokens = u64::from(blocks) * u64::from(block_size);
+        let times_gpu_pool =
+            if gpu_tokens > 0 { (tokens as f64 / gpu_tokens as f64 * 100.0).round() / 100.0 } else { 0.0 };
+        HostTierPlan { cpu_gib, blocks, tokens, times_gpu_pool }
+    }
+
+    pub fn line(&self) -> String {
+        format!(
+            "host tier of {} GiB: {} blocks, {} tokens of prompt prefixes ({}x the GPU pool); prefixes evicted from the GPU are found there and loaded instead of recomputed",
+            show_number(self.cpu_gib),
+            group_thousands(u64::from(self.blocks)),
+            group_thousands(self.tokens),
+            show_number(self.times_gpu_pool)
+        )
+    }
 }

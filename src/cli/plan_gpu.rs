@@ -35,6 +35,8 @@ struct GpuPlanJson<'a> {
     model: Option<ModelJson>,
     startup_lines: Vec<String>,
     plan: CapacityPlan,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    host_tier: Option<super::plan::HostTierPlan>,
 }
 
 pub fn plan_from_gpu(args: &PlanArgs) -> Result<(), String> {
@@ -60,6 +62,9 @@ pub fn plan_from_gpu(args: &PlanArgs) -> Result<(), String> {
         max_model_len: args.max_model_len,
         block_size: args.block_size,
     });
+    let host = args.kv_offload_gib.map(|gib| {
+        super::plan::HostTierPlan::compute(gib, plan.kv_bytes_per_token, plan.block_size, plan.capacity_tokens)
+    });
     if args.json {
         let doc = GpuPlanJson {
             gpu,
@@ -70,11 +75,15 @@ pub fn plan_from_gpu(args: &PlanArgs) -> Result<(), String> {
             model: ModelJson::of(&model, budget_kv_dtype(args, &model)),
             startup_lines: lines,
             plan,
+            host_tier: host,
         };
         println!("{}", serde_json::to_string_pretty(&doc).expect("plan serializes"));
         return Ok(());
     }
     print_plan(args, gpu, &model, backend, &budget, &lines, &plan);
+    if let Some(h) = host {
+        println!("{}", h.line());
+    }
     Ok(())
 }
 

@@ -5,6 +5,10 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use super::trace_flags::TraceFlags;
+use crate::engine::metrics::OffloadReport;
+use crate::engine::numbers::show_number;
+use crate::engine::offload::{KvOffloadConfig, OffloadPolicy};
+use crate::engine::plan::group_thousands;
 use crate::engine::{Report, SimConfig, Simulation};
 use crate::formats::preset::{parse_preset_dto, ArrivalDto};
 use crate::formats::report::report_json;
@@ -38,6 +42,23 @@ pub struct RunArgs {
     /// Replace the preset's model by one read from a Hugging Face config.json (docs/MODELS.md).
     #[arg(long, value_name = "FILE")]
     pub model_config: Option<PathBuf>,
+    /// A host-memory KV tier of this many GiB over the replica, as vLLM's --kv-offloading-size
+    /// (the preset's `kv_offload`; 0: none; docs/OFFLOAD.md).
+    #[arg(long, value_name = "GIB", allow_negative_numbers = true)]
+    pub kv_offload_gib: Option<f64>,
+}
+
+/// `--kv-offload-gib`: a host tier of `gib` GiB (0: none) in place of the preset's `kv_offload`,
+/// checked as the preset's would be; the error names the flag.
+pub fn set_kv_offload(config: &mut SimConfig, gib: f64) -> Result<(), String> {
+    config.kv_offload = (gib != 0.0).then_some(KvOffloadConfig { cpu_gib: gib, policy: OffloadPolicy::Lru });
+    config.validate_fields().map_err(|e| {
+        if e.field.starts_with("kv_offload") {
+            format!("--kv-offload-gib {}: {}", show_number(gib), e.message)
+        } else {
+            e.to_string()
+        }
+    })
 }
 
 /// The text of a file the command line names; the error names the file.
@@ -103,6 +124,9 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
     let (mut config, trace_line) = load_config_with_model(&args.preset, &args.trace, args.model_config.as_deref())?;
     if let Some(seed) = args.seed {
         config.seed = seed;
+    }
+    if let Some(gib) = args.kv_offload_gib {
+        set_kv_offload(&mut config, gib)?;
     }
     if let Some(path) = &args.calibration {
         let text = read(path)?;
@@ -188,6 +212,9 @@ pub fn summary(r: &Report) -> String {
         crate::engine::plan::group_thousands(r.prefix_cache_hits),
         crate::engine::plan::group_thousands(r.prefix_cache_queries)
     );
+    if let Some(o) = &r.offload {
+        s += &offload_line(r, o);
+    }
     s += &format!(
         "TTFT p50 {:.0} ms, p95 {:.0} ms; TPOT p50 {:.1} ms, p95 {:.1} ms; {:.0} output tokens/s\n",
         r.latency_ms.ttft_p50,
@@ -204,6 +231,28 @@ pub fn summary(r: &Report) -> String {
         s += &format!("rejected request {}: {}\n", rej.request, rej.reason);
     }
     s
+}
+
+/// The host tier: its size, the prompt tokens found there beside the GPU's (one denominator),
+/// and what crossed the host link.
+fn offload_line(r: &Report, o: &OffloadReport) -> String {
+    let pct = |x: f64| format!("{:.1}%", x * 100.0);
+    let gb = |b: u64| format!("{:.1} GB", b as f64 / 1e9);
+    format!(
+        "host tier: {} GiB ({} blocks, {} held at the end); prompt tokens found: GPU {}, host {}, both {} (host {} of what the GPU lacked); {} loads, {} loaded, {} stored, {} stores refused; host link {} GB/s each way\n",
+        show_number(o.cpu_gib),
+        group_thousands(u64::from(o.capacity_blocks)),
+        group_thousands(u64::from(o.resident_blocks)),
+        pct(r.prefix_cache_hit_rate),
+        pct(o.offload_hit_rate),
+        pct(o.combined_hit_rate),
+        pct(o.external_hit_rate),
+        group_thousands(o.loads),
+        gb(o.loaded_bytes),
+        gb(o.stored_bytes),
+        group_thousands(o.store_refusals),
+        show_number(o.link_gb_s)
+    )
 }
 
 /// Where the KV memory comes from: vLLM's startup lines and the per-GPU split for a preset that

@@ -50,6 +50,10 @@ pub struct SweepArgs {
     /// Replace the preset's model by one read from a Hugging Face config.json (docs/MODELS.md).
     #[arg(long, value_name = "FILE")]
     pub model_config: Option<PathBuf>,
+    /// Every point with a host-memory KV tier of this many GiB (the preset's `kv_offload`; 0:
+    /// none; docs/OFFLOAD.md). Sweep its size with `--knob kv_offload.cpu_gib`.
+    #[arg(long, value_name = "GIB", allow_negative_numbers = true)]
+    pub kv_offload_gib: Option<f64>,
 }
 
 pub fn sweep(args: &SweepArgs) -> Result<(), String> {
@@ -57,6 +61,21 @@ pub fn sweep(args: &SweepArgs) -> Result<(), String> {
     let file = |e: ConfigError| format!("{}: {e}", args.preset.display());
     parse_preset_dto(&text).map_err(file)?;
     let mut preset: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", args.preset.display()))?;
+    if let Some(gib) = args.kv_offload_gib {
+        match preset.as_object_mut() {
+            Some(o) if gib == 0.0 => drop(o.remove("kv_offload")),
+            Some(o) => drop(o.insert("kv_offload".into(), serde_json::json!({ "cpu_gib": gib }))),
+            None => {}
+        }
+        let text = preset.to_string();
+        parse_preset_dto(&text).and_then(|d| d.to_config().map(drop)).map_err(|e| {
+            if e.field.starts_with("kv_offload") {
+                format!("--kv-offload-gib {gib}: {}", e.message)
+            } else {
+                file(e)
+            }
+        })?;
+    }
     if let Some(m) = &args.model_config {
         preset["model"] = super::run::model_config_value(m)?;
     }

@@ -52,10 +52,11 @@ impl Knob {
         display_path(&self.segs)
     }
 
-    /// The allocator a knob under `allocator.` belongs to; None for every other knob.
+    /// The allocator a knob under `allocator.` (or the host tier's, which only the paged pool
+    /// has) belongs to; None for every other knob.
     fn allocator(&self) -> Option<&'static str> {
         match self.path().as_str() {
-            "allocator.block_size" | "allocator.prefix_caching" => Some("paged"),
+            "allocator.block_size" | "allocator.prefix_caching" | "kv_offload.cpu_gib" => Some("paged"),
             "allocator.reserve" | "allocator.fit" => Some("contiguous"),
             _ => None,
         }
@@ -135,14 +136,18 @@ fn check_count(flag: &str, n: usize) -> Result<(), ConfigError> {
 }
 
 /// The preset once per allocator, in [`ALLOCATORS`] order: the preset's own allocator settings
-/// where it uses that allocator, the defaults (docs/SCHEMA.md) for the other.
+/// where it uses that allocator, the defaults (docs/SCHEMA.md) for the other; the contiguous
+/// allocator without the host tier (`kv_offload`), which only the paged pool keeps.
 pub fn allocator_variants(preset: &Value) -> [Value; 2] {
     ALLOCATORS.map(|kind| {
         let mut v = preset.clone();
         let own = preset.get("allocator").is_some_and(|a| a.get("kind").and_then(Value::as_str) == Some(kind));
-        if !own {
-            if let Some(map) = v.as_object_mut() {
+        if let Some(map) = v.as_object_mut() {
+            if !own {
                 map.insert("allocator".into(), serde_json::json!({ "kind": kind }));
+            }
+            if kind == "contiguous" {
+                map.remove("kv_offload");
             }
         }
         v
