@@ -346,6 +346,11 @@ fn the_first_view_applies_every_command_but_sweeps_missions_and_their_documents(
     hf_config["model"] = json!({ "hf_config": serde_json::from_str::<serde_json::Value>(&config).unwrap() });
     let mut catalogue_link = plain.clone();
     catalogue_link["preset"] = catalogued.clone();
+    // A preset with a host-memory KV tier, which only the full module runs.
+    let mut offloaded: serde_json::Value = serde_json::from_str(&preset).unwrap();
+    offloaded["kv_offload"] = json!({ "cpu_gib": 64 });
+    let mut no_tier = offloaded.clone();
+    no_tier["kv_offload"] = serde_json::Value::Null;
     for (cmd, full) in [
         (Command::Play, false),
         (Command::Seek { t_s: 3.0 }, false),
@@ -380,6 +385,9 @@ fn the_first_view_applies_every_command_but_sweeps_missions_and_their_documents(
         (Command::Load { preset: catalogued.clone() }, true),
         (doc(&hf_config.to_string(), None), true),
         (Command::SetState { state: catalogue_link.clone() }, true),
+        (Command::Load { preset: offloaded.clone() }, true),
+        (doc(&offloaded.to_string(), None), true),
+        (Command::Load { preset: no_tier.clone() }, false),
     ] {
         assert_eq!(cmd.needs_panels(), full, "{cmd:?}");
         // A refused document goes to the full module, whose reader names the wrong field.

@@ -12,7 +12,9 @@ use super::kv_spec::{kv_cache_group_kinds, KvLayout};
 use super::memory_budget::{switched_nvlink, ActivationShape, MemoryBudget, MemoryBudgetInput};
 use super::model::{gpu_preset, model_preset, GpuSpec, KvDtype, ModelSpec, GIB};
 use super::model_arch::LayerAttention;
-use super::offload::{KvOffloadConfig, OffloadingConnector};
+use super::offload::KvOffloadConfig;
+#[cfg(feature = "kv-offload")]
+use super::offload::OffloadingConnector;
 use super::startup_checks::AttentionBackend;
 pub use super::version::EngineVersion;
 use super::workload::{Arrival, LengthDist, UserClass, WorkloadConfig};
@@ -345,6 +347,7 @@ impl SimConfig {
     /// scheduler, group-based like v0's, whatever `scheduler.engine` says).
     /// The host tier's connector of this configuration, if it has one (`kv_offload`): chunks of
     /// one block over every layer and rank, moved at the GPU's host-link rate.
+    #[cfg(feature = "kv-offload")]
     pub fn offloading_connector(&self) -> Option<OffloadingConnector> {
         let o = self.kv_offload?;
         let AllocatorConfig::Paged { block_size, .. } = self.allocator else { return None };

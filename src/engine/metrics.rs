@@ -200,7 +200,9 @@ pub struct Report {
     /// Present when the KV memory was derived from the GPU (`gpu_memory_utilization`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gpu_memory: Option<GpuMemoryReport>,
-    /// Present with a host tier (`kv_offload`): what it held, found and moved.
+    /// Present with a host tier (`kv_offload`): what it held, found and moved. Builds without
+    /// the tier (the page's first module) have no such field.
+    #[cfg(feature = "kv-offload")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub offload: Option<OffloadReport>,
 }

@@ -5,12 +5,18 @@
 //!
 //! [`CpuOffloadingManager`] is what the host holds (vLLM's `CPUOffloadingManager` with its `lru`
 //! policy); [`OffloadingConnector`] is the scheduler's side (lookups, loads, stores, the link's
-//! timing). docs/OFFLOAD.md says what is followed, with vLLM's files, and what is not.
+//! timing). docs/OFFLOAD.md says what is followed, with vLLM's files, and what is not. Both come
+//! with the `kv-offload` feature (native builds, the page's full module); the page's first module
+//! hands a preset with a host tier to the full one.
 
+#[cfg(feature = "kv-offload")]
 mod connector;
+#[cfg(feature = "kv-offload")]
 mod manager;
 
+#[cfg(feature = "kv-offload")]
 pub use connector::OffloadingConnector;
+#[cfg(feature = "kv-offload")]
 pub use manager::{ChunkLookup, CpuOffloadingManager};
 
 use serde::{Deserialize, Serialize};

@@ -155,8 +155,7 @@ impl Simulation {
             Arrival::Poisson { .. } | Arrival::Trace { .. } => None,
         };
         Simulation {
-            scheduler: Scheduler::new(config.scheduler.clone(), config.paged_v1(), reserve, swap_blocks)
-                .with_connector(config.offloading_connector()),
+            scheduler: Self::scheduler_for(&config, reserve, swap_blocks),
             duration_us: config.duration_us(),
             end_limit_us: config.end_limit_with(clock.floor_us()),
             clock,

@@ -171,6 +171,9 @@ impl SimConfig {
     /// pool's hashed blocks, so one KV cache group) and holds at least one chunk.
     fn validate_offload(&self) -> Result<(), ConfigError> {
         let Some(o) = self.kv_offload else { return Ok(()) };
+        if cfg!(not(feature = "kv-offload")) {
+            return Err(ConfigError::new("kv_offload", "the host tier runs in the full lab; load the preset there"));
+        }
         check_f64("kv_offload.cpu_gib", o.cpu_gib, 0.0, 65_536.0)?;
         let AllocatorConfig::Paged { block_size, prefix_caching: true } = self.allocator else {
             return Err(ConfigError::new(

@@ -13,6 +13,7 @@ use crate::engine::config::{
     ConfigError, EngineVersion, PreemptionMode, Reserve, SchedulerConfig, SimConfig, DEFAULT_BLOCK_SIZE,
 };
 use crate::engine::model::KvDtype;
+#[cfg(feature = "kv-offload")]
 use crate::engine::offload::OffloadPolicy;
 use crate::engine::workload::{Arrival, UserClass};
 /// Largest preset text accepted (a trace CSV inlined in a preset included).
@@ -70,13 +71,16 @@ pub struct PresetDto {
     /// vLLM's `--enforce-eager`: no CUDA graphs.
     #[serde(default, skip_serializing_if = "is_false")]
     pub enforce_eager: bool,
-    /// A host-memory KV tier (vLLM's `--kv-offloading-size`); absent: none.
+    /// A host-memory KV tier (vLLM's `--kv-offloading-size`); absent: none. The page's first
+    /// module reads no such field: it hands such a preset to the full one.
+    #[cfg(feature = "kv-offload")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kv_offload: Option<KvOffloadDto>,
 }
 
 /// `kv_offload`: the host tier's size over the replica, GiB (vLLM's `--kv-offloading-size`),
 /// and its eviction policy.
+#[cfg(feature = "kv-offload")]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct KvOffloadDto {

@@ -13,6 +13,7 @@ use super::trace::{read_trace, Trace, TraceError, TraceFormat, TraceOptions};
 use crate::engine::batch_defaults::{batch_limits, BatchSetup};
 use crate::engine::config::{AllocatorConfig, ConfigError, EngineVersion, GpuMemoryConfig, SchedulerConfig, SimConfig};
 use crate::engine::model::{gpu_preset, GpuSpec, ModelSpec, GPU_IDS};
+#[cfg(feature = "kv-offload")]
 use crate::engine::offload::KvOffloadConfig;
 use crate::engine::startup_checks::{AttentionBackend, ATTENTION_BACKENDS};
 use crate::engine::workload::{Arrival, Burst, LengthDist, UserClass, WorkloadConfig};
@@ -377,7 +378,10 @@ impl PresetDto {
             kernels: None,
             until_all_finished: self.until_all_finished,
             enforce_eager: self.enforce_eager,
+            #[cfg(feature = "kv-offload")]
             kv_offload: self.kv_offload.as_ref().map(|o| KvOffloadConfig { cpu_gib: o.cpu_gib, policy: o.policy }),
+            #[cfg(not(feature = "kv-offload"))]
+            kv_offload: None,
         };
         // A refusal of the derived memory waits until every field is known to be valid: only a
         // well-formed setup is "refused by vLLM".

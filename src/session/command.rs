@@ -151,6 +151,7 @@ fn preset_of(v: &Value) -> std::borrow::Cow<'_, Value> {
 fn preset_needs_panels(preset: &Value) -> bool {
     preset.pointer("/workload/arrival/kind").and_then(Value::as_str) == Some("trace")
         || preset.get("model").is_some_and(model_needs_panels)
+        || preset.get("kv_offload").is_some_and(|tier| !tier.is_null())
 }
 
 /// A preset's `model`, other than one of the lab's own five models (ids or figures).

@@ -359,7 +359,8 @@ impl PagedAllocator {
         pool.get_new_blocks(need, request, &mut table.blocks, bs, last_fill).expect("checked free count");
         table.num_tokens = total;
         *live_tokens += u64::from(num_new_tokens);
-        if *prefix_caching && !loading.contains(&seq) {
+        // (Only a host tier's load leaves a sequence uncached: `admit_loading`.)
+        if *prefix_caching && !(cfg!(feature = "kv-offload") && loading.contains(&seq)) {
             Self::cache_full_blocks(pool, table, bs);
         }
         Some(())

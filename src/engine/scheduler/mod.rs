@@ -12,6 +12,7 @@
 
 use super::alloc::{KvCacheManager, RequestId};
 use super::config::{Reserve, SchedulerConfig};
+#[cfg(feature = "kv-offload")]
 use super::offload::OffloadingConnector;
 use super::request::SequenceGroup;
 
@@ -40,6 +41,7 @@ impl Scheduler {
         }
     }
 
+    #[cfg(feature = "kv-offload")]
     /// With a host tier's connector (`kv_offload`, v1 only: validation refuses it elsewhere).
     pub fn with_connector(self, connector: Option<OffloadingConnector>) -> Self {
         match self {
@@ -48,6 +50,7 @@ impl Scheduler {
         }
     }
 
+    #[cfg(feature = "kv-offload")]
     /// The host tier's connector, if the run has one.
     pub fn connector(&self) -> Option<&OffloadingConnector> {
         match self {
@@ -56,6 +59,7 @@ impl Scheduler {
         }
     }
 
+    #[cfg(feature = "kv-offload")]
     pub fn connector_mut(&mut self) -> Option<&mut OffloadingConnector> {
         match self {
             Scheduler::V1(s) => s.connector_mut(),
@@ -182,7 +186,9 @@ impl Scheduler {
             Scheduler::V0(s) => s.check_invariants(groups),
             Scheduler::V1(s) => {
                 s.check_invariants(groups)?;
-                s.connector().map_or(Ok(()), OffloadingConnector::check_invariants)
+                #[cfg(feature = "kv-offload")]
+                s.connector().map_or(Ok(()), OffloadingConnector::check_invariants)?;
+                Ok(())
             }
         }
     }

@@ -17,8 +17,9 @@
 use std::collections::VecDeque;
 
 use super::output::{HolReason, ScheduledWork, SchedulerOutput, Target};
-use crate::engine::alloc::{AdmitRequest, Blocked, KvCacheManager, RequestId};
+use crate::engine::alloc::{AdmitRequest, Blocked, KvCacheManager, RequestId, SeqId, TokenIdentity};
 use crate::engine::config::SchedulerConfig;
+#[cfg(feature = "kv-offload")]
 use crate::engine::offload::OffloadingConnector;
 use crate::engine::request::{GroupStatus, SequenceGroup};
 
@@ -52,6 +53,7 @@ pub struct V1Scheduler {
     scratch_work: Vec<ScheduledWork>,
     last_refusal: Option<Refusal>,
     /// The host tier's connector (`kv_offload`), as vLLM's scheduler holds its `connector`.
+    #[cfg(feature = "kv-offload")]
     connector: Option<Box<OffloadingConnector>>,
 }
 
@@ -84,22 +86,56 @@ impl V1Scheduler {
             num_preemptions: 0,
             scratch_work: Vec::new(),
             last_refusal: None,
+            #[cfg(feature = "kv-offload")]
             connector: None,
         }
     }
 
     /// With a host tier's connector (`kv_offload`).
+    #[cfg(feature = "kv-offload")]
     pub fn with_connector(mut self, connector: Option<OffloadingConnector>) -> Self {
         self.connector = connector.map(Box::new);
         self
     }
 
+    #[cfg(feature = "kv-offload")]
     pub fn connector(&self) -> Option<&OffloadingConnector> {
         self.connector.as_deref()
     }
 
+    #[cfg(feature = "kv-offload")]
     pub fn connector_mut(&mut self) -> Option<&mut OffloadingConnector> {
         self.connector.as_deref_mut()
+    }
+
+    /// `seq`'s load from the host tier is in flight.
+    fn host_loading(&self, seq: SeqId) -> bool {
+        #[cfg(feature = "kv-offload")]
+        if let Some(c) = &self.connector {
+            return c.is_loading(seq);
+        }
+        let _ = seq;
+        false
+    }
+
+    /// Tokens the host tier holds for a request past its GPU hit (0 without a tier); None: it
+    /// waits a step (`OffloadingConnector::lookup`).
+    fn host_lookup(&mut self, seq: SeqId, identity: &TokenIdentity, gpu_hit: u32, num_tokens: u32) -> Option<u32> {
+        #[cfg(feature = "kv-offload")]
+        if let Some(c) = &mut self.connector {
+            return c.lookup(seq, identity, gpu_hit, num_tokens);
+        }
+        let _ = (seq, identity, gpu_hit, num_tokens);
+        Some(0)
+    }
+
+    /// Tells the host tier a request was admitted (`OffloadingConnector::admitted`).
+    fn host_admitted(&mut self, seq: SeqId, at: SampleRef, gpu_hit: u32, external: u32, num_tokens: u32, again: bool) {
+        #[cfg(feature = "kv-offload")]
+        if let Some(c) = &mut self.connector {
+            c.admitted(seq, (at.request, at.sample), gpu_hit, external, num_tokens, again);
+        }
+        let _ = (seq, at, gpu_hit, external, num_tokens, again);
     }
 
     pub fn config(&self) -> &SchedulerConfig {
@@ -297,12 +333,13 @@ impl V1Scheduler {
             }
             let g = &groups[at.request as usize];
             let s = &g.samples[at.sample as usize];
-            if self.connector.as_ref().is_some_and(|c| c.is_loading(s.seq)) {
+            if self.host_loading(s.seq) {
                 i += 1;
                 continue;
             }
-            if kv.seq_tokens(s.seq).is_some() {
+            if cfg!(feature = "kv-offload") && kv.seq_tokens(s.seq).is_some() {
                 // Its load is done: the loaded tokens are computed, the rest is its prefill.
+                // (Only a host tier leaves a waiting request holding blocks.)
                 let (seq, computed) = (s.seq, s.num_computed);
                 let remaining = s.num_tokens - computed;
                 if !self.cfg.chunked_prefill && remaining > *budget {
@@ -327,15 +364,9 @@ impl V1Scheduler {
             // Prefix-cache hits (whole blocks, at most num_tokens − 1 tokens), then the host
             // tier's past them, then the rest.
             let computed = kv.computed_blocks(&identity, s.num_tokens);
-            let external = match &mut self.connector {
-                Some(c) => match c.lookup(s.seq, &identity, computed.num_tokens, s.num_tokens) {
-                    Some(e) => e,
-                    None => {
-                        i += 1;
-                        continue;
-                    }
-                },
-                None => 0,
+            let Some(external) = self.host_lookup(s.seq, &identity, computed.num_tokens, s.num_tokens) else {
+                i += 1;
+                continue;
             };
             let remaining = s.num_tokens - computed.num_tokens;
             if external == 0 && !self.cfg.chunked_prefill && remaining > *budget {
@@ -364,9 +395,7 @@ impl V1Scheduler {
                     Some(Refusal { at, epoch, remaining, num_new_tokens: new, apply_watermark, blocked });
                 return;
             }
-            if let Some(c) = &mut self.connector {
-                c.admitted(seq, (at.request, at.sample), computed.num_tokens, external, s.num_tokens, preempted_before);
-            }
+            self.host_admitted(seq, at, computed.num_tokens, external, s.num_tokens, preempted_before);
             if external > 0 {
                 // vLLM's WAITING_FOR_REMOTE_KVS: blocks held, tokens counted computed, no budget.
                 groups[at.request as usize].samples[at.sample as usize].num_computed = computed.num_tokens + external;

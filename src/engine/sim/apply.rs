@@ -132,9 +132,6 @@ impl Simulation {
         let seq = s.seq;
         self.kv.free_finished(seq);
         self.finished_seqs += 1;
-        if let Some(c) = self.scheduler.connector_mut() {
-            c.request_finished(seq);
-        }
         if g.samples.iter().all(|s| s.finished) {
             g.status = GroupStatus::Finished;
             g.finish_us = Some(now);
@@ -152,5 +149,6 @@ impl Simulation {
             self.kv.forget_request(r);
         }
         self.scheduler.finish_sample(&mut self.groups, r, k);
+        self.offload_request_finished(seq);
     }
 }

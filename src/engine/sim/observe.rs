@@ -9,8 +9,8 @@ use crate::engine::config::AllocatorConfig;
 use crate::engine::kv_spec::KvLayout;
 use crate::engine::memory_budget::MemoryBudget;
 use crate::engine::metrics::{
-    percentile_of_sorted, round_to, sorted, GpuMemoryReport, KvSummary, LatencyMs, OffloadReport, Report,
-    RequestCounts, Summary, Throughput,
+    percentile_of_sorted, round_to, sorted, GpuMemoryReport, KvSummary, LatencyMs, Report, RequestCounts, Summary,
+    Throughput,
 };
 use crate::engine::model::GIB;
 use crate::engine::plan::{group_thousands, startup_line};
@@ -144,18 +144,20 @@ impl Simulation {
             calibration: self.config.calibration.as_ref().map(|c| c.name.clone()),
             clock: self.clock.report(&self.config.gpu.name),
             rejections: self.rejections.clone(),
+            #[cfg(feature = "kv-offload")]
             offload: self.offload_report(),
         }
     }
 
     /// The host tier's figures, beside the GPU prefix cache's (one denominator: the prompt
     /// tokens looked up).
-    fn offload_report(&self) -> Option<OffloadReport> {
+    #[cfg(feature = "kv-offload")]
+    fn offload_report(&self) -> Option<crate::engine::metrics::OffloadReport> {
         let (o, c) = (self.config.kv_offload?, self.scheduler.connector()?);
         let st = c.stats();
         let ratio = |num: u64, den: u64| if den > 0 { round_to(num as f64 / den as f64, 4) } else { 0.0 };
         let gpu = self.kv.prefix_stats().0;
-        Some(OffloadReport {
+        Some(crate::engine::metrics::OffloadReport {
             cpu_gib: o.cpu_gib,
             capacity_blocks: st.capacity_chunks,
             resident_blocks: st.resident_chunks,

@@ -2,12 +2,37 @@
 //! host link has finished complete (a request whose load is done has its blocks entered in the
 //! prefix cache and can be admitted); once the step's time is known, the step's scheduled
 //! requests offer their newly computed prompt blocks for storing and the step's transfers go on
-//! the link. The connector itself is `engine::offload`.
+//! the link. The connector itself is `engine::offload`. Without the `kv-offload` feature (the
+//! page's first module) there is no tier, and nothing to do.
 
 use super::Simulation;
-use crate::engine::scheduler::{ScheduledWork, Target};
+use crate::engine::alloc::SeqId;
+use crate::engine::config::{Reserve, SimConfig};
+#[cfg(feature = "kv-offload")]
+use crate::engine::scheduler::Target;
+use crate::engine::scheduler::{ScheduledWork, Scheduler};
 
+#[cfg(not(feature = "kv-offload"))]
 impl Simulation {
+    pub(super) fn scheduler_for(config: &SimConfig, reserve: Option<Reserve>, swap_blocks: u64) -> Scheduler {
+        Scheduler::new(config.scheduler.clone(), config.paged_v1(), reserve, swap_blocks)
+    }
+    pub(super) fn poll_offload(&mut self) {}
+    pub(super) fn offload_after_step(&mut self, _work: &[ScheduledWork]) {}
+    pub(super) fn wait_for_transfers(&mut self) -> bool {
+        false
+    }
+    pub(super) fn offload_request_finished(&mut self, _seq: SeqId) {}
+}
+
+#[cfg(feature = "kv-offload")]
+impl Simulation {
+    /// The run's scheduler, with the host tier's connector where the configuration has one.
+    pub(super) fn scheduler_for(config: &SimConfig, reserve: Option<Reserve>, swap_blocks: u64) -> Scheduler {
+        Scheduler::new(config.scheduler.clone(), config.paged_v1(), reserve, swap_blocks)
+            .with_connector(config.offloading_connector())
+    }
+
     /// Transfers done by now complete. A request whose whole sequence was loaded computes its
     /// last token again (vLLM sets `num_computed_tokens` one short).
     pub(super) fn poll_offload(&mut self) {
@@ -52,7 +77,7 @@ impl Simulation {
     }
 
     /// Sample `seq` ended (finished or refused): the host tier re-ranks what it touched.
-    pub(super) fn offload_request_finished(&mut self, seq: crate::engine::alloc::SeqId) {
+    pub(super) fn offload_request_finished(&mut self, seq: SeqId) {
         if let Some(c) = self.scheduler.connector_mut() {
             c.request_finished(seq);
         }
