@@ -83,7 +83,8 @@ pub fn filled_rows(live: u16, cell_tokens: u32, size: u32) -> u32 {
 /// Each cell: neutral when free (a teal dot when it holds a cached prefix); otherwise its live
 /// share is filled bottom-up in the owner's colour over dark red (allocated, empty; hatched);
 /// a dark bar on the left edge marks the first cell of a contiguous slab, a dark dot a block
-/// shared by several sequences, a white dot a copy-on-write copy.
+/// shared by several sequences, a white dot a copy-on-write copy, a dark bar across the middle a
+/// host tier's chunk being loaded to the GPU.
 pub fn render_map(cells: &[MapCell], cell_tokens: u32, layout: &MapLayout, opts: &RenderOptions, buf: &mut Vec<u8>) {
     let (w, h) = (layout.width as usize, layout.height as usize);
     buf.clear();
@@ -253,6 +254,11 @@ fn draw_cell(px: &mut Pixels<'_>, (x, y, w, h): (u32, u32, u32, u32), c: &MapCel
         if c.flags & MapCell::COPIED != 0 {
             dot(px, palette::PAPER, (s / 3).max(1));
         }
+        if cfg!(feature = "kv-offload") && c.flags & MapCell::LOADING != 0 {
+            // A bar across the middle: the chunk is being read to the GPU.
+            let t = (h / 4).max(1);
+            px.fill(x + 1, y + (h - t) / 2, w - 2, t, fade(palette::INK, faded));
+        }
     }
 }
 
@@ -340,6 +346,18 @@ mod tests {
         // half-full: top half empty, bottom half the owner's colour
         assert_eq!(pixel(&buf, &l, 31, 2), palette::EMPTY);
         assert_eq!(pixel(&buf, &l, 31, 8), owner_colour(1));
+    }
+
+    #[test]
+    fn a_host_chunk_being_loaded_has_a_bar_across_its_middle() {
+        let cells = [cell(3, 16, 0), cell(3, 16, MapCell::LOADING)];
+        let l = MapLayout::with_pitch(cells.len(), 20, 10);
+        let mut buf = Vec::new();
+        render_map(&cells, 16, &l, &RenderOptions::default(), &mut buf);
+        // Both full in the owner's colour; the loading one has an ink bar at mid-height.
+        assert_eq!(pixel(&buf, &l, 4, 4), owner_colour(2));
+        assert_eq!(pixel(&buf, &l, 14, 4), palette::INK);
+        assert_eq!(pixel(&buf, &l, 14, 1), owner_colour(2));
     }
 
     /// One-pixel cells are drawn pixel by pixel: the same pixels as drawing each cell in its

@@ -123,17 +123,41 @@ fn config(rows: &[Row], offload: bool) -> SimConfig {
     config
 }
 
-/// Runs to the end, checking the invariants every 256 steps and at the end.
+/// Runs to the end, checking the invariants and the host tier's map every 256 steps and at the
+/// end.
 fn run_checked(config: SimConfig, stepping: Stepping) -> Report {
     let mut sim = Simulation::new(config).expect("valid config");
     sim.set_stepping(stepping);
     while sim.step() {
         if sim.steps() % 256 == 0 {
             sim.check_invariants().unwrap_or_else(|e| panic!("step {}: {e}", sim.steps()));
+            check_host_map(&sim);
         }
     }
     sim.check_invariants().expect("invariants at the end");
+    check_host_map(&sim);
     sim.report()
+}
+
+/// The host tier's map: a cell per chunk of the tier, as many held as the tier holds, each held
+/// one owned by a request that arrived and full unless its store is in flight, and what the
+/// inspector reads of a cell agreeing with it.
+fn check_host_map(sim: &Simulation) {
+    let Some(map) = sim.host_memory_map(usize::MAX) else { return };
+    assert_eq!(map.cells.len(), HOST_BLOCKS as usize);
+    assert_eq!(map.cell_tokens, BLOCK);
+    let held = map.allocated_cells();
+    let report = sim.report();
+    let resident = report.offload.as_ref().map(|o| o.resident_blocks).unwrap_or(0);
+    assert_eq!(held, resident as usize, "step {}", sim.steps());
+    for (id, cell) in map.cells.iter().enumerate() {
+        let chunk = sim.host_chunk(id as u32);
+        assert_eq!(chunk.map(|c| c.owner + 1).unwrap_or(0), cell.owner, "chunk {id}");
+        let Some(c) = chunk else { continue };
+        assert!(sim.request_view(c.owner).is_some(), "chunk {id} owned by request {}", c.owner);
+        assert_eq!(cell.live_tokens == 0, c.ref_cnt < 0, "chunk {id}: live {} ref_cnt {}", cell.live_tokens, c.ref_cnt);
+        assert_eq!(cell.flags == kvlab::engine::MapCell::LOADING, c.ref_cnt > 0, "chunk {id}");
+    }
 }
 
 #[test]

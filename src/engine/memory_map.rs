@@ -1,7 +1,8 @@
 //! A snapshot of physical KV memory a renderer can draw without knowing allocator internals:
 //! one cell per block (paged) or per fixed slice of slots (contiguous), each with its owner
 //! request, how many of its token slots hold KV, and flags (shared, copied, cached, slab start,
-//! freed behind a window), and under vLLM v1's hybrid KV cache the group a held block serves.
+//! freed behind a window), and under vLLM v1's hybrid KV cache the group a held block serves. A
+//! host-memory tier's buffer is drawn with the same cells, one per chunk.
 
 use serde::Serialize;
 
@@ -30,6 +31,8 @@ impl MapCell {
     pub const SLAB_START: u8 = 16;
     /// Free, last freed behind a sliding window or attention chunk (hybrid KV cache groups).
     pub const BEHIND_WINDOW: u8 = 32;
+    /// A host tier's chunk (`kv_offload`) pinned by a load to the GPU in flight.
+    pub const LOADING: u8 = 64;
 
     pub fn request(&self) -> Option<u32> {
         self.owner.checked_sub(1)

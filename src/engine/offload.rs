@@ -19,6 +19,9 @@ pub use connector::OffloadingConnector;
 #[cfg(feature = "kv-offload")]
 pub use manager::{ChunkLookup, CpuOffloadingManager};
 
+mod stats;
+pub use stats::{HostChunk, OffloadStats};
+
 use serde::{Deserialize, Serialize};
 
 /// GiB, as vLLM's `--kv-offloading-size` counts them (2^30 bytes).
@@ -50,25 +53,4 @@ impl KvOffloadConfig {
         let aligned = chunk_bytes.div_ceil(CHUNK_ALIGNMENT) * CHUNK_ALIGNMENT;
         ((self.cpu_gib * GIB) as u64 / aligned.max(1)).min(u64::from(u32::MAX)) as u32
     }
-}
-
-/// What the host tier did over a run, as vLLM counts it: lookups of requests admitted for the
-/// first time (`queries`: the tokens not found on the GPU; `hits`: the tokens found on the host,
-/// vLLM's `external_prefix_cache_queries` / `_hits`), re-admissions after a preemption apart, and
-/// the bytes each way.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct OffloadStats {
-    pub capacity_chunks: u32,
-    /// Chunks held at the end of the run.
-    pub resident_chunks: u32,
-    pub queries: u64,
-    pub hits: u64,
-    pub preempted_queries: u64,
-    pub preempted_hits: u64,
-    /// Requests admitted with a load.
-    pub loads: u64,
-    pub loaded_bytes: u64,
-    pub stored_bytes: u64,
-    /// Stores refused whole for want of evictable room (vLLM's `kv_offload_allocation_failure`).
-    pub store_refusals: u64,
 }

@@ -231,6 +231,9 @@ fn wire_maps(app: &Rc<App>) {
     for i in 0..2 {
         wire_map_pointer(app, i);
         wire_map_keys(app, i);
+        if super::full_lab::FULL {
+            wire_host_band(app, i);
+        }
     }
     // The pointer over anything but a map lets a hovered cell go: a map that moved, shrank or
     // hid under a still pointer (Compare toggled, the page reflowed at the end of a run) fired
@@ -245,7 +248,21 @@ fn wire_maps(app: &Rc<App>) {
             a.view.borrow_mut().hover = None;
             a.request_frame();
         }
+        if super::full_lab::FULL {
+            let_host_band_go(&a, &e);
+        }
     });
+}
+
+/// So with the host bands' hovered chunk (the full lab).
+fn let_host_band_go(a: &App, e: &MouseEvent) {
+    let on_host = e.target().and_then(|t| t.dyn_into::<Element>().ok()).is_some_and(|t| t.id().starts_with("host-"));
+    let mut view = a.view.borrow_mut();
+    if let Some(h) = view.hosts_mut().filter(|h| !on_host && h.hover.is_some()) {
+        h.hover = None;
+        drop(view);
+        a.request_frame();
+    }
 }
 
 /// The cell of map `i` under the pointer.
@@ -281,6 +298,29 @@ fn wire_map_pointer(app: &Rc<App>, i: usize) {
         }
         a.request_frame();
     });
+}
+
+/// Hover shows a chunk of host band `i` in the inspector and frames its request on both maps.
+fn wire_host_band(app: &Rc<App>, i: usize) {
+    let id = format!("host-{i}");
+    let hover = move |a: &App, e: Option<&MouseEvent>| {
+        let mut view = a.view.borrow_mut();
+        let Some(hosts) = view.hosts_mut() else { return };
+        let next = e.and_then(|e| {
+            let rect = hosts.views[i].canvas.get_bounding_client_rect();
+            let x = f64::from(e.client_x()) - rect.left();
+            hosts.views[i].cell_at_css(x, f64::from(e.client_y()) - rect.top()).map(|c| (i, c))
+        });
+        if hosts.hover != next {
+            hosts.hover = next;
+            drop(view);
+            a.request_frame();
+        }
+    };
+    let a = app.clone();
+    on::<MouseEvent>(&id, "mousemove", move |e: MouseEvent| hover(&a, Some(&e)));
+    let a = app.clone();
+    on::<MouseEvent>(&id, "mouseleave", move |_| hover(&a, None));
 }
 
 /// Arrow keys and PageUp/PageDown move a cell cursor over focused map `i`; Escape releases it.

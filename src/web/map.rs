@@ -121,6 +121,12 @@ pub fn paint_swatches() {
             "cached" => MapCell { owner: 0, live_tokens: 0, flags: MapCell::CACHED, group: 0 },
             "group" => MapCell { owner: 1, live_tokens: 16, flags: 0, group: 1 },
             "window" => MapCell { owner: 0, live_tokens: 0, flags: MapCell::BEHIND_WINDOW, group: 0 },
+            // The host tier's band (the full lab only).
+            "host-stored" if super::full_lab::FULL => MapCell { owner: 2, live_tokens: 16, flags: 0, group: 0 },
+            "host-storing" if super::full_lab::FULL => MapCell { owner: 2, live_tokens: 0, flags: 0, group: 0 },
+            "host-loading" if super::full_lab::FULL => {
+                MapCell { owner: 2, live_tokens: 16, flags: MapCell::LOADING, group: 0 }
+            }
             _ => MapCell::default(),
         };
         let layout = MapLayout::with_pitch(1, 15, 15);

@@ -19,6 +19,8 @@
 //! - [`day_run`]: long runs in a Web Worker (progress, Cancel, results); [`worker`]: the
 //!   worker's side (`www/worker.js` drives its `DayRun`)
 //! - [`host`]: `postMessage` events and commands between an embedded lab and its host page
+//! - [`host_tier`]: the host-memory KV tier's band under each map and its inspector text (the
+//!   full lab only)
 //! - [`menu`]: the Export menu button (keyboard, Escape, a click elsewhere)
 //! - [`js`]: values handed to JavaScript as plain objects (serde_json and `JSON.parse`)
 //! - [`messages`]: the page's messages (bad input, notices), state `App` or the hub owns;
@@ -44,6 +46,7 @@ pub mod file_drop;
 pub mod full_lab;
 pub mod handle;
 pub mod host;
+pub mod host_tier;
 pub mod hub;
 pub mod js;
 pub mod json_editor;

@@ -11,6 +11,7 @@ use crate::render::RenderOptions;
 
 use super::chart::{self, ChartRun, PlotBox};
 use super::dom;
+use super::host_tier::{self, HostBands};
 use super::map::{self, MapView};
 use super::metrics::{MetricsInput, MetricsView};
 use super::mission_view::MissionView;
@@ -22,6 +23,10 @@ pub type CellRef = (usize, usize);
 
 pub struct View {
     pub maps: Vec<MapView>,
+    /// The host-memory KV tier's band under each map (the full lab only: the first module runs
+    /// no tier, and no field: read through [`View::hosts`]).
+    #[cfg(feature = "panels")]
+    hosts: Option<HostBands>,
     map_panels: Vec<HtmlElement>,
     map_titles: Vec<HtmlElement>,
     map_subs: Vec<HtmlElement>,
@@ -48,7 +53,8 @@ pub struct View {
     pub dark: bool,
     /// Embedded: the maps' boxes at the last fit.
     fitted_boxes: Vec<(i32, i32)>,
-    last_inspected: Option<(CellRef, u64)>,
+    /// What the inspector last described: a cell (of a host band when `true`) at a time.
+    last_inspected: Option<(CellRef, bool, u64)>,
     /// The kinds of cell (`MapCell` flags, and `GROUP_SEEN` for a later KV cache group) the
     /// shown runs have drawn since their setup was loaded: the legend lists only those.
     legend_kinds: u8,
@@ -67,6 +73,8 @@ impl View {
         };
         Ok(View {
             maps,
+            #[cfg(feature = "panels")]
+            hosts: Some(HostBands::new()?),
             map_panels: list("map-panel")?,
             map_titles: list("map-title")?,
             map_subs: list("map-sub")?,
@@ -94,6 +102,21 @@ impl View {
             legend_listed: None,
             last_chart: None,
         })
+    }
+
+    /// The host bands, in the full lab (None in the first module, as a constant).
+    pub fn hosts(&self) -> Option<&HostBands> {
+        #[cfg(feature = "panels")]
+        return self.hosts.as_ref();
+        #[cfg(not(feature = "panels"))]
+        None
+    }
+
+    pub fn hosts_mut(&mut self) -> Option<&mut HostBands> {
+        #[cfg(feature = "panels")]
+        return self.hosts.as_mut();
+        #[cfg(not(feature = "panels"))]
+        None
     }
 
     /// The cell the inspector describes: the pinned one, else the hovered one, else the cursor.
@@ -218,8 +241,10 @@ impl View {
             self.layout_dirty = false;
             self.last_chart = None;
         }
-        self.render_maps(lab, &maps);
-        self.render_inspector(lab, &maps);
+        let host_maps = self.hosts().map(|h| h.maps(lab)).unwrap_or_default();
+        let relayout = self.last_chart.is_none();
+        self.render_maps(lab, &maps, &host_maps, relayout);
+        self.render_inspector(lab, &maps, &host_maps);
         self.render_charts(lab);
         self.render_metrics(lab);
         self.render_transport(lab);
@@ -239,10 +264,18 @@ impl View {
         view.render(lab, status.as_ref());
     }
 
-    fn render_maps(&mut self, lab: &Lab, maps: &[MemoryMap]) {
+    fn render_maps(&mut self, lab: &Lab, maps: &[MemoryMap], host_maps: &[Option<MemoryMap>], relayout: bool) {
         let focus = self.focus_cell();
-        let highlight =
-            focus.and_then(|(run, cell)| maps.get(run)?.cells.get(cell)).map(|c| c.owner).filter(|&o| o != 0);
+        // The request under the pointer on either map is framed on both.
+        let highlight = focus
+            .and_then(|(run, cell)| maps.get(run)?.cells.get(cell))
+            .map(|c| c.owner)
+            .filter(|&o| o != 0)
+            .or_else(|| self.hosts()?.hovered_owner(host_maps));
+        let dark = self.dark;
+        if let Some(h) = self.hosts_mut() {
+            h.render(host_maps, highlight, dark, relayout);
+        }
         for (i, (run, m)) in lab.runs.iter().zip(maps).enumerate() {
             dom::set_text(&self.map_titles[i], &run.title);
             if self.map_titles[i].title() != run.title {
@@ -265,7 +298,7 @@ impl View {
         }
     }
 
-    fn render_inspector(&mut self, lab: &Lab, maps: &[MemoryMap]) {
+    fn render_inspector(&mut self, lab: &Lab, maps: &[MemoryMap], host_maps: &[Option<MemoryMap>]) {
         // Screen readers hear the inspector when the learner moves over the map, not every
         // frame of playback: it is a live region only while paused.
         let live = if lab.playing { "off" } else { "polite" };
@@ -278,6 +311,11 @@ impl View {
         self.pinned = self.pinned.filter(|c| c.0 < shown);
         self.cursor = self.cursor.filter(|c| c.0 < shown);
         self.hover = self.hover.filter(|c| c.0 < shown);
+        let host_hover = self.hosts().and_then(|h| h.hover).filter(|h| h.0 < shown);
+        if let (None, Some((run_i, cell_i))) = (self.focus_cell(), host_hover) {
+            self.inspect_host_chunk(lab, host_maps, run_i, cell_i);
+            return;
+        }
         let Some((run_i, cell_i)) = self.focus_cell() else {
             if self.last_inspected.take().is_some() {
                 let hint =
@@ -286,7 +324,7 @@ impl View {
             }
             return;
         };
-        let key = ((run_i, cell_i), lab.runs.get(run_i).map_or(0, |r| r.sim.now_us()));
+        let key = ((run_i, cell_i), false, lab.runs.get(run_i).map_or(0, |r| r.sim.now_us()));
         if self.last_inspected == Some(key) {
             return;
         }
@@ -302,6 +340,24 @@ impl View {
             let hint = "Pinned: tap the map again or press Escape to release.";
             parts.push(dom::node("p").class("insp-hint").text(hint));
         }
+        dom::replace_children(&self.inspector, parts);
+    }
+
+    /// The inspector on the host band's cell `cell_i` of run `run_i`.
+    fn inspect_host_chunk(&mut self, lab: &Lab, host_maps: &[Option<MemoryMap>], run_i: usize, cell_i: usize) {
+        let (Some(run), Some(Some(m))) = (lab.runs.get(run_i), host_maps.get(run_i)) else { return };
+        let key = ((run_i, cell_i), true, run.sim.now_us());
+        if self.last_inspected == Some(key) {
+            return;
+        }
+        self.last_inspected = Some(key);
+        let view = m.cells.get(cell_i).and_then(|c| c.request()).and_then(|r| run.sim.request_view(r));
+        let mut parts = Vec::new();
+        if lab.runs.len() > 1 {
+            parts.push(dom::node("p").class("insp-run").text(&run.title));
+        }
+        let block_size = run.sim.kv().block_tokens() as u32;
+        parts.extend(host_tier::describe_chunk(cell_i, m, view.as_ref(), block_size));
         dom::replace_children(&self.inspector, parts);
     }
 

@@ -24,9 +24,10 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use super::manager::{ChunkLookup, CpuOffloadingManager};
-use super::OffloadStats;
+use super::stats::OffloadStats;
 use crate::engine::alloc::ids::chain_hash;
 use crate::engine::alloc::{RequestId, SeqId, TokenIdentity};
+use crate::engine::memory_map::MemoryMap;
 
 #[derive(Clone, Debug, Default)]
 struct RequestState {
@@ -100,6 +101,11 @@ impl OffloadingConnector {
 
     pub fn manager(&self) -> &CpuOffloadingManager {
         &self.manager
+    }
+
+    /// The host buffer in at most `max_cells` cells (`CpuOffloadingManager::host_map`).
+    pub fn host_map(&self, max_cells: usize) -> MemoryMap {
+        self.manager.host_map(self.block_size, max_cells)
     }
 
     fn state(&mut self, seq: SeqId, identity: &TokenIdentity) -> &mut RequestState {
@@ -204,9 +210,9 @@ impl OffloadingConnector {
         load.into_iter().chain(store).min()
     }
 
-    /// `seq` computed its first `computed` tokens by the end of this step: the full blocks of its
-    /// prompt among them not offered yet are offered for storing.
-    pub fn offer_stores(&mut self, seq: SeqId, identity: &TokenIdentity, computed: u32) {
+    /// `seq` (of request `owner`) computed its first `computed` tokens by the end of this step:
+    /// the full blocks of its prompt among them not offered yet are offered for storing.
+    pub fn offer_stores(&mut self, seq: SeqId, owner: RequestId, identity: &TokenIdentity, computed: u32) {
         let bs = self.block_size;
         let storable = computed.min(identity.prompt_tokens) / bs;
         let st = self.state(seq, identity);
@@ -214,7 +220,7 @@ impl OffloadingConnector {
             return;
         }
         let keys: Vec<(u64, u32)> = (st.next_stored..storable).map(|b| (st.hashes[b as usize], b)).collect();
-        let Some(stored) = self.manager.prepare_store(seq, &keys) else {
+        let Some(stored) = self.manager.prepare_store(seq, owner, &keys) else {
             self.stats.store_refusals += 1;
             return;
         };

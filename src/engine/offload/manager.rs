@@ -14,10 +14,17 @@
 //! unpinned chunks not in the store being made room for, and happens only inside
 //! [`CpuOffloadingManager::prepare_store`]. vLLM keeps the evictable chunks in a lazy heap; an
 //! ordered set gives the same order here.
+//!
+//! Each chunk has a place in the host buffer, its chunk id, given as vLLM's chunk pool gives it:
+//! never-used ids in order first, then the ids freed by evictions, last freed first
+//! (`_allocate_chunks`, `_free_chunk`). [`CpuOffloadingManager::host_map`] draws the buffer by
+//! those ids.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::engine::alloc::SeqId;
+use super::stats::HostChunk;
+use crate::engine::alloc::{RequestId, SeqId};
+use crate::engine::memory_map::{MapCell, MemoryMap};
 
 /// A chunk's place in the eviction order: smallest first.
 type Rank = (u64, i64);
@@ -36,6 +43,10 @@ struct Chunk {
     /// −1 while stored, 0 ready, > 0 pinned by loads.
     ref_cnt: i32,
     rank: Rank,
+    /// Its place in the host buffer.
+    id: u32,
+    /// The request that stored it.
+    owner: RequestId,
 }
 
 #[derive(Clone, Debug)]
@@ -47,6 +58,12 @@ pub struct CpuOffloadingManager {
     /// Each request's rank, given the first time it touches the tier.
     request_ranks: BTreeMap<SeqId, u64>,
     next_rank: u64,
+    /// Chunk ids handed out at least once (`_num_allocated_chunks`), and the ids freed since,
+    /// reused last freed first (`_free_list`).
+    num_allocated: u32,
+    free_ids: Vec<u32>,
+    /// The key held at each chunk id handed out (None: free).
+    slots: Vec<Option<u64>>,
 }
 
 impl CpuOffloadingManager {
@@ -58,11 +75,56 @@ impl CpuOffloadingManager {
             evictable: BTreeSet::new(),
             request_ranks: BTreeMap::new(),
             next_rank: 0,
+            num_allocated: 0,
+            free_ids: Vec::new(),
+            slots: Vec::new(),
         }
     }
 
-    pub fn capacity(&self) -> u32 {
-        self.capacity
+    /// A chunk id for a new chunk: a never-used one while any is left, else the last freed.
+    fn allocate_id(&mut self) -> u32 {
+        if self.num_allocated < self.capacity {
+            self.num_allocated += 1;
+            self.slots.push(None);
+            return self.num_allocated - 1;
+        }
+        self.free_ids.pop().expect("room was made before allocating")
+    }
+
+    /// The chunk at `id` of the host buffer, if one is held there.
+    pub fn chunk_at(&self, id: u32) -> Option<HostChunk> {
+        let key = (*self.slots.get(id as usize)?)?;
+        let c = self.chunks.get(&key)?;
+        Some(HostChunk { owner: c.owner, ref_cnt: c.ref_cnt })
+    }
+
+    /// The host buffer as a map of at most `max_cells` cells, each a run of consecutive chunk
+    /// ids (one chunk a cell when the buffer has no more chunks than that; `cell_tokens` says how
+    /// many tokens a cell spans): a cell takes the owner of its first held chunk, counts the
+    /// tokens of its stored chunks as live (a chunk whose store is in flight is allocated and
+    /// empty), and is marked [`MapCell::LOADING`] when a load pins one of its chunks.
+    pub fn host_map(&self, block_size: u32, max_cells: usize) -> MemoryMap {
+        let per_cell = (self.capacity as usize).div_ceil(max_cells.max(1)).max(1);
+        let n = (self.capacity as usize).div_ceil(per_cell);
+        let mut cells = vec![MapCell::default(); n];
+        // The id of each cell's first held chunk (the page draws this every frame: one pass
+        // over the held chunks, no lookup).
+        let mut first = vec![u32::MAX; n];
+        for c in self.chunks.values() {
+            let at = c.id as usize / per_cell;
+            let cell = &mut cells[at];
+            if c.id < first[at] {
+                first[at] = c.id;
+                cell.owner = c.owner + 1;
+            }
+            if c.ref_cnt >= 0 {
+                cell.live_tokens = cell.live_tokens.saturating_add(block_size.min(u32::from(u16::MAX)) as u16);
+            }
+            if c.ref_cnt > 0 {
+                cell.flags |= MapCell::LOADING;
+            }
+        }
+        MemoryMap { cell_tokens: block_size * per_cell as u32, cells }
     }
 
     /// Chunks held (being stored, ready or pinned).
@@ -140,7 +202,7 @@ impl CpuOffloadingManager {
     /// ready one counts as an access); the others are stored if there is room, evicting as
     /// needed, else none of them is (vLLM refuses the whole store, and the caller offers the
     /// chunks again next step). Returns the chunks to store (now pending), or None.
-    pub fn prepare_store(&mut self, seq: SeqId, keys: &[(u64, u32)]) -> Option<Vec<(u64, u32)>> {
+    pub fn prepare_store(&mut self, seq: SeqId, owner: RequestId, keys: &[(u64, u32)]) -> Option<Vec<(u64, u32)>> {
         let to_store: Vec<(u64, u32)> = keys.iter().copied().filter(|(k, _)| !self.chunks.contains_key(k)).collect();
         let reused: Vec<(u64, u32)> =
             keys.iter().copied().filter(|(k, _)| self.chunks.get(k).is_some_and(|c| c.ref_cnt >= 0)).collect();
@@ -156,12 +218,16 @@ impl CpuOffloadingManager {
             }
             for v in victims {
                 self.evictable.remove(&v);
-                self.chunks.remove(&v.1);
+                let gone = self.chunks.remove(&v.1).expect("an evictable chunk is held");
+                self.slots[gone.id as usize] = None;
+                self.free_ids.push(gone.id);
             }
         }
         let request_rank = self.request_rank(seq);
         for &(key, position) in &to_store {
-            self.chunks.insert(key, Chunk { ref_cnt: -1, rank: (request_rank, -i64::from(position)) });
+            let id = self.allocate_id();
+            self.slots[id as usize] = Some(key);
+            self.chunks.insert(key, Chunk { ref_cnt: -1, rank: (request_rank, -i64::from(position)), id, owner });
         }
         Some(to_store)
     }
@@ -190,10 +256,27 @@ impl CpuOffloadingManager {
     }
 
     /// At most `capacity` chunks; the evictable set is exactly the ready, unpinned chunks at
-    /// their ranks.
+    /// their ranks; each chunk sits at its own id, and the ids handed out are the held and the
+    /// freed ones, each once.
     pub fn check_invariants(&self) -> Result<(), String> {
         if self.chunks.len() > self.capacity as usize {
             return Err(format!("host tier holds {} chunks > capacity {}", self.chunks.len(), self.capacity));
+        }
+        if self.chunks.len() + self.free_ids.len() != self.num_allocated as usize {
+            return Err(format!(
+                "{} chunks held and {} ids free, but {} ids handed out",
+                self.chunks.len(),
+                self.free_ids.len(),
+                self.num_allocated
+            ));
+        }
+        for (key, c) in &self.chunks {
+            if self.slots.get(c.id as usize) != Some(&Some(*key)) {
+                return Err(format!("chunk {key:#x} is not at its id {}", c.id));
+            }
+        }
+        if self.free_ids.iter().any(|&id| self.slots.get(id as usize) != Some(&None)) {
+            return Err("a free chunk id holds a chunk".into());
         }
         let ready = self.chunks.iter().filter(|(_, c)| c.ref_cnt == 0).count();
         if ready != self.evictable.len() {
@@ -220,14 +303,14 @@ mod tests {
     #[test]
     fn a_store_is_readable_once_complete_and_a_full_tier_evicts_the_tail_of_the_oldest_request_first() {
         let mut m = CpuOffloadingManager::new(3);
-        assert_eq!(m.prepare_store(1, &keys(&[10, 11, 12])).map(|v| v.len()), Some(3));
+        assert_eq!(m.prepare_store(1, 1, &keys(&[10, 11, 12])).map(|v| v.len()), Some(3));
         assert_eq!(m.lookup(10), ChunkLookup::Pending);
         for k in [10, 11, 12] {
             m.complete_store(k);
         }
         assert_eq!(m.lookup(11), ChunkLookup::Hit);
         // A second request needs one chunk: the first request's tail (12) goes.
-        assert!(m.prepare_store(2, &keys(&[20])).is_some());
+        assert!(m.prepare_store(2, 2, &keys(&[20])).is_some());
         assert_eq!(m.lookup(12), ChunkLookup::Miss);
         assert_eq!(m.lookup(10), ChunkLookup::Hit);
         m.check_invariants().expect("invariants");
@@ -237,14 +320,14 @@ mod tests {
     fn a_finished_request_becomes_the_freshest_with_its_head_last_to_go() {
         let mut m = CpuOffloadingManager::new(4);
         for (seq, ks) in [(1, [10, 11]), (2, [20, 21])] {
-            m.prepare_store(seq, &keys(&ks)).expect("room");
+            m.prepare_store(seq, seq, &keys(&ks)).expect("room");
             for k in ks {
                 m.complete_store(k);
             }
         }
         m.on_request_finished(1, &[10, 11]);
         // Request 2's chunks are now the oldest: its tail, then its head, then 1's tail.
-        let got = m.prepare_store(3, &keys(&[30, 31, 32])).expect("room after eviction");
+        let got = m.prepare_store(3, 3, &keys(&[30, 31, 32])).expect("room after eviction");
         assert_eq!(got.len(), 3);
         assert_eq!(
             (m.lookup(21), m.lookup(20), m.lookup(11), m.lookup(10)),
@@ -254,17 +337,46 @@ mod tests {
     }
 
     #[test]
+    fn chunk_ids_are_handed_out_fresh_first_then_last_freed_first_and_the_host_map_draws_them() {
+        let mut m = CpuOffloadingManager::new(3);
+        m.prepare_store(1, 7, &keys(&[10, 11, 12])).expect("room");
+        for k in [10, 11] {
+            m.complete_store(k);
+        }
+        // Ids 0, 1, 2 in order; 12's store is still in flight.
+        let map = m.host_map(16, usize::MAX);
+        assert_eq!(map.cells.len(), 3);
+        assert_eq!(map.cells.iter().map(|c| (c.owner, c.live_tokens)).collect::<Vec<_>>(), [(8, 16), (8, 16), (8, 0)]);
+        m.complete_store(12);
+        m.prepare_load(2, &[(10, 0)]);
+        assert_eq!(m.host_map(16, usize::MAX).cells[0].flags, MapCell::LOADING);
+        assert_eq!(m.chunk_at(0), Some(HostChunk { owner: 7, ref_cnt: 1 }));
+        m.complete_load(&[(10, 0)]);
+        // Two new chunks evict 12 (id 2), then 11 (id 1): the last freed, id 1, goes first.
+        m.prepare_store(3, 9, &keys(&[30, 31])).expect("room after eviction");
+        let owners: Vec<u32> = m.host_map(16, usize::MAX).cells.iter().map(|c| c.owner).collect();
+        assert_eq!(owners, [8, 10, 10]);
+        assert_eq!(m.slots, [Some(10), Some(30), Some(31)]);
+        m.check_invariants().expect("invariants");
+        // Two cells: chunks 0-1 (the first held chunk's owner; 10 stored, 30 still being stored)
+        // and chunk 2 (31, being stored).
+        let coarse = m.host_map(16, 2);
+        assert_eq!(coarse.cell_tokens, 32);
+        assert_eq!(coarse.cells.iter().map(|c| (c.owner, c.live_tokens)).collect::<Vec<_>>(), [(8, 16), (10, 0)]);
+    }
+
+    #[test]
     fn pinned_and_pending_chunks_are_never_evicted_and_a_store_without_room_is_refused_whole() {
         let mut m = CpuOffloadingManager::new(2);
-        m.prepare_store(1, &keys(&[10, 11])).expect("room");
+        m.prepare_store(1, 1, &keys(&[10, 11])).expect("room");
         m.complete_store(10);
         m.prepare_load(2, &[(10, 0)]);
         assert!(m.is_loading(10));
         // 10 is pinned, 11 pending: nothing can go.
-        assert!(m.prepare_store(3, &keys(&[30])).is_none());
+        assert!(m.prepare_store(3, 3, &keys(&[30])).is_none());
         assert_eq!(m.len(), 2);
         m.complete_load(&[(10, 0)]);
-        assert!(m.prepare_store(3, &keys(&[30])).is_some());
+        assert!(m.prepare_store(3, 3, &keys(&[30])).is_some());
         assert_eq!(m.lookup(10), ChunkLookup::Miss);
         m.check_invariants().expect("invariants");
     }

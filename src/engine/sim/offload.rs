@@ -8,6 +8,8 @@
 use super::Simulation;
 use crate::engine::alloc::SeqId;
 use crate::engine::config::{Reserve, SimConfig};
+use crate::engine::memory_map::MemoryMap;
+use crate::engine::offload::HostChunk;
 #[cfg(feature = "kv-offload")]
 use crate::engine::scheduler::Target;
 use crate::engine::scheduler::{ScheduledWork, Scheduler};
@@ -23,6 +25,14 @@ impl Simulation {
         false
     }
     pub(super) fn offload_request_finished(&mut self, _seq: SeqId) {}
+    /// No host tier in this build.
+    pub fn host_memory_map(&self, _max_cells: usize) -> Option<MemoryMap> {
+        None
+    }
+    /// No host tier in this build.
+    pub fn host_chunk(&self, _id: u32) -> Option<HostChunk> {
+        None
+    }
 }
 
 #[cfg(feature = "kv-offload")]
@@ -58,7 +68,7 @@ impl Simulation {
                 continue; // a decode token: only prompts are offloaded (`offload_prompt_only`)
             }
             let seq = g.samples[k as usize].seq;
-            c.offer_stores(seq, &g.identity(seq), w.context_tokens);
+            c.offer_stores(seq, w.request, &g.identity(seq), w.context_tokens);
         }
         c.end_step(self.now_us);
     }
@@ -81,5 +91,16 @@ impl Simulation {
         if let Some(c) = self.scheduler.connector_mut() {
             c.request_finished(seq);
         }
+    }
+
+    /// The host tier's buffer right now in at most `max_cells` cells (one a chunk where they
+    /// fit); None without a tier.
+    pub fn host_memory_map(&self, max_cells: usize) -> Option<MemoryMap> {
+        self.scheduler.connector().map(|c| c.host_map(max_cells))
+    }
+
+    /// The chunk at `id` of the host buffer, if a tier holds one there.
+    pub fn host_chunk(&self, id: u32) -> Option<HostChunk> {
+        self.scheduler.connector()?.manager().chunk_at(id)
     }
 }
