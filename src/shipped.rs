@@ -46,6 +46,7 @@ pub const MISSIONS: &[(&str, &str)] = &[
     ("m9-block-size-backend.json", include_str!("../assets/missions/m9-block-size-backend.json")),
     ("m10-code-traffic.json", include_str!("../assets/missions/m10-code-traffic.json")),
     ("m11-sliding-window.json", include_str!("../assets/missions/m11-sliding-window.json")),
+    ("m12-host-tier.json", include_str!("../assets/missions/m12-host-tier.json")),
 ];
 
 /// (name, file text) of every shipped step-time calibration, in the order the lab lists them.

@@ -199,6 +199,11 @@ fn m11_sliding_window() {
 }
 
 #[test]
+fn m12_host_tier() {
+    check("m12-host-tier.json");
+}
+
+#[test]
 fn every_mission_file_has_a_test_and_an_index_entry() {
     let tested = [
         "m1-paging.json",
@@ -212,6 +217,7 @@ fn every_mission_file_has_a_test_and_an_index_entry() {
         "m9-block-size-backend.json",
         "m10-code-traffic.json",
         "m11-sliding-window.json",
+        "m12-host-tier.json",
     ];
     let mut sorted = tested.to_vec();
     sorted.sort_unstable();
@@ -299,6 +305,19 @@ fn stories_match_the_engine() {
     let text = read(&repo("assets/presets/azure-conversation.json"));
     let conversation = run_checked(&kvlab::formats::preset::parse_preset_dto(&text).unwrap());
     assert!(conversation.latency_ms.tpot_p95 <= 18.0, "azure-conversation: {}", conversation.latency_ms.tpot_p95);
+
+    // m12: about half of the prompt tokens found on the GPU alone, p95 TTFT 4.7 s; a host tier
+    // the GPU pool's size (4 GiB) or smaller earns nothing, 16 GiB (the hint) three stars, and a
+    // larger GPU pool without a tier at most one.
+    let m = load("m12-host-tier.json");
+    let r = run_checked(m.preset());
+    assert!((0.45..=0.55).contains(&r.prefix_cache_hit_rate), "m12: {}", r.prefix_cache_hit_rate);
+    assert!((4500.0..=4900.0).contains(&r.latency_ms.ttft_p95), "m12: {}", r.latency_ms.ttft_p95);
+    assert_eq!(r.capacity_tokens / 16, 2047, "m12's story: the pool holds 2,047 blocks");
+    let tier = |gib: f64| m.run_patch(&json!({ "kv_offload": { "cpu_gib": gib } })).expect("patch applies").2.stars;
+    assert_eq!([tier(2.0), tier(4.0), tier(8.0), tier(16.0)], [0, 0, 3, 3]);
+    let (_, bigger, s) = m.run_patch(&json!({ "kv_memory_gib": 12 })).expect("patch applies");
+    assert!(s.stars <= 1 && bigger.expect("starts").offload.is_none(), "m12 at 12 GiB: {} stars", s.stars);
 }
 
 #[test]

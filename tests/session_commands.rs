@@ -388,6 +388,9 @@ fn the_first_view_applies_every_command_but_sweeps_missions_and_their_documents(
         (Command::Load { preset: offloaded.clone() }, true),
         (doc(&offloaded.to_string(), None), true),
         (Command::Load { preset: no_tier.clone() }, false),
+        (set("kv_offload.cpu_gib", json!(16)), true),
+        (set("kv_offload.cpu_gib", json!("16")), true),
+        (set("kv_offload.cpu_gib", json!(0)), true),
     ] {
         assert_eq!(cmd.needs_panels(), full, "{cmd:?}");
         // A refused document goes to the full module, whose reader names the wrong field.

@@ -113,6 +113,22 @@ fn controls_edit_preset_paths_and_name_bad_values() {
 }
 
 #[test]
+fn the_host_tier_field_adds_sizes_and_removes_the_tier() {
+    let s = LabState::new(preset("prefix-caching"));
+    // No tier shows 0; a size (as the form's text) adds one with vLLM's policy; 0 or an emptied
+    // field takes it out; text that is no number is refused at the field.
+    assert_eq!(value_for(&s, "kv_offload.cpu_gib"), Some(json!(0)));
+    let tiered = edit(&s, "kv_offload.cpu_gib", json!("24")).unwrap();
+    let tier = tiered.preset.kv_offload.as_ref().expect("a host tier");
+    assert_eq!((tier.cpu_gib, tier.policy), (24.0, kvlab::engine::offload::OffloadPolicy::Lru));
+    assert_eq!(value_for(&tiered, "kv_offload.cpu_gib"), Some(json!(24.0)));
+    assert!(edit(&tiered, "kv_offload.cpu_gib", json!(0)).unwrap().preset.kv_offload.is_none());
+    assert!(edit(&tiered, "kv_offload.cpu_gib", json!(" ")).unwrap().preset.kv_offload.is_none());
+    let e = edit(&s, "kv_offload.cpu_gib", json!("lots")).unwrap_err();
+    assert!(e.starts_with("kv_offload.cpu_gib: \"lots\" is not a number"), "{e}");
+}
+
+#[test]
 fn rows_are_added_and_removed() {
     let s = LabState::new(preset("contiguous-default"));
     let two = add_row(&s, Row::Class);

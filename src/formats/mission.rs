@@ -122,6 +122,8 @@ pub const REPORT_METRICS: &[(&str, &str)] = &[
     ("hol_blocked_with_free_memory_steps", "blocked steps on which enough memory was free in total"),
     ("cow_copies", "copy-on-write block copies (parallel sampling)"),
     ("prefix_cache_hit_rate", "share of prompt tokens found in the prefix cache"),
+    ("offload.offload_hit_rate", "share of prompt tokens found in the host tier (runs with kv_offload)"),
+    ("offload.combined_hit_rate", "share of prompt tokens found on the GPU or in the host tier (runs with kv_offload)"),
     ("latency_ms.ttft_p50", "median time to first token, ms"),
     ("latency_ms.ttft_p95", "95th percentile time to first token, ms"),
     ("latency_ms.tpot_p50", "median time per output token, ms"),

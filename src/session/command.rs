@@ -260,7 +260,10 @@ impl Command {
                 state.get("mission").is_some_and(|m| !m.is_null())
                     || state.get("preset").is_some_and(preset_needs_panels)
             }
-            Set { path, value } => path == "model" && model_needs_panels(value),
+            // The host tier's size: only the full lab has a tier to size.
+            Set { path, value } => {
+                (path == "model" && model_needs_panels(value)) || path == super::control_edit::KV_OFFLOAD_GIB_PATH
+            }
             _ => false,
         }
     }

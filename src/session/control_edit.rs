@@ -33,6 +33,8 @@ pub const ATTENTION_BACKEND_PATH: &str = "attention_backend";
 pub const ALLOCATOR_KIND_PATH: &str = "allocator.kind";
 /// Switches between KV memory given in GiB (`"gib"`) and the GPU's share (`"gpu"`).
 pub const KV_MEMORY_KIND_PATH: &str = "kv_memory.kind";
+/// The host-memory KV tier's size (`kv_offload`): 0 leaves the tier out.
+pub const KV_OFFLOAD_GIB_PATH: &str = "kv_offload.cpu_gib";
 
 /// The allocator fields of each kind.
 const PAGED_FIELDS: &[&str] = &["block_size", "prefix_caching"];
@@ -168,6 +170,18 @@ pub fn edit(state: &LabState, path: &str, value: Value) -> Result<LabState, Stri
         };
         return Ok(next);
     }
+    // The first module hands this field to the full lab (`Command::needs_panels`).
+    #[cfg(feature = "kv-offload")]
+    if path == KV_OFFLOAD_GIB_PATH {
+        // An emptied field is 0: no tier.
+        let gib = if value.as_str().is_some_and(|t| t.trim().is_empty()) {
+            0.0
+        } else {
+            // Not a number (JSON true): NaN, which the tier's range check refuses at the field.
+            coerce(path, value)?.as_f64().unwrap_or(f64::NAN)
+        };
+        return set_host_tier(next, gib);
+    }
     if path == ALLOCATOR_KIND_PATH {
         match value.as_str() {
             Some("paged") => next.switch_allocator(true),
@@ -221,6 +235,14 @@ pub fn edit(state: &LabState, path: &str, value: Value) -> Result<LabState, Stri
     Ok(next)
 }
 
+/// `next` with a host tier of `gib` GiB (its policy kept), or none at 0.
+#[cfg(feature = "kv-offload")]
+fn set_host_tier(mut next: LabState, gib: f64) -> Result<LabState, String> {
+    let policy = next.preset.kv_offload.as_ref().map(|o| o.policy).unwrap_or_default();
+    next.preset.kv_offload = (gib != 0.0).then_some(crate::formats::preset::KvOffloadDto { cpu_gib: gib, policy });
+    Ok(next)
+}
+
 /// The value the control at `path` shows for `state`, as text (or a bool for checkboxes).
 pub fn value_for(state: &LabState, path: &str) -> Option<Value> {
     if path == ALLOCATOR_KIND_PATH {
@@ -256,7 +278,7 @@ fn engine_default(state: &LabState, path: &str) -> Option<Value> {
         "allocator.prefix_caching" => Some(Value::from(engine.default_prefix_caching())),
         "tensor_parallel_size" => Some(Value::from(1)),
         ATTENTION_BACKEND_PATH => Some(Value::from("")),
-        "gpu_memory_in_use_gib" => Some(Value::from(0)),
+        "gpu_memory_in_use_gib" | KV_OFFLOAD_GIB_PATH => Some(Value::from(0)),
         "scheduler.max_num_batched_tokens" => state.preset.batch_limits().map(|(tokens, _)| Value::from(tokens)),
         "scheduler.max_num_seqs" => state.preset.batch_limits().map(|(_, seqs)| Value::from(seqs)),
         _ => None,
