@@ -309,6 +309,18 @@ fn kv_offload_gib_adds_a_host_tier_to_run_plan_and_sweep_and_bad_sizes_name_the_
     let o = kvlab(&["run", preset, "--kv-offload-gib", "256"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains("host tier: 256 GiB (131,072 blocks"), "{}", stdout(&o));
+    // The summary sets the run beside the same run without the tier.
+    let example = repo_path("docs/examples/host-tier.json");
+    let o = kvlab(&["run", example.to_str().unwrap()]);
+    let text = stdout(&o);
+    let saved = text.lines().find(|l| l.starts_with("without the host tier:")).unwrap_or_else(|| panic!("{text}"));
+    let without = kvlab(&["run", example.to_str().unwrap(), "--kv-offload-gib", "0"]);
+    let ttft =
+        |t: &str| t.lines().find(|l| l.starts_with("TTFT p50")).map(|l| l.split(',').next().unwrap().to_string());
+    let p50 = ttft(&stdout(&without)).expect("a TTFT line").replace("TTFT ", "");
+    assert!(saved.contains(&p50), "the line quotes the run without the tier ({p50}): {saved}");
+    assert!(saved.contains("the tier's hits saved TTFT p50"), "{saved}");
+    assert!(!stdout(&without).contains("without the host tier"), "no such line without a tier");
     let o = kvlab(&["run", preset, "--kv-offload-gib", "256", "--json"]);
     let report: serde_json::Value = serde_json::from_slice(&o.stdout).expect("report JSON");
     assert_eq!(report["offload"]["capacity_blocks"], 131_072);
