@@ -299,11 +299,21 @@ fn the_sweep_offers_only_the_knobs_the_preset_has_a_place_for() {
     };
     let all_but =
         |skip: &[&str]| -> Vec<&str> { KNOBS.iter().map(|(k, _)| *k).filter(|k| !skip.contains(k)).collect() };
-    let (rate, clients) = ("workload.arrival.rate_per_s", "workload.arrival.max_concurrency");
+    let (rate, clients, tier) =
+        ("workload.arrival.rate_per_s", "workload.arrival.max_concurrency", "kv_offload.cpu_gib");
     assert_eq!(offered(&poisson), all_but(&[clients]));
     let on_trace = offered(&trace);
     assert_eq!(on_trace, all_but(&[rate, clients]), "{on_trace:?}");
     assert_eq!(offered(&closed), all_but(&[rate]));
+    // A host tier's size is offered on the paged pool, and sweeping it runs: the example's p95
+    // TTFT falls from a tier the GPU pool's size to one four times larger.
+    let tiered: serde_json::Value = serde_json::from_str(include_str!("../docs/examples/host-tier.json")).unwrap();
+    assert_eq!(offered(&tiered), all_but(&[clients]));
+    let mut job = SweepJob::plan(&tiered, tier, "4,16").expect("a sweep of the tier's size");
+    while job.step(f64::INFINITY, &|| 0.0) {}
+    let ttft: Vec<f64> =
+        job.points().iter().map(|(_, runs)| runs[1].as_ref().expect("paged runs").ttft_p95_ms).collect();
+    assert!(ttft[1] < ttft[0], "a larger tier finds more: {ttft:?}");
     let m3 = kvlab::missions::shipped::mission("m3-preemption-storm").unwrap();
     let in_mission: Vec<&str> =
         KNOBS.iter().map(|(k, _)| *k).filter(|k| SweepJob::offered(&poisson, Some(&m3), k)).collect();

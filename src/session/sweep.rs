@@ -25,6 +25,9 @@ pub const KNOBS: &[(&str, &str)] = &[
     ("scheduler.max_num_seqs", "max_num_seqs"),
     ("scheduler.max_num_batched_tokens", "max_num_batched_tokens"),
     ("scheduler.engine", "Engine version"),
+    // The host tier's size, on the paged pool (the full lab's: its module has the tier).
+    #[cfg(feature = "kv-offload")]
+    ("kv_offload.cpu_gib", "Host KV tier (GiB)"),
 ];
 
 /// The metrics the chart can show: (key, label).
