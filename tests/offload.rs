@@ -7,6 +7,8 @@
 //! 280,000 blocks), and event-driven stepping gives the step-by-step run bit for bit.
 #![cfg(not(target_arch = "wasm32"))]
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -15,7 +17,6 @@ use kvlab::engine::workload::{Arrival, TraceRow};
 use kvlab::engine::{Report, SimConfig, Simulation, Stepping};
 use kvlab::formats::preset::parse_preset;
 
-const MOONCAKE: &str = "../shared/traces/mooncake_fast25_conversation.head2000.jsonl";
 /// The window replayed: the first two minutes (339 requests), played six times slower so that
 /// one H100 keeps up (the trace's own rate needs several replicas).
 const WINDOW_MS: u64 = 120_000;
@@ -29,29 +30,11 @@ const GPU_BLOCKS: u32 = 14_000;
 /// the GPU: the conversation trace comes back to a prefix after millions of tokens).
 const HOST_BLOCKS: u32 = 20 * GPU_BLOCKS;
 
-struct Row {
-    t_ms: u64,
-    input: u32,
-    output: u32,
-    ids: Vec<u32>,
-}
+type Row = common::MooncakeRow;
 
-/// The window's rows, read here with serde_json alone (not the project's trace reader).
+/// The window's rows.
 fn window() -> Vec<Row> {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(MOONCAKE);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    text.lines()
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).expect("a JSON line");
-            Row {
-                t_ms: v["timestamp"].as_u64().unwrap(),
-                input: v["input_length"].as_u64().unwrap() as u32,
-                output: v["output_length"].as_u64().unwrap() as u32,
-                ids: v["hash_ids"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap() as u32).collect(),
-            }
-        })
-        .filter(|r| r.t_ms < WINDOW_MS)
-        .collect()
+    common::mooncake_window(WINDOW_MS)
 }
 
 /// The full 16-token blocks of a prompt, head first, each named by its trace block's id and its

@@ -6,6 +6,8 @@
 //! found, and the memory map marks the blocks requests share.
 #![cfg(not(target_arch = "wasm32"))]
 
+mod common;
+
 use std::sync::Arc;
 
 use kvlab::engine::memory_map::MapCell;
@@ -13,35 +15,16 @@ use kvlab::engine::workload::{Arrival, TraceRow};
 use kvlab::engine::Simulation;
 use kvlab::formats::preset::parse_preset;
 
-const MOONCAKE: &str = "../shared/traces/mooncake_fast25_conversation.head2000.jsonl";
 /// The window replayed: the first two minutes (339 requests, 4.86 M prompt tokens).
 const WINDOW_MS: u64 = 120_000;
 const TRACE_BLOCK: u32 = 512;
 const BLOCK: u32 = 16;
 
-struct Row {
-    t_ms: u64,
-    input: u32,
-    output: u32,
-    ids: Vec<u32>,
-}
+type Row = common::MooncakeRow;
 
-/// The window's rows, read here with serde_json alone (not the project's trace reader).
+/// The window's rows.
 fn window() -> Vec<Row> {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(MOONCAKE);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    text.lines()
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).expect("a JSON line");
-            Row {
-                t_ms: v["timestamp"].as_u64().unwrap(),
-                input: v["input_length"].as_u64().unwrap() as u32,
-                output: v["output_length"].as_u64().unwrap() as u32,
-                ids: v["hash_ids"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap() as u32).collect(),
-            }
-        })
-        .filter(|r| r.t_ms < WINDOW_MS)
-        .collect()
+    common::mooncake_window(WINDOW_MS)
 }
 
 /// vLLM's hit rate with a cache that never evicts, counted from the ids: each request hits the

@@ -117,3 +117,32 @@ pub fn mission_session(id: &str) -> kvlab::session::dispatch::Session {
     s.apply(kvlab::session::command::Command::StartMission { id: id.into() }, 0.0).unwrap();
     s
 }
+
+/// One request of the Mooncake conversation trace sample (`../shared/traces/`): arrival, prompt
+/// and output lengths, and the hash ids of its 512-token blocks.
+pub struct MooncakeRow {
+    pub t_ms: u64,
+    pub input: u32,
+    pub output: u32,
+    pub ids: Vec<u32>,
+}
+
+/// The sample's requests that arrive before `window_ms`, read with serde_json alone (not the
+/// project's trace reader).
+pub fn mooncake_window(window_ms: u64) -> Vec<MooncakeRow> {
+    const MOONCAKE: &str = "../shared/traces/mooncake_fast25_conversation.head2000.jsonl";
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(MOONCAKE);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).expect("a JSON line");
+            MooncakeRow {
+                t_ms: v["timestamp"].as_u64().unwrap(),
+                input: v["input_length"].as_u64().unwrap() as u32,
+                output: v["output_length"].as_u64().unwrap() as u32,
+                ids: v["hash_ids"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap() as u32).collect(),
+            }
+        })
+        .filter(|r| r.t_ms < window_ms)
+        .collect()
+}
