@@ -180,7 +180,7 @@ pub fn edit(state: &LabState, path: &str, value: Value) -> Result<LabState, Stri
             // Not a number (JSON true): NaN, which the tier's range check refuses at the field.
             coerce(path, value)?.as_f64().unwrap_or(f64::NAN)
         };
-        return set_host_tier(next, gib);
+        return Ok(with_host_tier(next, gib));
     }
     if path == ALLOCATOR_KIND_PATH {
         match value.as_str() {
@@ -237,10 +237,10 @@ pub fn edit(state: &LabState, path: &str, value: Value) -> Result<LabState, Stri
 
 /// `next` with a host tier of `gib` GiB (its policy kept), or none at 0.
 #[cfg(feature = "kv-offload")]
-fn set_host_tier(mut next: LabState, gib: f64) -> Result<LabState, String> {
+fn with_host_tier(mut next: LabState, gib: f64) -> LabState {
     let policy = next.preset.kv_offload.as_ref().map(|o| o.policy).unwrap_or_default();
     next.preset.kv_offload = (gib != 0.0).then_some(crate::formats::preset::KvOffloadDto { cpu_gib: gib, policy });
-    Ok(next)
+    next
 }
 
 /// The value the control at `path` shows for `state`, as text (or a bool for checkboxes).

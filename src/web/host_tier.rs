@@ -13,7 +13,7 @@ use crate::render::RenderOptions;
 use crate::session::lab::Lab;
 
 use super::dom::{self, Node};
-use super::map::MapView;
+use super::map::{strong, MapView};
 
 /// The band's height at most, CSS pixels.
 const MAX_BAND_HEIGHT: f64 = 120.0;
@@ -146,8 +146,4 @@ pub fn describe_chunk(index: usize, map: &MemoryMap, view: Option<&RequestView>,
         None => format!("Stored from the prompt of request #{request}"),
     };
     vec![line, dom::node("p").class("insp-cell").text(&who)]
-}
-
-fn strong(text: &str) -> Node {
-    dom::node("strong").text(text)
 }

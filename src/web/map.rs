@@ -232,7 +232,7 @@ fn describe_groups(line: Node, who: &str, s: &SampleView) -> Node {
     line.text(&head).child(dom::node("code").text(&tables.join(" · ")))
 }
 
-fn strong(text: &str) -> Node {
+pub(super) fn strong(text: &str) -> Node {
     dom::node("strong").text(text)
 }
 

@@ -58,12 +58,11 @@ pub struct CpuOffloadingManager {
     /// Each request's rank, given the first time it touches the tier.
     request_ranks: BTreeMap<SeqId, u64>,
     next_rank: u64,
-    /// Chunk ids handed out at least once (`_num_allocated_chunks`), and the ids freed since,
-    /// reused last freed first (`_free_list`).
-    num_allocated: u32,
-    free_ids: Vec<u32>,
-    /// The key held at each chunk id handed out (None: free).
+    /// The key held at each chunk id handed out at least once (None: free); its length is
+    /// vLLM's `_num_allocated_chunks`.
     slots: Vec<Option<u64>>,
+    /// The ids freed since, reused last freed first (`_free_list`).
+    free_ids: Vec<u32>,
 }
 
 impl CpuOffloadingManager {
@@ -75,18 +74,16 @@ impl CpuOffloadingManager {
             evictable: BTreeSet::new(),
             request_ranks: BTreeMap::new(),
             next_rank: 0,
-            num_allocated: 0,
-            free_ids: Vec::new(),
             slots: Vec::new(),
+            free_ids: Vec::new(),
         }
     }
 
     /// A chunk id for a new chunk: a never-used one while any is left, else the last freed.
     fn allocate_id(&mut self) -> u32 {
-        if self.num_allocated < self.capacity {
-            self.num_allocated += 1;
+        if self.slots.len() < self.capacity as usize {
             self.slots.push(None);
-            return self.num_allocated - 1;
+            return self.slots.len() as u32 - 1;
         }
         self.free_ids.pop().expect("room was made before allocating")
     }
@@ -262,12 +259,12 @@ impl CpuOffloadingManager {
         if self.chunks.len() > self.capacity as usize {
             return Err(format!("host tier holds {} chunks > capacity {}", self.chunks.len(), self.capacity));
         }
-        if self.chunks.len() + self.free_ids.len() != self.num_allocated as usize {
+        if self.chunks.len() + self.free_ids.len() != self.slots.len() {
             return Err(format!(
                 "{} chunks held and {} ids free, but {} ids handed out",
                 self.chunks.len(),
                 self.free_ids.len(),
-                self.num_allocated
+                self.slots.len()
             ));
         }
         for (key, c) in &self.chunks {

@@ -14,11 +14,19 @@ use crate::engine::offload::HostChunk;
 use crate::engine::scheduler::Target;
 use crate::engine::scheduler::{ScheduledWork, Scheduler};
 
+impl Simulation {
+    /// The run's scheduler, with the host tier's connector where the build and the
+    /// configuration have one.
+    pub(super) fn scheduler_for(config: &SimConfig, reserve: Option<Reserve>, swap_blocks: u64) -> Scheduler {
+        let scheduler = Scheduler::new(config.scheduler.clone(), config.paged_v1(), reserve, swap_blocks);
+        #[cfg(feature = "kv-offload")]
+        let scheduler = scheduler.with_connector(config.offloading_connector());
+        scheduler
+    }
+}
+
 #[cfg(not(feature = "kv-offload"))]
 impl Simulation {
-    pub(super) fn scheduler_for(config: &SimConfig, reserve: Option<Reserve>, swap_blocks: u64) -> Scheduler {
-        Scheduler::new(config.scheduler.clone(), config.paged_v1(), reserve, swap_blocks)
-    }
     pub(super) fn poll_offload(&mut self) {}
     pub(super) fn offload_after_step(&mut self, _work: &[ScheduledWork]) {}
     pub(super) fn wait_for_transfers(&mut self) -> bool {
@@ -37,12 +45,6 @@ impl Simulation {
 
 #[cfg(feature = "kv-offload")]
 impl Simulation {
-    /// The run's scheduler, with the host tier's connector where the configuration has one.
-    pub(super) fn scheduler_for(config: &SimConfig, reserve: Option<Reserve>, swap_blocks: u64) -> Scheduler {
-        Scheduler::new(config.scheduler.clone(), config.paged_v1(), reserve, swap_blocks)
-            .with_connector(config.offloading_connector())
-    }
-
     /// Transfers done by now complete. A request whose whole sequence was loaded computes its
     /// last token again (vLLM sets `num_computed_tokens` one short).
     pub(super) fn poll_offload(&mut self) {
