@@ -110,6 +110,7 @@ impl Sweep {
                 max_tokens: 1024,
                 n: self.n,
                 shared_prefix_tokens: self.shared_prefix,
+                tenants: 1,
             },
             UserClass {
                 name: "report".into(),
@@ -119,6 +120,7 @@ impl Sweep {
                 max_tokens: 2000,
                 n: 1,
                 shared_prefix_tokens: 0,
+                tenants: 1,
             },
         ];
         c

@@ -18,6 +18,7 @@ fn group(id: u32, prompt: u32) -> SequenceGroup {
         prompt_tokens: prompt,
         max_tokens: 64,
         shared_prefix_tokens: 0,
+        tenant: 0,
         prompt_blocks: None,
         status: GroupStatus::Waiting,
         forked: false,

@@ -351,6 +351,12 @@ fn the_first_view_applies_every_command_but_sweeps_missions_and_their_documents(
     offloaded["kv_offload"] = json!({ "cpu_gib": 64 });
     let mut no_tier = offloaded.clone();
     no_tier["kv_offload"] = serde_json::Value::Null;
+    // A fleet and a class of tenants, which only the full module reads.
+    let mut fleet: serde_json::Value = serde_json::from_str(&preset).unwrap();
+    fleet["replicas"] = json!(4);
+    fleet["router"] = json!({ "policy": "prefix_aware" });
+    let mut tenants: serde_json::Value = serde_json::from_str(&preset).unwrap();
+    tenants["workload"]["classes"][0]["tenants"] = json!(8);
     for (cmd, full) in [
         (Command::Play, false),
         (Command::Seek { t_s: 3.0 }, false),
@@ -391,6 +397,12 @@ fn the_first_view_applies_every_command_but_sweeps_missions_and_their_documents(
         (set("kv_offload.cpu_gib", json!(16)), true),
         (set("kv_offload.cpu_gib", json!("16")), true),
         (set("kv_offload.cpu_gib", json!(0)), true),
+        (Command::Load { preset: fleet.clone() }, true),
+        (doc(&fleet.to_string(), None), true),
+        (Command::Load { preset: tenants.clone() }, true),
+        (set("replicas", json!(4)), true),
+        (set("router.policy", json!("kv_aware")), true),
+        (set("workload.classes[0].tenants", json!(8)), true),
     ] {
         assert_eq!(cmd.needs_panels(), full, "{cmd:?}");
         // A refused document goes to the full module, whose reader names the wrong field.

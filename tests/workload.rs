@@ -19,6 +19,7 @@ fn class(name: &str, weight: f64, prompt: (f64, f64), output: (f64, f64), n: u32
         max_tokens: 2048,
         n,
         shared_prefix_tokens: 0,
+        tenants: 1,
     }
 }
 

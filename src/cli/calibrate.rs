@@ -88,6 +88,7 @@ pub fn host_default_config() -> SimConfig {
                 max_tokens: 1024,
                 n: 1,
                 shared_prefix_tokens: 0,
+                tenants: 1,
             }],
         },
         ..SimConfig::default()

@@ -5,6 +5,7 @@ mod benchmark;
 mod calibrate;
 mod check;
 mod fit;
+mod fleet;
 mod mission;
 mod plan;
 mod plan_gpu;

@@ -9,7 +9,7 @@ use crate::engine::metrics::OffloadReport;
 use crate::engine::numbers::show_number;
 use crate::engine::offload::{KvOffloadConfig, OffloadPolicy};
 use crate::engine::plan::group_thousands;
-use crate::engine::{Report, SimConfig, Simulation};
+use crate::engine::{Report, SimConfig};
 use crate::formats::preset::{parse_preset_dto, ArrivalDto};
 use crate::formats::report::report_json;
 use crate::render::series_csv;
@@ -46,6 +46,13 @@ pub struct RunArgs {
     /// (the preset's `kv_offload`; 0: none; docs/OFFLOAD.md).
     #[arg(long, value_name = "GIB", allow_negative_numbers = true)]
     pub kv_offload_gib: Option<f64>,
+    /// Copies of the setup behind a router (the preset's `replicas`; docs/ROUTING.md).
+    #[arg(long, value_name = "N")]
+    pub replicas: Option<u32>,
+    /// The router's policy (the preset's `router.policy`): round_robin, random, least_loaded,
+    /// prefix_aware or kv_aware.
+    #[arg(long, value_name = "POLICY")]
+    pub router: Option<String>,
 }
 
 /// `--kv-offload-gib`: a host tier of `gib` GiB (0: none) in place of the preset's `kv_offload`,
@@ -128,6 +135,7 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
     if let Some(gib) = args.kv_offload_gib {
         set_kv_offload(&mut config, gib)?;
     }
+    super::fleet::set_fleet(&mut config, args.replicas, args.router.as_deref())?;
     if let Some(path) = &args.calibration {
         let text = read(path)?;
         let c =
@@ -153,11 +161,11 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
     // With a host tier, the summary says what it saved against the same run without it.
     let without_tier = (config.kv_offload.is_some() && !args.json && !args.benchmark)
         .then(|| SimConfig { kv_offload: None, ..config.clone() });
-    let mut sim = Simulation::new(config).map_err(|e| format!("{}: {e}", args.preset.display()))?;
-    let report = sim.run_to_end();
+    let (report, series) = super::fleet::run_to_end(config).map_err(|e| format!("{}: {e}", args.preset.display()))?;
     if let Some(path) = &args.series {
-        std::fs::write(path, series_csv(&[(&report.allocator, sim.series())]))
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        let named: Vec<(&str, &[crate::engine::StepPoint])> =
+            series.iter().map(|(name, points)| (name.as_str(), points.as_slice())).collect();
+        std::fs::write(path, series_csv(&named)).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     if args.json {
         println!("{}", report_json(&report));
@@ -169,7 +177,7 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
         }
         print!("{}", summary(&report));
         if let Some(c) = without_tier {
-            let without = Simulation::new(c).map_err(|e| format!("{}: {e}", args.preset.display()))?.run_to_end();
+            let without = super::fleet::run_to_end(c).map_err(|e| format!("{}: {e}", args.preset.display()))?.0;
             print!("{}", tier_saved_line(&report, &without));
         }
         if let Some(line) = calibration_line {
@@ -221,6 +229,9 @@ pub fn summary(r: &Report) -> String {
     );
     if let Some(o) = &r.offload {
         s += &offload_line(r, o);
+    }
+    if let Some(f) = &r.fleet {
+        s += &super::fleet::fleet_lines(f);
     }
     s += &format!(
         "TTFT p50 {:.0} ms, p95 {:.0} ms; TPOT p50 {:.1} ms, p95 {:.1} ms; {:.0} output tokens/s\n",

@@ -8,6 +8,7 @@ use std::fmt;
 use super::alloc::{Fit, SingleTypeManager};
 
 use super::clock::{ClockConstants, CudaGraphs, ModelShape, Roofline, RooflineInput, StepClock, StepTimeCalibration};
+use super::fleet::config::RouterConfig;
 use super::kv_spec::{kv_cache_group_kinds, KvLayout};
 use super::memory_budget::{switched_nvlink, ActivationShape, MemoryBudget, MemoryBudgetInput};
 use super::model::{gpu_preset, model_preset, GpuSpec, KvDtype, ModelSpec, GIB};
@@ -119,6 +120,11 @@ pub struct SimConfig {
     pub enforce_eager: bool,
     /// A host-memory KV tier (vLLM's `--kv-offloading-size`); None: the GPU pool alone.
     pub kv_offload: Option<KvOffloadConfig>,
+    /// Copies of this setup behind a router (1: one replica, no router). Each replica has the
+    /// GPUs, KV memory and host tier above; the workload is the fleet's (engine::fleet).
+    pub replicas: u32,
+    /// How requests are spread over the replicas.
+    pub router: RouterConfig,
 }
 
 impl Default for SimConfig {
@@ -149,6 +155,7 @@ impl Default for SimConfig {
                     max_tokens: 2048,
                     n: 1,
                     shared_prefix_tokens: 0,
+                    tenants: 1,
                 }],
             },
             calibration: None,
@@ -157,6 +164,8 @@ impl Default for SimConfig {
             until_all_finished: false,
             enforce_eager: false,
             kv_offload: None,
+            replicas: 1,
+            router: RouterConfig::default(),
         }
     }
 }

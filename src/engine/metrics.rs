@@ -23,6 +23,16 @@ pub struct Integrals {
 }
 
 impl Integrals {
+    /// Adds another run's integrals (a fleet's replicas, as one pool).
+    pub fn merge(&mut self, other: &Integrals) {
+        self.time_us += other.time_us;
+        self.allocated_time_us += other.allocated_time_us;
+        self.utilization_us += other.utilization_us;
+        self.allocated_fraction_us += other.allocated_fraction_us;
+        self.live_fraction_us += other.live_fraction_us;
+        self.running_us += other.running_us;
+    }
+
     pub fn add(&mut self, dt_us: u64, s: &StepPoint, capacity: u64) {
         let dt = dt_us as f64;
         self.time_us += dt;
@@ -205,6 +215,38 @@ pub struct Report {
     #[cfg(feature = "kv-offload")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub offload: Option<OffloadReport>,
+    /// Present for a fleet (`replicas` above 1): the router and each replica. The report's other
+    /// figures are then the fleet's (engine::fleet, docs/ROUTING.md).
+    #[cfg(feature = "fleet")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fleet: Option<FleetReport>,
+}
+
+/// A fleet behind its router: the policy and what each replica got and did.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FleetReport {
+    pub replicas: u32,
+    pub policy: String,
+    /// The rule the policy follows, and its source.
+    pub rule: String,
+    /// The most requests a replica was sent over the mean (1: even).
+    pub imbalance: f64,
+    pub per_replica: Vec<ReplicaReport>,
+}
+
+/// One replica of a fleet.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ReplicaReport {
+    /// Requests the router sent it (arrived there).
+    pub requests: u32,
+    pub finished: u32,
+    pub prefix_cache_hit_rate: f64,
+    pub ttft_p50: f64,
+    pub ttft_p95: f64,
+    pub kv_utilization_mean: f64,
+    pub running_mean: f64,
+    pub waiting_at_end: u32,
+    pub preemptions: u64,
 }
 
 /// The host tier over a run. Hits per tier share one denominator, the prompt tokens looked up

@@ -15,6 +15,7 @@ pub mod clock;
 pub mod clock_fit;
 pub mod config;
 pub mod fidelity;
+pub mod fleet;
 pub mod gpu_fit;
 pub mod gpus;
 pub mod kv_spec;

@@ -180,6 +180,7 @@ pub fn trace_requests(rows: &[StepTraceRow]) -> Vec<RequestSpec> {
                 output_tokens: vec![r.output_tokens; r.n as usize],
                 max_tokens: r.output_tokens,
                 shared_prefix_tokens: shared,
+                tenant: 0,
                 prompt_blocks: None,
             }
         })

@@ -5,6 +5,7 @@
 //! samples one more token. Recompute preemption sets `num_computed` back to zero.
 
 use super::alloc::{PromptBlocks, RequestId, SeqId, SwappedKv, TokenIdentity};
+use super::workload::prefix_key;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GroupStatus {
@@ -40,6 +41,8 @@ pub struct SequenceGroup {
     pub prompt_tokens: u32,
     pub max_tokens: u32,
     pub shared_prefix_tokens: u32,
+    /// Which of its class's tenants sent it (`RequestSpec::tenant`).
+    pub tenant: u32,
     /// The prompt's blocks as a trace names them (hash-level prefix sharing).
     pub prompt_blocks: Option<PromptBlocks>,
     pub status: GroupStatus,
@@ -69,7 +72,7 @@ impl SequenceGroup {
         TokenIdentity {
             request: self.request,
             seq,
-            prefix_key: if self.shared_prefix_tokens > 0 { u32::from(self.class) + 1 } else { 0 },
+            prefix_key: if self.shared_prefix_tokens > 0 { prefix_key(self.class, self.tenant) } else { 0 },
             shared_prefix_tokens: self.shared_prefix_tokens,
             prompt_tokens: self.prompt_tokens,
             prompt_blocks: self.prompt_blocks.clone(),

@@ -60,6 +60,10 @@ pub struct Simulation {
     /// Closed loop: when each free client sends its next request, in the order the clients came
     /// free (the next request to arrive takes the front). None for arrivals known up front.
     clients: Option<VecDeque<u64>>,
+    /// Every request arriving before this time is in `requests` (`u64::MAX`: all of them, made
+    /// up front). A fleet's replica is fed as its router routes (`fleet.rs`): it runs no further
+    /// than this, idles only to an arrival it was fed, and is not finished while more may come.
+    feed_until_us: u64,
     now_us: u64,
     steps: u64,
     series: Series,
@@ -99,6 +103,13 @@ pub struct Simulation {
 impl Simulation {
     pub fn new(config: SimConfig) -> Result<Simulation, ConfigError> {
         config.validate()?;
+        if config.replicas > 1 {
+            // engine::fleet::Fleet runs a fleet, a Simulation per replica; the lab runs one.
+            return Err(ConfigError::new(
+                "replicas",
+                "the lab runs one replica: run the fleet with `kvlab run` (or its Sweep), or set replicas to 1",
+            ));
+        }
         let clock = config.clock();
         Ok(Simulation::with_clock(config, clock))
     }
@@ -161,6 +172,7 @@ impl Simulation {
             clock,
             window: config.model.sliding_window().map_or(0, |w| w.window),
             clients,
+            feed_until_us: u64::MAX,
             config,
             groups: Vec::with_capacity(requests.len()),
             requests: Arc::new(requests),
@@ -258,7 +270,41 @@ impl Simulation {
     }
     /// Every request that will arrive has arrived and none is left to run.
     pub fn all_finished(&self) -> bool {
-        self.groups.len() == self.requests.len() && self.scheduler.is_idle()
+        self.feed_until_us == u64::MAX && self.groups.len() == self.requests.len() && self.scheduler.is_idle()
+    }
+
+    /// A replica behind a router: no requests yet, each given by [`Simulation::feed`] as it is
+    /// routed. The configuration must already be valid.
+    pub fn replica(config: SimConfig, clock: StepClock) -> Simulation {
+        let mut sim = Simulation::with_requests(config, Vec::new(), clock);
+        sim.feed_until_us = 0;
+        sim
+    }
+
+    /// Hands a replica its next request (routed at its arrival, which is no earlier than the
+    /// last one's); its id becomes its index on this replica, which it returns.
+    pub fn feed(&mut self, mut spec: RequestSpec) -> u32 {
+        let requests = Arc::make_mut(&mut self.requests);
+        let id = requests.len() as u32;
+        self.feed_until_us = self.feed_until_us.max(spec.arrival_us);
+        spec.id = id;
+        requests.push(spec);
+        if self.is_done() {
+            // Its last step ran past the end before this arrival was routed: it is counted as
+            // every request that arrived before the end is.
+            self.admit_arrivals();
+        }
+        id
+    }
+
+    /// Every request arriving before `t_us` has been fed: the replica may run (or idle) to it.
+    pub fn feed_until(&mut self, t_us: u64) {
+        self.feed_until_us = self.feed_until_us.max(t_us);
+    }
+
+    /// No more requests will be fed: the replica runs as a run with its requests made up front.
+    pub fn close_feed(&mut self) {
+        self.feed_until_us = u64::MAX;
     }
 
     /// The physical KV memory map right now.
@@ -271,9 +317,11 @@ impl Simulation {
         self.kv.memory_map(CONTIGUOUS_CELL_TOKENS, unfinished)
     }
 
-    /// Runs steps until simulated time reaches `t_us` (or the end).
+    /// Runs steps until simulated time reaches `t_us` (or the end; a replica, no further than it
+    /// has been fed).
     pub fn run_until(&mut self, t_us: u64) {
-        while self.now_us < t_us.min(self.end_limit_us) && self.advance() {}
+        let t_us = t_us.min(self.end_limit_us).min(self.feed_until_us);
+        while self.now_us < t_us && self.advance() {}
         self.sync();
     }
 
@@ -361,6 +409,7 @@ impl Simulation {
                 prompt_tokens: spec.prompt_tokens,
                 max_tokens: spec.max_tokens,
                 shared_prefix_tokens: spec.shared_prefix_tokens,
+                tenant: spec.tenant,
                 prompt_blocks: spec.prompt_blocks.clone(),
                 status: GroupStatus::Waiting,
                 forked: self.config.paged_v1(),
@@ -437,7 +486,13 @@ impl Simulation {
         if self.scheduler.is_idle() {
             // Nothing runs: on to the next arrival, or to the end when none is known (a closed
             // loop whose requests all arrived).
-            let next = self.next_arrival_us().unwrap_or(self.end_limit_us);
+            // A replica whose next request is not routed yet stays where it is: the idle gap
+            // is one stretch, to the arrival it is fed next, as if it had known it all along.
+            let next = match self.next_arrival_us() {
+                Some(t) => t,
+                None if self.feed_until_us != u64::MAX => return false,
+                None => self.end_limit_us,
+            };
             self.advance_idle(next.min(self.end_limit_us));
             if self.is_done() {
                 self.admit_arrivals();

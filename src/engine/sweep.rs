@@ -53,6 +53,10 @@ impl SweepMetrics {
 
 /// One whole run; a configuration the engine refuses gives its error instead.
 pub fn run_one(config: &SimConfig) -> Result<Report, ConfigError> {
+    #[cfg(feature = "fleet")]
+    if config.replicas > 1 {
+        return Ok(super::fleet::Fleet::new(config.clone())?.run_to_end());
+    }
     Ok(Simulation::new(config.clone())?.run_to_end())
 }
 

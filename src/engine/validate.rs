@@ -6,6 +6,8 @@
 use std::fmt;
 
 use super::config::{AllocatorConfig, ConfigError, PreemptionMode, Reserve, SimConfig};
+#[cfg(feature = "fleet")]
+use super::fleet::config::MAX_REPLICAS;
 use super::kv_spec::KvLayout;
 use super::memory_budget::{splits_kv_heads, TENSOR_PARALLEL_SIZES};
 use super::model::GIB;
@@ -14,7 +16,7 @@ use super::startup_checks::{
     check_block_size, check_free_memory, check_hybrid_max_model_len_fits, check_kv_cache_memory,
     check_max_model_len_fits,
 };
-use super::workload::Arrival;
+use super::workload::{Arrival, MAX_TENANTS};
 
 /// The fixed ranges of the whole-number fields [`SimConfig::validate_fields`] checks, by path:
 /// the one table both the range check and a reader's type error (`"lots"` where a number
@@ -164,7 +166,29 @@ impl SimConfig {
             }
         }
         self.validate_offload()?;
+        #[cfg(feature = "fleet")]
+        self.validate_fleet()?;
         self.validate_workload_fields()
+    }
+
+    /// A fleet has 1 to 64 replicas behind a router whose weights are finite and non-negative;
+    /// its arrivals are known up front (an open loop or a trace). Builds without the `fleet`
+    /// feature read no `replicas` or `router` (every configuration is one replica).
+    #[cfg(feature = "fleet")]
+    fn validate_fleet(&self) -> Result<(), ConfigError> {
+        check_range("replicas", self.replicas, 1, MAX_REPLICAS)?;
+        let w = &self.router.weights;
+        check_f64("router.weights.queue", w.queue, 0.0, 1000.0)?;
+        check_f64("router.weights.kv_cache", w.kv_cache, 0.0, 1000.0)?;
+        check_f64("router.weights.prefix", w.prefix, 0.0, 1000.0)?;
+        check_f64("router.overlap_weight", self.router.overlap_weight, 0.0, 1000.0)?;
+        if self.replicas > 1 && matches!(self.workload.arrival, Arrival::Concurrency { .. }) {
+            return Err(ConfigError::new(
+                "replicas",
+                "a fleet routes arrivals known up front: give workload.arrival a rate (\"kind\": \"poisson\") or a trace, or set replicas to 1",
+            ));
+        }
+        Ok(())
     }
 
     /// A host tier runs beside vLLM v1's paged pool with prefix caching (its chunks are the
@@ -314,6 +338,7 @@ impl SimConfig {
                 ));
             }
             check_range(&f("shared_prefix_tokens"), c.shared_prefix_tokens, 0, s.max_model_len - 1)?;
+            check_range(&f("tenants"), c.tenants, 1, MAX_TENANTS)?;
             let prompt = (c.prompt_tokens.mean as u64).max(u64::from(c.shared_prefix_tokens) + 1);
             if prompt >= u64::from(s.max_model_len) {
                 return Err(ConfigError::new(

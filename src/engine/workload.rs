@@ -17,6 +17,7 @@ pub use super::alloc::PromptBlocks;
 /// to the 256-bit key), each uniform rand's `StandardUniform` f64: the top 53 bits of one `u64`
 /// over 2^53 (`uniform_is_the_top_53_bits_over_2_pow_53` pins it, so a rand release that drew
 /// floats otherwise would fail a test, not move every digest silently).
+#[derive(Clone, Debug)]
 pub struct WorkloadRng(ChaCha8Rng);
 
 impl WorkloadRng {
@@ -87,6 +88,9 @@ pub struct UserClass {
     pub n: u32,
     /// The first tokens of every prompt of this class are one shared system prompt.
     pub shared_prefix_tokens: u32,
+    /// Tenants of the class, each with a system prompt of its own (`shared_prefix_tokens` long):
+    /// a request comes from one of them, drawn uniformly. 1: one system prompt for the class.
+    pub tenants: u32,
 }
 
 /// A rate that holds from `start_s` until the next segment starts.
@@ -179,6 +183,9 @@ pub struct RequestSpec {
     pub output_tokens: Vec<u32>,
     pub max_tokens: u32,
     pub shared_prefix_tokens: u32,
+    /// Which of its class's tenants sent it (0 where the class has one), whose system prompt
+    /// its `shared_prefix_tokens` are.
+    pub tenant: u32,
     /// The prompt's blocks as the trace names them, for prefix caching.
     pub prompt_blocks: Option<PromptBlocks>,
 }
@@ -263,6 +270,8 @@ fn draw_requests(
         let prompt = draw_lognormal(p, rng).clamp(min_prompt.max(1), max_model_len.saturating_sub(1).max(1));
         let cap = c.max_tokens.min(max_model_len.saturating_sub(prompt)).max(1);
         let outputs = (0..c.n.max(1)).map(|_| draw_lognormal(o, rng).clamp(1, cap)).collect();
+        // Drawn only where there is a choice, so classes of one tenant draw what they always did.
+        let tenant = if c.tenants > 1 { pick_tenant(c.tenants, rng) } else { 0 };
         out.push(RequestSpec {
             id,
             arrival_us: t,
@@ -271,6 +280,7 @@ fn draw_requests(
             output_tokens: outputs,
             max_tokens: c.max_tokens,
             shared_prefix_tokens: c.shared_prefix_tokens.min(prompt),
+            tenant,
             prompt_blocks: None,
         });
     }
@@ -300,6 +310,7 @@ fn trace_requests(
                 output_tokens: vec![r.output_tokens.clamp(1, cap); r.n.max(1) as usize],
                 max_tokens,
                 shared_prefix_tokens: 0,
+                tenant: 0,
                 prompt_blocks: r
                     .hash_ids
                     .as_ref()
@@ -343,6 +354,20 @@ fn pick_class(classes: &[UserClass], total_weight: f64, rng: &mut WorkloadRng) -
         x -= c.weight;
     }
     classes.len() - 1
+}
+
+/// The most tenants a class may have (`UserClass::tenants`).
+pub const MAX_TENANTS: u32 = 4096;
+
+/// The key of a system prompt: class `class`'s, or its tenant `tenant`'s. Classes of one tenant
+/// keep `class + 1`; the key stays below 2^30, as `TokenIdentity::block_content` needs.
+pub fn prefix_key(class: u16, tenant: u32) -> u32 {
+    (u32::from(class) + 1) + (tenant.min(MAX_TENANTS - 1) << 17)
+}
+
+/// One of `tenants`, uniformly.
+fn pick_tenant(tenants: u32, rng: &mut WorkloadRng) -> u32 {
+    ((rng.uniform() * f64::from(tenants)) as u32).min(tenants - 1)
 }
 
 /// One log-normal draw rounded to whole tokens (Box–Muller on two uniforms).

@@ -46,6 +46,15 @@ pub const PRESET_PATHS: &[(&str, PathKind)] = {
         ("kv_offload", Object),
         ("kv_offload.cpu_gib", Number),
         ("kv_offload.policy", Text),
+        ("replicas", Number),
+        ("router", Object),
+        ("router.policy", Text),
+        ("router.weights", Object),
+        ("router.weights.queue", Number),
+        ("router.weights.kv_cache", Number),
+        ("router.weights.prefix", Number),
+        ("router.prefix_index", Text),
+        ("router.overlap_weight", Number),
         ("allocator", Object),
         ("allocator.kind", Text),
         ("allocator.reserve", Text),
@@ -102,6 +111,7 @@ pub const PRESET_PATHS: &[(&str, PathKind)] = {
         ("workload.classes[].max_tokens", Number),
         ("workload.classes[].n", Number),
         ("workload.classes[].shared_prefix_tokens", Number),
+        ("workload.classes[].tenants", Number),
     ]
 };
 

@@ -12,6 +12,8 @@ use crate::engine::alloc::Fit;
 use crate::engine::config::{
     ConfigError, EngineVersion, PreemptionMode, Reserve, SchedulerConfig, SimConfig, DEFAULT_BLOCK_SIZE,
 };
+#[cfg(feature = "panels")]
+use crate::engine::fleet::{PrefixIndex, RouterConfig, RouterPolicy, ScorerWeights};
 use crate::engine::model::KvDtype;
 #[cfg(feature = "kv-offload")]
 use crate::engine::offload::OffloadPolicy;
@@ -76,6 +78,51 @@ pub struct PresetDto {
     #[cfg(feature = "kv-offload")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kv_offload: Option<KvOffloadDto>,
+    /// Copies of the setup behind a router (docs/ROUTING.md); left out, 1. The page's first
+    /// module reads neither this nor `router`: it hands such a preset to the full one.
+    #[cfg(feature = "panels")]
+    #[serde(default = "default_replicas", skip_serializing_if = "is_one_replica")]
+    pub replicas: u32,
+    /// How requests are spread over the replicas; left out, round robin.
+    #[cfg(feature = "panels")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub router: Option<RouterDto>,
+}
+
+/// `router`: the policy, and the figures of its source it uses (each defaulted to the source's).
+#[cfg(feature = "panels")]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouterDto {
+    pub policy: RouterPolicy,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weights: Option<ScorerWeights>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix_index: Option<PrefixIndex>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overlap_weight: Option<f64>,
+}
+
+#[cfg(feature = "panels")]
+impl RouterDto {
+    pub fn to_config(&self) -> RouterConfig {
+        let d = RouterConfig::default();
+        RouterConfig {
+            policy: self.policy,
+            weights: self.weights.unwrap_or(d.weights),
+            prefix_index: self.prefix_index.unwrap_or(d.prefix_index),
+            overlap_weight: self.overlap_weight.unwrap_or(d.overlap_weight),
+        }
+    }
+}
+
+#[cfg(feature = "panels")]
+fn default_replicas() -> u32 {
+    SimConfig::default().replicas
+}
+#[cfg(feature = "panels")]
+fn is_one_replica(r: &u32) -> bool {
+    *r == 1
 }
 
 /// `kv_offload`: the host tier's size over the replica, GiB (vLLM's `--kv-offloading-size`),
@@ -431,6 +478,20 @@ pub struct ClassDto {
     pub n: u32,
     #[serde(default)]
     pub shared_prefix_tokens: u32,
+    /// Tenants, each with a system prompt of its own; left out (1), one for the class. The
+    /// page's first module reads no such field: it hands such a preset to the full one.
+    #[cfg(feature = "panels")]
+    #[serde(default = "default_tenants", skip_serializing_if = "is_one_tenant")]
+    pub tenants: u32,
+}
+
+#[cfg(feature = "panels")]
+fn default_tenants() -> u32 {
+    default_class().tenants
+}
+#[cfg(feature = "panels")]
+fn is_one_tenant(t: &u32) -> bool {
+    *t == 1
 }
 
 fn default_class() -> UserClass {
@@ -571,7 +632,9 @@ mod tests {
                     "end_s": 2, "speed": 2, "sample_one_in": 3, "replica": {"index": 0, "of": 2},
                     "drop_failed": false, "seconds_per_unit": 0.001, "hash_block_tokens": 512}, "classes": []}}"#,
             r#"{"schema": "kvlab/preset@1", "workload": {"arrival": {"kind": "poisson", "rate_per_s": 1},
-                "classes": [{"prompt_tokens": {"fixed": 9}, "output_tokens": {"fixed": 9}}]}}"#,
+                "classes": [{"prompt_tokens": {"fixed": 9}, "output_tokens": {"fixed": 9}, "tenants": 4}]},
+                "replicas": 4, "router": {"policy": "prefix_aware", "prefix_index": "precise",
+                "weights": {"queue": 1, "kv_cache": 1, "prefix": 1}, "overlap_weight": 2}}"#,
             r#"{"schema": "kvlab/preset@1", "until_all_finished": true, "enforce_eager": true,
                 "kv_offload": {"cpu_gib": 64, "policy": "lru"},
                 "workload": {"arrival": {"kind": "concurrency", "max_concurrency": 4, "num_requests": 9,

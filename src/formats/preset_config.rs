@@ -6,6 +6,8 @@ use super::calibration::shipped_calibration;
 use super::hf_config::{read_hf_config, Overrides};
 use super::json::from_value_with_path;
 use super::model_catalogue::resolve_model_id;
+#[cfg(feature = "panels")]
+use super::preset::RouterDto;
 use super::preset::{
     AllocatorDto, ArrivalDto, ClassDto, DistDto, GpuObjectDto, ModelObjectDto, PresetDto, SchedulerDto, TraceArrivalDto,
 };
@@ -64,6 +66,8 @@ impl From<&UserClass> for ClassDto {
             max_tokens: c.max_tokens,
             n: c.n,
             shared_prefix_tokens: c.shared_prefix_tokens,
+            #[cfg(feature = "panels")]
+            tenants: c.tenants,
         }
     }
 }
@@ -79,6 +83,10 @@ fn user_class(i: usize, c: &ClassDto) -> Result<UserClass, ConfigError> {
         max_tokens: c.max_tokens,
         n: c.n,
         shared_prefix_tokens: c.shared_prefix_tokens,
+        #[cfg(feature = "panels")]
+        tenants: c.tenants,
+        #[cfg(not(feature = "panels"))]
+        tenants: 1,
     })
 }
 
@@ -382,6 +390,14 @@ impl PresetDto {
             kv_offload: self.kv_offload.as_ref().map(|o| KvOffloadConfig { cpu_gib: o.cpu_gib, policy: o.policy }),
             #[cfg(not(feature = "kv-offload"))]
             kv_offload: None,
+            #[cfg(feature = "panels")]
+            replicas: self.replicas,
+            #[cfg(feature = "panels")]
+            router: self.router.as_ref().map(RouterDto::to_config).unwrap_or_default(),
+            #[cfg(not(feature = "panels"))]
+            replicas: 1,
+            #[cfg(not(feature = "panels"))]
+            router: Default::default(),
         };
         // A refusal of the derived memory waits until every field is known to be valid: only a
         // well-formed setup is "refused by vLLM".

@@ -131,6 +131,8 @@ fn class(name: &str, rows: &[&TraceRow], max_tokens: u32) -> ClassDto {
         max_tokens,
         n: n[n.len() / 2].max(1),
         shared_prefix_tokens: 0,
+        #[cfg(feature = "panels")]
+        tenants: 1,
     }
 }
 

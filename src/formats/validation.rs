@@ -412,6 +412,7 @@ pub fn published_cases(run: &PublishedRun) -> Result<Vec<ValidationCase>, Skippe
                     max_tokens: output.round() as u32,
                     n: 1,
                     shared_prefix_tokens: 0,
+                    tenants: 1,
                 }],
             };
             config.validate().map_err(|e| skip(format!("{}: {e}", config.id)))?;

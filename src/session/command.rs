@@ -152,6 +152,12 @@ fn preset_needs_panels(preset: &Value) -> bool {
     preset.pointer("/workload/arrival/kind").and_then(Value::as_str) == Some("trace")
         || preset.get("model").is_some_and(model_needs_panels)
         || preset.get("kv_offload").is_some_and(|tier| !tier.is_null())
+        || preset.get("replicas").is_some()
+        || preset.get("router").is_some()
+        || preset
+            .pointer("/workload/classes")
+            .and_then(Value::as_array)
+            .is_some_and(|cs| cs.iter().any(|c| c.get("tenants").is_some()))
 }
 
 /// A preset's `model`, other than one of the lab's own five models (ids or figures).
@@ -260,9 +266,13 @@ impl Command {
                 state.get("mission").is_some_and(|m| !m.is_null())
                     || state.get("preset").is_some_and(preset_needs_panels)
             }
-            // The host tier's size: only the full lab has a tier to size.
+            // The host tier's size, a fleet, a class's tenants: only the full lab reads them.
             Set { path, value } => {
-                (path == "model" && model_needs_panels(value)) || path == super::control_edit::KV_OFFLOAD_GIB_PATH
+                (path == "model" && model_needs_panels(value))
+                    || path == super::control_edit::KV_OFFLOAD_GIB_PATH
+                    || path == "replicas"
+                    || path.starts_with("router")
+                    || path.ends_with(".tenants")
             }
             _ => false,
         }

@@ -17,6 +17,7 @@ pub fn request(id: u32, arrival_us: u64, prompt: u32, output: u32) -> kvlab::eng
         output_tokens: vec![output],
         max_tokens: output,
         shared_prefix_tokens: 0,
+        tenant: 0,
         prompt_blocks: None,
     }
 }

@@ -92,6 +92,31 @@ impl GapHistogram {
         self.sum_us += u128::from(us) * u128::from(times);
     }
 
+    /// Counts every gap of `other` too (a fleet's replicas, as one histogram).
+    pub fn merge(&mut self, other: &GapHistogram) {
+        if other.count == 0 {
+            return;
+        }
+        if self.exact.len() < other.exact.len() {
+            self.exact.resize_with(other.exact.len(), || None);
+        }
+        for (mine, theirs) in self.exact.iter_mut().zip(&other.exact) {
+            let Some(theirs) = theirs else { continue };
+            let mine = mine.get_or_insert_with(|| Box::new([0; EXACT_CHUNK]));
+            for (m, &t) in mine.iter_mut().zip(theirs.iter()) {
+                self.exact_buckets += usize::from(*m == 0 && t > 0);
+                *m += t;
+            }
+        }
+        for (&b, &n) in &other.rounded {
+            *self.rounded.entry(b).or_insert(0) += n;
+        }
+        self.min_us = if self.count == 0 { other.min_us } else { self.min_us.min(other.min_us) };
+        self.max_us = self.max_us.max(other.max_us);
+        self.count += other.count;
+        self.sum_us += other.sum_us;
+    }
+
     /// Every bucket in use with its count, lowest first.
     #[cfg(test)]
     fn buckets_in_order(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
@@ -256,6 +281,24 @@ mod tests {
             assert!(s.p50 <= s.p90 && s.p90 <= s.p95 && s.p95 <= s.p99, "{s:?}");
             assert!(s.mean >= lo - 0.005 && s.mean <= hi + 0.005, "{s:?} outside [{lo}, {hi}]");
         }
+    }
+
+    #[test]
+    fn two_merged_histograms_read_as_one_of_every_gap() {
+        let gaps = [3u64, 900, 1_500, 20_000, 20_001, 1_000_000, 7];
+        let (mut a, mut b, mut all) = (GapHistogram::default(), GapHistogram::default(), GapHistogram::default());
+        for (i, &g) in gaps.iter().enumerate() {
+            if i % 2 == 0 {
+                a.add(g, 2)
+            } else {
+                b.add(g, 2)
+            }
+            all.add(g, 2);
+        }
+        a.merge(&b);
+        assert_eq!(a, all);
+        a.merge(&GapHistogram::default());
+        assert_eq!(a, all);
     }
 
     #[test]

@@ -9,14 +9,37 @@ use crate::engine::config::AllocatorConfig;
 use crate::engine::kv_spec::KvLayout;
 use crate::engine::memory_budget::MemoryBudget;
 use crate::engine::metrics::{
-    percentile_of_sorted, round_to, sorted, GpuMemoryReport, KvSummary, LatencyMs, Report, RequestCounts, Summary,
-    Throughput,
+    percentile_of_sorted, round_to, sorted, GapHistogram, GpuMemoryReport, Integrals, KvSummary, LatencyMs, Report,
+    RequestCounts, Summary, Throughput,
 };
 use crate::engine::model::GIB;
 use crate::engine::plan::{group_thousands, startup_line};
 use crate::engine::request::GroupStatus;
 
+/// What a fleet merges from each replica: every latency sample, the time integrals and the
+/// last finish.
+pub struct RunSamples<'a> {
+    pub ttft_us: &'a [f64],
+    pub tpot_us: &'a [f64],
+    pub e2e_us: &'a [f64],
+    pub itl: &'a GapHistogram,
+    pub integrals: &'a Integrals,
+    pub last_finish_us: u64,
+}
+
 impl Simulation {
+    /// Every latency sample and integral behind the report (a fleet sums its replicas' up).
+    pub fn samples(&self) -> RunSamples<'_> {
+        RunSamples {
+            ttft_us: &self.ttft_us,
+            tpot_us: &self.tpot_us,
+            e2e_us: &self.e2e_us,
+            itl: &self.itl,
+            integrals: &self.integrals,
+            last_finish_us: self.last_finish_us,
+        }
+    }
+
     /// Why the head of the waiting queue was not admitted in the last step (None: it was, or
     /// nothing waited).
     pub fn head_of_line(&self) -> Option<crate::engine::scheduler::HolReason> {
@@ -146,6 +169,8 @@ impl Simulation {
             rejections: self.rejections.clone(),
             #[cfg(feature = "kv-offload")]
             offload: self.offload_report(),
+            #[cfg(feature = "fleet")]
+            fleet: None,
         }
     }
 

@@ -1,0 +1,203 @@
+//! The router: which replica each request goes to, chosen at its arrival from what the policy's
+//! source reads there (docs/ROUTING.md).
+//!
+//! - `round_robin`: the next replica in turn.
+//! - `random`: llm-d's `random-picker`, one replica drawn uniformly.
+//! - `least_loaded`: llm-d's load-aware profile, the queue scorer (waiting requests, min–max over
+//!   the replicas: `(max − q) / (max − min)`, 1 where all are equal) and the KV-cache
+//!   utilisation scorer (`1 − usage`), weighted and summed; the highest score wins.
+//! - `prefix_aware`: llm-d's default profile, those two and the prefix-cache scorer: the share of
+//!   the prompt's 16-token blocks a replica holds, from the router's approximate index
+//!   (`prefix_index.rs`) or, `precise`, from each replica's prefix cache (the blocks it would hit
+//!   now, min–max over the replicas that hold any).
+//! - `kv_aware`: NVIDIA Dynamo's KV router: the lowest `overlap_weight × prefill blocks + decode
+//!   blocks`, where prefill blocks are the tokens the replica has still to prefill (this
+//!   request's uncached ones and those of the requests routed there without a first token yet)
+//!   over the block size, and decode blocks this request's uncached blocks plus the blocks the
+//!   replica holds for its requests.
+//!
+//! llm-d's picker shuffles the replicas before taking the best score, so ties go to one drawn
+//! uniformly; Dynamo draws among its tied lowest costs too. The draws come from the router's own
+//! ChaCha8 stream, seeded by the preset: one seed, one routing.
+
+use super::config::{PrefixIndex, RouterConfig, RouterPolicy};
+use super::prefix_index::{prompt_hashes, router_identity, ApproximatePrefixIndex};
+use crate::engine::alloc::splitmix64;
+use crate::engine::request::GroupStatus;
+use crate::engine::sim::Simulation;
+use crate::engine::workload::{RequestSpec, WorkloadRng};
+
+/// The router's state: its turn, its random stream, its prefix index and, for `kv_aware`, the
+/// prefills it sent each replica that have not started.
+#[derive(Clone, Debug)]
+pub struct Router {
+    config: RouterConfig,
+    turn: u32,
+    rng: WorkloadRng,
+    index: Option<ApproximatePrefixIndex>,
+    /// Per replica: (its id there, tokens it had to prefill when routed) of each request routed
+    /// there with no first token yet (Dynamo's active prefill tokens).
+    prefilling: Vec<Vec<(u32, u32)>>,
+}
+
+/// Where the router sent a request: the replica and the request's id there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Route {
+    pub replica: u32,
+    pub local: u32,
+}
+
+/// Why a request went where it went: the scores the policy compared.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Choice {
+    pub replica: u32,
+    /// Per replica, the policy's figure (a score, highest wins; Dynamo's cost, lowest wins);
+    /// empty where the policy compares none.
+    pub scores: Vec<f64>,
+}
+
+impl Router {
+    pub fn new(config: RouterConfig, replicas: u32, seed: u64) -> Router {
+        let approximate = config.policy == RouterPolicy::PrefixAware && config.prefix_index == PrefixIndex::Approximate;
+        Router {
+            config,
+            turn: 0,
+            rng: WorkloadRng::new(splitmix64(seed ^ 0x726f_7574_6572)),
+            index: approximate.then(|| ApproximatePrefixIndex::new(replicas)),
+            prefilling: vec![Vec::new(); replicas as usize],
+        }
+    }
+
+    pub fn config(&self) -> &RouterConfig {
+        &self.config
+    }
+
+    /// The replica request `request` (the fleet's id) goes to. The replicas have run to its
+    /// arrival where the policy reads them (`RouterPolicy::reads_replicas`).
+    pub fn route(&mut self, spec: &RequestSpec, request: u32, replicas: &[Simulation]) -> Choice {
+        let n = replicas.len() as u32;
+        match self.config.policy {
+            RouterPolicy::RoundRobin => {
+                let replica = self.turn % n;
+                self.turn = (self.turn + 1) % n;
+                Choice { replica, scores: Vec::new() }
+            }
+            RouterPolicy::Random => Choice { replica: self.draw(n), scores: Vec::new() },
+            RouterPolicy::LeastLoaded => self.best(load_scores(&self.config, replicas), true),
+            RouterPolicy::PrefixAware => {
+                let hashes = self.index.as_ref().map(|_| prompt_hashes(spec, request));
+                let prefix = match (&self.index, &hashes) {
+                    (Some(ix), Some(h)) if !h.is_empty() => {
+                        ix.matches(h).into_iter().map(|c| f64::from(c) / h.len() as f64).collect()
+                    }
+                    (Some(_), _) => vec![0.0; replicas.len()],
+                    (None, _) => precise_prefix_scores(spec, replicas),
+                };
+                let w = self.config.weights.prefix;
+                let scores = load_scores(&self.config, replicas).iter().zip(prefix).map(|(l, p)| l + w * p).collect();
+                let choice = self.best(scores, true);
+                if let (Some(ix), Some(h)) = (&mut self.index, &hashes) {
+                    ix.insert(choice.replica, h);
+                }
+                choice
+            }
+            RouterPolicy::KvAware => {
+                let costs = self.kv_costs(spec, replicas);
+                self.best(costs, false)
+            }
+        }
+    }
+
+    /// The router handed the request to `replica`, where its id is `local`.
+    pub fn routed(&mut self, spec: &RequestSpec, replica: u32, local: u32, replicas: &[Simulation]) {
+        if self.config.policy == RouterPolicy::KvAware {
+            let cached = cached_tokens(spec, &replicas[replica as usize]);
+            self.prefilling[replica as usize].push((local, spec.prompt_tokens.saturating_sub(cached)));
+        }
+    }
+
+    /// Dynamo's cost of each replica.
+    fn kv_costs(&mut self, spec: &RequestSpec, replicas: &[Simulation]) -> Vec<f64> {
+        let w = self.config.overlap_weight;
+        replicas
+            .iter()
+            .zip(&mut self.prefilling)
+            .map(|(sim, pending)| {
+                // A request leaves the active prefills with its first token (or when refused).
+                pending.retain(|&(local, _)| {
+                    sim.groups().get(local as usize).is_none_or(|g| {
+                        g.first_token_us.is_none() && !matches!(g.status, GroupStatus::Rejected | GroupStatus::Finished)
+                    })
+                });
+                let bs = sim.kv().block_tokens().max(1) as f64;
+                let cached = f64::from(cached_tokens(spec, sim));
+                let new_tokens = (f64::from(spec.prompt_tokens) - cached).max(0.0);
+                let active: u64 = pending.iter().map(|&(_, t)| u64::from(t)).sum();
+                let prefill_blocks = (new_tokens + active as f64) / bs;
+                let request_blocks = (f64::from(spec.prompt_tokens) / bs).ceil() - (cached / bs).floor();
+                let decode_blocks = request_blocks.max(0.0) + sim.kv().allocated_tokens() as f64 / bs;
+                w * prefill_blocks + decode_blocks
+            })
+            .collect()
+    }
+
+    /// The approximate index's LRUs and holders agree.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        self.index.as_ref().map_or(Ok(()), ApproximatePrefixIndex::check_invariants)
+    }
+
+    /// The best figure's replica (highest or lowest), ties drawn uniformly.
+    fn best(&mut self, scores: Vec<f64>, highest: bool) -> Choice {
+        let better = |a: f64, b: f64| if highest { a > b } else { a < b };
+        let mut top = scores[0];
+        for &s in &scores[1..] {
+            if better(s, top) {
+                top = s;
+            }
+        }
+        let tied: Vec<u32> = (0..scores.len() as u32).filter(|&r| scores[r as usize] == top).collect();
+        let replica = if tied.len() == 1 { tied[0] } else { tied[self.draw(tied.len() as u32) as usize] };
+        Choice { replica, scores }
+    }
+
+    fn draw(&mut self, n: u32) -> u32 {
+        ((self.rng.uniform() * f64::from(n)) as u32).min(n - 1)
+    }
+}
+
+/// llm-d's queue and KV-utilisation scorers, weighted and summed, per replica.
+fn load_scores(config: &RouterConfig, replicas: &[Simulation]) -> Vec<f64> {
+    let queues: Vec<usize> = replicas.iter().map(|s| s.scheduler().num_waiting()).collect();
+    let (lo, hi) = (queues.iter().copied().min().unwrap_or(0), queues.iter().copied().max().unwrap_or(0));
+    replicas
+        .iter()
+        .zip(&queues)
+        .map(|(sim, &q)| {
+            let queue = if hi == lo { 1.0 } else { (hi - q) as f64 / (hi - lo) as f64 };
+            let capacity = sim.kv().capacity_tokens().max(1) as f64;
+            let kv = 1.0 - sim.kv().allocated_tokens() as f64 / capacity;
+            config.weights.queue * queue + config.weights.kv_cache * kv
+        })
+        .collect()
+}
+
+/// llm-d's precise prefix scorer: the blocks each replica would hit now, min–max over the
+/// replicas that hold any (1 where those are equal), 0 elsewhere.
+fn precise_prefix_scores(spec: &RequestSpec, replicas: &[Simulation]) -> Vec<f64> {
+    let hits: Vec<u32> = replicas.iter().map(|sim| cached_tokens(spec, sim)).collect();
+    let held = hits.iter().copied().filter(|&h| h > 0);
+    let (lo, hi) = (held.clone().min().unwrap_or(0), held.max().unwrap_or(0));
+    hits.iter()
+        .map(|&h| match h {
+            0 => 0.0,
+            _ if hi == lo => 1.0,
+            _ => f64::from(h - lo) / f64::from(hi - lo),
+        })
+        .collect()
+}
+
+/// The prompt tokens `sim`'s GPU prefix cache would give the request now.
+fn cached_tokens(spec: &RequestSpec, sim: &Simulation) -> u32 {
+    let identity = router_identity(spec, sim.requests().len() as u32);
+    sim.kv().computed_blocks(&identity, spec.prompt_tokens).num_tokens
+}
