@@ -5,7 +5,7 @@
 mod common;
 
 use common::{repo_path, request};
-use kvlab::engine::fleet::{Fleet, PrefixIndex, RouterPolicy};
+use kvlab::engine::fleet::{Fleet, PrefixIndex, RouterPolicy, ScorerWeights};
 use kvlab::engine::{Report, SimConfig, Simulation};
 use kvlab::formats::preset::parse_preset;
 use kvlab::formats::report::report_json;
@@ -172,4 +172,26 @@ fn a_request_routed_to_an_idle_replica_waits_for_nothing() {
     sim.feed(request(0, 1_000_000, 500, 20));
     sim.close_feed();
     assert_eq!(report_json(&sim.run_to_end()), report_json(&single));
+}
+
+#[test]
+fn llm_d_kv_cache_wins_keeps_its_ordering() {
+    // docs/ROUTING.md: llm-d's precise, approximate, load-only and random schedulers.
+    let text = std::fs::read_to_string(repo_path("docs/examples/llm-d-kv-cache-wins.json")).unwrap();
+    let precise = parse_preset(&text).unwrap();
+    assert_eq!((precise.router.policy, precise.router.prefix_index), (RouterPolicy::PrefixAware, PrefixIndex::Precise));
+    let mut approximate = precise.clone();
+    approximate.router.prefix_index = PrefixIndex::Approximate;
+    approximate.router.weights = ScorerWeights { queue: 1.0, kv_cache: 1.0, prefix: 1.0 };
+    let mut load = precise.clone();
+    load.router.policy = RouterPolicy::LeastLoaded;
+    load.router.weights = ScorerWeights { queue: 1.0, kv_cache: 1.0, prefix: 0.0 };
+    let mut random = precise.clone();
+    random.router.policy = RouterPolicy::Random;
+    let [p, a, l, r] = [precise, approximate, load, random].map(|c| Fleet::new(c).unwrap().run_to_end());
+    let p90 = |x: &Report| x.latency_ms.ttft_p90;
+    assert!(p90(&p) < p90(&a) && p90(&a) < p90(&l), "{} {} {}", p90(&p), p90(&a), p90(&l));
+    assert!((p90(&r) / p90(&l) - 1.0).abs() < 0.25, "random {} against load only {}", p90(&r), p90(&l));
+    assert!(p.prefix_cache_hit_rate > 0.8 && p.prefix_cache_hit_rate <= 6000.0 / 7200.0);
+    assert!(a.prefix_cache_hit_rate > 0.65 && l.prefix_cache_hit_rate < 0.3 && r.prefix_cache_hit_rate < 0.3);
 }

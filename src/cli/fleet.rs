@@ -1,27 +1,74 @@
-//! `kvlab run`'s fleet: `--replicas` and `--router` over the preset's, the fleet's run, and the
+//! `kvlab run`'s and `kvlab sweep`'s fleet: `--replicas`, `--router` and the router's figures over the preset's, the fleet's run, and the
 //! summary's lines on the router and each replica (docs/ROUTING.md).
 
-use crate::engine::fleet::{Fleet, RouterPolicy};
+use clap::Args;
+
+use crate::engine::fleet::{Fleet, PrefixIndex, RouterPolicy, ScorerWeights};
 use crate::engine::metrics::FleetReport;
 use crate::engine::{ConfigError, Report, SimConfig, Simulation, StepPoint};
 
-/// `--replicas` and `--router` in place of the preset's `replicas` and `router.policy`, checked
-/// as the preset's would be; an error names the flag.
-pub fn set_fleet(config: &mut SimConfig, replicas: Option<u32>, router: Option<&str>) -> Result<(), String> {
-    if let Some(name) = router {
-        config.router.policy = RouterPolicy::from_name(name).ok_or_else(|| {
-            let names: Vec<&str> = RouterPolicy::ALL.iter().map(|p| p.name()).collect();
-            format!("--router {name}: not a policy; use one of {}", names.join(", "))
-        })?;
+/// The fleet's flags, over the preset's `replicas` and `router` (docs/ROUTING.md).
+#[derive(Args, Debug, Default)]
+pub struct FleetFlags {
+    /// Copies of the setup behind a router (the preset's `replicas`).
+    #[arg(long, value_name = "N")]
+    pub replicas: Option<u32>,
+    /// The router's policy (the preset's `router.policy`): round_robin, random, least_loaded,
+    /// prefix_aware or kv_aware.
+    #[arg(long, value_name = "POLICY")]
+    pub router: Option<String>,
+    /// llm-d's scorer weights, queue,kv_cache,prefix (the preset's `router.weights`; 2,2,3).
+    #[arg(long, value_name = "Q,K,P")]
+    pub router_weights: Option<String>,
+    /// prefix_aware's index: approximate (what the router sent where) or precise (the replicas'
+    /// caches).
+    #[arg(long, value_name = "INDEX")]
+    pub prefix_index: Option<String>,
+}
+
+impl FleetFlags {
+    /// The flags in place of the preset's fields, checked as the preset's would be; an error
+    /// names the flag.
+    pub fn apply(&self, config: &mut SimConfig) -> Result<(), String> {
+        if let Some(name) = &self.router {
+            config.router.policy = RouterPolicy::from_name(name).ok_or_else(|| {
+                let names: Vec<&str> = RouterPolicy::ALL.iter().map(|p| p.name()).collect();
+                format!("--router {name}: not a policy; use one of {}", names.join(", "))
+            })?;
+        }
+        if let Some(name) = &self.prefix_index {
+            config.router.prefix_index = PrefixIndex::from_name(name)
+                .ok_or_else(|| format!("--prefix-index {name}: use approximate or precise"))?;
+        }
+        if let Some(text) = &self.router_weights {
+            let w: Vec<f64> =
+                text.split(',').map(|x| x.trim().parse::<f64>()).collect::<Result<_, _>>().map_err(|_| {
+                    format!("--router-weights {text}: three numbers, queue,kv_cache,prefix (llm-d's are 2,2,3)")
+                })?;
+            let [queue, kv_cache, prefix] = w[..] else {
+                return Err(format!(
+                    "--router-weights {text}: three numbers, queue,kv_cache,prefix (llm-d's are 2,2,3)"
+                ));
+            };
+            config.router.weights = ScorerWeights { queue, kv_cache, prefix };
+        }
+        if let Some(n) = self.replicas {
+            config.replicas = n;
+        }
+        config.validate_fields().map_err(|e| {
+            let flag = match e.field.as_str() {
+                "replicas" => self.replicas.map(|n| format!("--replicas {n}")),
+                f if f.starts_with("router.weights") => {
+                    self.router_weights.as_ref().map(|w| format!("--router-weights {w}"))
+                }
+                _ => None,
+            };
+            match flag {
+                Some(flag) => format!("{flag}: {}", e.message),
+                None => e.to_string(),
+            }
+        })
     }
-    if let Some(n) = replicas {
-        config.replicas = n;
-        config.validate_fields().map_err(|e| match e.field.as_str() {
-            "replicas" => format!("--replicas {n}: {}", e.message),
-            _ => e.to_string(),
-        })?;
-    }
-    Ok(())
 }
 
 /// Each replica's series, named.

@@ -46,13 +46,8 @@ pub struct RunArgs {
     /// (the preset's `kv_offload`; 0: none; docs/OFFLOAD.md).
     #[arg(long, value_name = "GIB", allow_negative_numbers = true)]
     pub kv_offload_gib: Option<f64>,
-    /// Copies of the setup behind a router (the preset's `replicas`; docs/ROUTING.md).
-    #[arg(long, value_name = "N")]
-    pub replicas: Option<u32>,
-    /// The router's policy (the preset's `router.policy`): round_robin, random, least_loaded,
-    /// prefix_aware or kv_aware.
-    #[arg(long, value_name = "POLICY")]
-    pub router: Option<String>,
+    #[command(flatten)]
+    pub fleet: super::fleet::FleetFlags,
 }
 
 /// `--kv-offload-gib`: a host tier of `gib` GiB (0: none) in place of the preset's `kv_offload`,
@@ -135,7 +130,7 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
     if let Some(gib) = args.kv_offload_gib {
         set_kv_offload(&mut config, gib)?;
     }
-    super::fleet::set_fleet(&mut config, args.replicas, args.router.as_deref())?;
+    args.fleet.apply(&mut config)?;
     if let Some(path) = &args.calibration {
         let text = read(path)?;
         let c =
