@@ -166,7 +166,7 @@ fn a_request_routed_to_an_idle_replica_waits_for_nothing() {
     let replica = SimConfig { replicas: 1, ..config.clone() };
     let mut alone = Simulation::with_requests(replica.clone(), vec![request(0, 1_000_000, 500, 20)], replica.clock());
     let single = alone.run_to_end();
-    let mut sim = Simulation::replica(replica.clone(), replica.clock());
+    let mut sim = Simulation::replica(replica.clone(), replica.clock(), 1 << 18);
     sim.run_until(900_000);
     assert_eq!(sim.now_us(), 0, "a replica fed nothing idles nowhere");
     sim.feed(request(0, 1_000_000, 500, 20));

@@ -274,10 +274,12 @@ impl Simulation {
     }
 
     /// A replica behind a router: no requests yet, each given by [`Simulation::feed`] as it is
-    /// routed. The configuration must already be valid.
-    pub fn replica(config: SimConfig, clock: StepClock) -> Simulation {
+    /// routed; its series keeps at most `series_points` points (a fleet shares one series'
+    /// budget among its replicas). The configuration must already be valid.
+    pub fn replica(config: SimConfig, clock: StepClock, series_points: usize) -> Simulation {
         let mut sim = Simulation::with_requests(config, Vec::new(), clock);
         sim.feed_until_us = 0;
+        sim.series = Series::with_budget(series_points);
         sim
     }
 

@@ -14,7 +14,7 @@ pub use block::{BlockEntry, KvCacheBlock};
 pub use block_pool::BlockPool;
 pub use contiguous::{ContiguousAllocator, Fit, Slab};
 pub use free_queue::FreeBlockQueue;
-pub use ids::{splitmix64, PromptBlocks, RequestId, SeqId, TokenIdentity};
+pub use ids::{is_shared_content, splitmix64, PromptBlocks, RequestId, SeqId, TokenIdentity};
 pub use paged::{
     BlockTable, ComputedBlocks, KvCacheGroups, PagedAdmit, PagedAllocator, PrefixStats, Shortfall, SingleTypeManager,
     SwappedKv, NULL_BLOCK,

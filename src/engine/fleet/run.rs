@@ -4,9 +4,12 @@ use std::sync::Arc;
 
 use super::router::{Route, Router};
 use crate::engine::config::{ConfigError, SimConfig};
-use crate::engine::metrics::Report;
+use crate::engine::metrics::{Report, SERIES_POINT_BUDGET};
 use crate::engine::sim::Simulation;
 use crate::engine::workload::{generate, RequestSpec};
+
+/// The fewest points a replica's series keeps, however many replicas share the budget.
+const MIN_REPLICA_SERIES_POINTS: usize = 4096;
 
 /// A fleet's run.
 #[derive(Clone, Debug)]
@@ -28,7 +31,10 @@ impl Fleet {
         let replica = SimConfig { replicas: 1, ..config.clone() };
         let clock = replica.clock();
         let requests = generate(&config.workload, config.duration_us(), config.seed, config.scheduler.max_model_len);
-        let replicas = (0..config.replicas).map(|_| Simulation::replica(replica.clone(), clock.clone())).collect();
+        // The replicas share one run's series budget, so a fleet's memory is bounded as a run's.
+        let points = (SERIES_POINT_BUDGET / config.replicas as usize).max(MIN_REPLICA_SERIES_POINTS);
+        let replicas =
+            (0..config.replicas).map(|_| Simulation::replica(replica.clone(), clock.clone(), points)).collect();
         Ok(Fleet {
             router: Router::new(config.router, config.replicas, config.seed),
             routes: Vec::with_capacity(requests.len()),
