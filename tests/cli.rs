@@ -348,3 +348,32 @@ fn kv_offload_gib_adds_a_host_tier_to_run_plan_and_sweep_and_bad_sizes_name_the_
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(stdout(&o).lines().filter(|l| l.contains(",paged,")).count(), 2, "{}", stdout(&o));
 }
+
+#[test]
+fn a_fleet_runs_from_the_command_line_and_its_flags_name_themselves() {
+    let preset = repo_path("docs/examples/fleet-prefix.json");
+    let preset = preset.to_str().unwrap();
+    let o = kvlab(&["run", preset, "--router", "round_robin"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(text.contains("fleet: 4 replicas behind round_robin"), "{text}");
+    assert_eq!(text.lines().filter(|l| l.starts_with("  replica ")).count(), 4, "{text}");
+    let o = kvlab(&["run", preset, "--replicas", "2", "--router", "kv_aware", "--json"]);
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).expect("report JSON");
+    assert_eq!(report["fleet"]["replicas"], 2);
+    assert_eq!(report["fleet"]["policy"], "kv_aware");
+    let o = kvlab(&["run", preset, "--replicas", "1", "--json"]);
+    assert!(!stdout(&o).contains("\"fleet\""), "one replica has no fleet object");
+    assert_fails_naming(&kvlab(&["run", preset, "--replicas", "99"]), "--replicas 99");
+    assert_fails_naming(&kvlab(&["run", preset, "--router", "fastest"]), "--router fastest");
+    assert_fails_naming(&kvlab(&["run", preset, "--router-weights", "1,2"]), "--router-weights 1,2");
+    assert_fails_naming(&kvlab(&["run", preset, "--prefix-index", "exact"]), "--prefix-index exact");
+    assert_fails_naming(
+        &kvlab(&["sweep", preset, "--min-replicas-for-ttft-p95-ms", "500", "--replicas-range", "4:2"]),
+        "--replicas-range 4:2",
+    );
+    let o = kvlab(&["sweep", preset, "--min-replicas-for-ttft-p95-ms", "500", "--replicas-range", "1:8", "--json"]);
+    let found: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{}", stderr(&o)));
+    assert_eq!(found["replicas"], 3);
+    assert_eq!(found["misses_at_replicas"], 2);
+}

@@ -195,3 +195,23 @@ fn llm_d_kv_cache_wins_keeps_its_ordering() {
     assert!(p.prefix_cache_hit_rate > 0.8 && p.prefix_cache_hit_rate <= 6000.0 / 7200.0);
     assert!(a.prefix_cache_hit_rate > 0.65 && l.prefix_cache_hit_rate < 0.3 && r.prefix_cache_hit_rate < 0.3);
 }
+
+#[test]
+fn prefix_routing_meets_a_ttft_target_with_fewer_replicas_than_round_robin() {
+    // docs/ROUTING.md: `kvlab sweep --min-replicas-for-ttft-p95-ms 500`, the KV search's
+    // steady-state rule (every replica's queue steady over three times the duration).
+    use kvlab::engine::sweep::{run_against_ttft_p95, smallest_meeting};
+    let fewest = |policy| {
+        let config_at = |i: usize| Ok(SimConfig { replicas: i as u32 + 1, ..with_policy(policy) });
+        let judge = |c: &SimConfig| {
+            let (run, miss) = run_against_ttft_p95(c, 500.0);
+            (run, miss.is_none())
+        };
+        smallest_meeting(8, config_at, judge).map(|f| f.index + 1).unwrap_or_else(|_| panic!("{}", policy.name()))
+    };
+    assert_eq!(fewest(RouterPolicy::RoundRobin), 4);
+    assert_eq!(fewest(RouterPolicy::PrefixAware), 3);
+    // Below the answer a replica's queue grows, and the verdict says which.
+    let (_, miss) = run_against_ttft_p95(&SimConfig { replicas: 2, ..with_policy(RouterPolicy::PrefixAware) }, 500.0);
+    assert!(miss.is_some_and(|m| m.contains("TTFT p95") || m.contains("replica")));
+}

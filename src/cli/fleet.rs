@@ -1,11 +1,16 @@
 //! `kvlab run`'s and `kvlab sweep`'s fleet: `--replicas`, `--router` and the router's figures over the preset's, the fleet's run, and the
 //! summary's lines on the router and each replica (docs/ROUTING.md).
 
-use clap::Args;
+use std::path::Path;
 
-use crate::engine::fleet::{Fleet, PrefixIndex, RouterPolicy, ScorerWeights};
+use clap::Args;
+use serde_json::{json, Value};
+
+use crate::engine::fleet::{Fleet, PrefixIndex, RouterPolicy, ScorerWeights, MAX_REPLICAS};
 use crate::engine::metrics::FleetReport;
+use crate::engine::sweep::{check_horizon_s, run_against_ttft_p95, smallest_meeting, NotFound};
 use crate::engine::{ConfigError, Report, SimConfig, Simulation, StepPoint};
+use crate::formats::sweep::config_of;
 
 /// The fleet's flags, over the preset's `replicas` and `router` (docs/ROUTING.md).
 #[derive(Args, Debug, Default)]
@@ -110,4 +115,76 @@ pub fn fleet_lines(f: &FleetReport) -> String {
         );
     }
     s
+}
+
+/// `kvlab sweep --min-replicas-for-ttft-p95-ms`: the fewest replicas in `range` (`LO:HI`) whose
+/// fleet meets the target over the steady-state horizon (`engine::sweep::run_against_ttft_p95`),
+/// by bisection, as the smallest-KV search finds its memory.
+pub fn min_replicas(path: &Path, preset: &Value, target: f64, range: &str, json: bool) -> Result<(), String> {
+    if !(target.is_finite() && target > 0.0) {
+        return Err(format!("--min-replicas-for-ttft-p95-ms: {target} is not a time; give milliseconds above 0"));
+    }
+    let bad_range = || format!("--replicas-range {range}: give LO:HI, whole numbers from 1 to {MAX_REPLICAS}, LO ≤ HI");
+    let (lo, hi) = range.split_once(':').ok_or_else(bad_range)?;
+    let (lo, hi) =
+        (lo.trim().parse::<u32>().map_err(|_| bad_range())?, hi.trim().parse::<u32>().map_err(|_| bad_range())?);
+    if lo == 0 || hi > MAX_REPLICAS || lo > hi {
+        return Err(bad_range());
+    }
+    let with_replicas = |n: u32| {
+        let mut p = preset.clone();
+        p["replicas"] = json!(n);
+        config_of(&p)
+    };
+    let counts: Vec<u32> = (lo..=hi).collect();
+    let judge = |c: &SimConfig| {
+        let (run, miss) = run_against_ttft_p95(c, target);
+        (run, miss.is_none())
+    };
+    let why_at = |n: u32| match with_replicas(n) {
+        Ok(c) => run_against_ttft_p95(&c, target).1.unwrap_or_default(),
+        Err(e) => e.to_string(),
+    };
+    let found = match smallest_meeting(counts.len(), |i| with_replicas(counts[i]), judge) {
+        Ok(f) => f,
+        Err(NotFound::Config(e)) => return Err(format!("{}: {e}", path.display())),
+        Err(NotFound::LastMisses(_)) => {
+            return Err(format!(
+                "--min-replicas-for-ttft-p95-ms: even {hi} replicas miss {target} ms ({}); raise --replicas-range's HI or the target, or route otherwise",
+                why_at(hi)
+            ))
+        }
+    };
+    let n = counts[found.index];
+    let below = found.index.checked_sub(1).map(|i| counts[i]);
+    let config = with_replicas(n).map_err(|e| format!("{}: {e}", path.display()))?;
+    let checked_over_s = check_horizon_s(&config);
+    if json {
+        let v = json!({
+            "target_ttft_p95_ms": target,
+            "policy": config.router.policy.name(),
+            "replicas": n,
+            "ttft_p95_ms": found.report.latency_ms.ttft_p95,
+            "misses_at_replicas": below,
+            "misses_because": below.map(why_at),
+            "runs": found.probes.len(),
+            "checked_over_s": checked_over_s,
+            "range": { "lo": lo, "hi": hi },
+        });
+        println!("{}", serde_json::to_string_pretty(&v).expect("JSON of plain values"));
+        return Ok(());
+    }
+    println!(
+        "fewest replicas with TTFT p95 ≤ {target} ms behind {}: {n} (TTFT p95 {} ms over {} s of traffic, every replica's queue steady)",
+        config.router.policy.name(),
+        found.report.latency_ms.ttft_p95,
+        crate::engine::numbers::show_number(checked_over_s)
+    );
+    match below {
+        Some(b) => {
+            println!("  {b} replicas miss it ({}); {} runs, bisection over {lo}…{hi}", why_at(b), found.probes.len())
+        }
+        None => println!("  the bottom of the range already meets it; lower --replicas-range's LO to look further"),
+    }
+    Ok(())
 }

@@ -23,10 +23,10 @@ pub struct SweepArgs {
     pub preset: PathBuf,
     /// The preset path to sweep: scheduler.max_num_seqs, allocator.block_size, kv_memory_gib,
     /// workload.arrival.rate_per_s, scheduler.max_num_batched_tokens, …
-    #[arg(long, value_name = "PATH", required_unless_present = "min_kv_for_ttft_p95_ms")]
+    #[arg(long, value_name = "PATH", required_unless_present_any = ["min_kv_for_ttft_p95_ms", "min_replicas_for_ttft_p95_ms"])]
     pub knob: Option<String>,
     /// The values to try, comma-separated (at most 32).
-    #[arg(long, value_name = "A,B,C", conflicts_with = "range", required_unless_present_any = ["range", "min_kv_for_ttft_p95_ms"])]
+    #[arg(long, value_name = "A,B,C", conflicts_with = "range", required_unless_present_any = ["range", "min_kv_for_ttft_p95_ms", "min_replicas_for_ttft_p95_ms"])]
     pub values: Option<String>,
     /// N evenly spaced values from LO to HI (at most 32).
     #[arg(long, value_name = "LO:HI:N")]
@@ -41,6 +41,13 @@ pub struct SweepArgs {
     /// many milliseconds (bisection; the preset's own allocator).
     #[arg(long, value_name = "MS", conflicts_with_all = ["knob", "values", "range", "csv"])]
     pub min_kv_for_ttft_p95_ms: Option<f64>,
+    /// Instead of a sweep: the fewest replicas behind the preset's router whose fleet has TTFT p95
+    /// at or below this many milliseconds, with the KV search's steady-state rule (docs/ROUTING.md).
+    #[arg(long, value_name = "MS", conflicts_with_all = ["knob", "values", "range", "csv", "min_kv_for_ttft_p95_ms"])]
+    pub min_replicas_for_ttft_p95_ms: Option<f64>,
+    /// The replica counts that search looks in.
+    #[arg(long, value_name = "LO:HI", default_value = "1:64", requires = "min_replicas_for_ttft_p95_ms")]
+    pub replicas_range: String,
     /// The KV memory the search looks in, GiB (default: one step up to the most KV the GPUs hold beside the weights).
     #[arg(long, value_name = "LO:HI", requires = "min_kv_for_ttft_p95_ms")]
     pub kv_range: Option<String>,
@@ -81,6 +88,9 @@ pub fn sweep(args: &SweepArgs) -> Result<(), String> {
     }
     if let Some(target) = args.min_kv_for_ttft_p95_ms {
         return min_kv(args, &preset, target);
+    }
+    if let Some(target) = args.min_replicas_for_ttft_p95_ms {
+        return super::fleet::min_replicas(&args.preset, &preset, target, &args.replicas_range, args.json);
     }
     let knob = Knob::parse(args.knob.as_deref().unwrap_or_default()).map_err(|e| e.to_string())?;
     let values = match (&args.values, &args.range) {

@@ -64,14 +64,20 @@ impl Simulation {
     /// that a queue left waiting at the end shows. The report's `ttft_p95` counts only the
     /// requests that got a first token.
     pub fn ttft_p95_counting_waiting_ms(&self) -> f64 {
+        let mut all = self.ttft_counting_waiting_us();
+        all.sort_unstable_by(f64::total_cmp);
+        round_to(percentile_of_sorted(&all, 95.0) / 1000.0, 2)
+    }
+
+    /// Every TTFT so far, µs, and the wait so far of every request still without a first token
+    /// (not refused), in no particular order.
+    pub fn ttft_counting_waiting_us(&self) -> Vec<f64> {
         let waiting = self
             .groups
             .iter()
             .filter(|g| g.first_token_us.is_none() && g.status != GroupStatus::Rejected)
             .map(|g| self.now_us.saturating_sub(g.arrival_us) as f64);
-        let mut all: Vec<f64> = self.ttft_us.iter().copied().chain(waiting).collect();
-        all.sort_unstable_by(f64::total_cmp);
-        round_to(percentile_of_sorted(&all, 95.0) / 1000.0, 2)
+        self.ttft_us.iter().copied().chain(waiting).collect()
     }
 
     /// The length `output_tokens_per_s` divides by: `duration_s`, or with `until_all_finished`

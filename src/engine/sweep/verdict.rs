@@ -82,6 +82,10 @@ pub fn ttft_p95_miss(sim: &Simulation, r: &Report, target_ms: f64, window_us: u6
 /// because the longer horizon passes one of the engine's run bounds is judged over its own
 /// duration instead.
 pub fn run_against_ttft_p95(config: &SimConfig, target_ms: f64) -> (Result<Report, ConfigError>, Option<String>) {
+    #[cfg(feature = "fleet")]
+    if config.replicas > 1 {
+        return fleet_against_ttft_p95(config, target_ms);
+    }
     let steady = steady_state_config(config);
     let sim = Simulation::new(steady).or_else(|e| match Simulation::new(config.clone()) {
         Ok(sim) => Ok(sim),
@@ -98,6 +102,50 @@ pub fn run_against_ttft_p95(config: &SimConfig, target_ms: f64) -> (Result<Repor
             (Err(e), Some(why))
         }
     }
+}
+
+/// A fleet judged as [`run_against_ttft_p95`] judges one replica: over the steady-state
+/// horizon, no request refused, TTFT p95 within the target over every request of the fleet
+/// (the report's, then counting the requests still waiting), and every replica keeping up
+/// ([`keeps_up`]): a router that leaves one replica's queue growing misses, whatever the others do.
+#[cfg(feature = "fleet")]
+fn fleet_against_ttft_p95(config: &SimConfig, target_ms: f64) -> (Result<Report, ConfigError>, Option<String>) {
+    use super::super::fleet::Fleet;
+    use super::super::metrics::{percentile_of_sorted, round_to};
+    let fleet = Fleet::new(steady_state_config(config)).or_else(|e| Fleet::new(config.clone()).map_err(|_| e));
+    let mut fleet = match fleet {
+        Ok(f) => f,
+        Err(e) => {
+            let why = format!("refused: {e}");
+            return (Err(e), Some(why));
+        }
+    };
+    let r = fleet.run_to_end();
+    let over = format!("over {} s", show_number((fleet.now_us() as f64 / 1e6).round()));
+    let target = show_number(target_ms);
+    let miss = if r.requests.rejected > 0 {
+        Some(format!("{} requests are refused", r.requests.rejected))
+    } else if r.requests.finished == 0 {
+        Some(format!("no request finished {over}"))
+    } else if r.latency_ms.ttft_p95 > target_ms {
+        Some(format!("TTFT p95 is {} ms {over}, over {target} ms", show_number(r.latency_ms.ttft_p95)))
+    } else {
+        let mut all: Vec<f64> = fleet.replicas().iter().flat_map(Simulation::ttft_counting_waiting_us).collect();
+        all.sort_unstable_by(f64::total_cmp);
+        let counting_waiting = round_to(percentile_of_sorted(&all, 95.0) / 1000.0, 2);
+        if counting_waiting > target_ms {
+            Some(format!(
+                "TTFT p95 is {} ms {over} counting the {} requests still waiting at the end",
+                show_number(counting_waiting),
+                r.requests.waiting_at_end
+            ))
+        } else {
+            fleet.replicas().iter().enumerate().find_map(|(i, sim)| {
+                keeps_up(sim, target_ms, config.duration_us()).err().map(|e| format!("replica {i}: {e}"))
+            })
+        }
+    };
+    (Ok(r), miss)
 }
 
 /// How long the search runs `config` to judge it, seconds (the steady-state horizon, or the
