@@ -77,6 +77,7 @@ fn every_policy_routes_every_request_once_and_the_cache_aware_ones_hit_more() {
         (RouterPolicy::PrefixAware, PrefixIndex::Approximate),
         (RouterPolicy::PrefixAware, PrefixIndex::Precise),
         (RouterPolicy::KvAware, PrefixIndex::Approximate),
+        (RouterPolicy::CacheAware, PrefixIndex::Approximate),
     ] {
         let hit = rate(policy, index);
         assert!(

@@ -19,7 +19,7 @@ pub struct FleetFlags {
     #[arg(long, value_name = "N")]
     pub replicas: Option<u32>,
     /// The router's policy (the preset's `router.policy`): round_robin, random, least_loaded,
-    /// prefix_aware or kv_aware.
+    /// prefix_aware, kv_aware or cache_aware.
     #[arg(long, value_name = "POLICY")]
     pub router: Option<String>,
     /// llm-d's scorer weights, queue,kv_cache,prefix (the preset's `router.weights`; 2,2,3).

@@ -268,6 +268,12 @@ impl Simulation {
     pub fn scheduled_tokens(&self) -> u64 {
         self.scheduled_tokens
     }
+    /// Requests given to this run that have not ended (finished or refused), those not yet
+    /// arrived included: what a router counts as a replica's load (SGLang's in-flight requests).
+    pub fn in_flight(&self) -> usize {
+        self.requests.len() - self.finished as usize - self.rejections.len()
+    }
+
     /// Every request that will arrive has arrived and none is left to run.
     pub fn all_finished(&self) -> bool {
         self.feed_until_us == u64::MAX && self.groups.len() == self.requests.len() && self.scheduler.is_idle()

@@ -25,15 +25,20 @@ pub enum RouterPolicy {
     /// NVIDIA Dynamo's KV router: the lowest overlap weight × prefill blocks + decode blocks,
     /// overlaps read from each replica's prefix cache.
     KvAware,
+    /// SGLang's router, cache-aware: the least loaded replica when the load is out of balance,
+    /// else the replica holding the longest match of the prompt in the router's tree when it
+    /// covers more than 0.3 of it, else the replica with the smallest tree.
+    CacheAware,
 }
 
 impl RouterPolicy {
-    pub const ALL: [RouterPolicy; 5] = [
+    pub const ALL: [RouterPolicy; 6] = [
         RouterPolicy::RoundRobin,
         RouterPolicy::Random,
         RouterPolicy::LeastLoaded,
         RouterPolicy::PrefixAware,
         RouterPolicy::KvAware,
+        RouterPolicy::CacheAware,
     ];
 
     /// The preset's name of the policy.
@@ -44,6 +49,7 @@ impl RouterPolicy {
             RouterPolicy::LeastLoaded => "least_loaded",
             RouterPolicy::PrefixAware => "prefix_aware",
             RouterPolicy::KvAware => "kv_aware",
+            RouterPolicy::CacheAware => "cache_aware",
         }
     }
 

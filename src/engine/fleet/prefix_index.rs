@@ -146,6 +146,22 @@ impl ApproximatePrefixIndex {
         counts
     }
 
+    /// SGLang's tree match: how many of the prompt's leading blocks some replica holds (the
+    /// walk stops at the first no replica holds), and the replicas holding the last of them.
+    pub fn deepest(&self, prompt: &PromptHashes) -> (u32, u64) {
+        let (mut depth, mut holders) = (0, 0);
+        for h in &prompt.shared {
+            match self.holders.get(h) {
+                Some(&mask) if mask != 0 => {
+                    depth += 1;
+                    holders = mask;
+                }
+                _ => break,
+            }
+        }
+        (depth, holders)
+    }
+
     /// The router sent these blocks to `replica`: each becomes its freshest, in the prompt's
     /// order, the oldest evicted past the capacity.
     pub fn insert(&mut self, replica: u32, prompt: &PromptHashes) {

@@ -39,6 +39,7 @@ pub fn rule(router: &RouterConfig) -> String {
         RouterPolicy::KvAware => {
             format!("Dynamo's KV router: the lowest {} × prefill blocks + decode blocks", router.overlap_weight)
         }
+        RouterPolicy::CacheAware => "SGLang's cache-aware router: the least loaded when out of balance, else the longest tree match above 0.3 of the prompt, else the smallest tree".into(),
     }
 }
 

@@ -16,16 +16,31 @@
 //!   over the block size, and decode blocks this request's uncached blocks plus the blocks the
 //!   replica holds for its requests.
 //!
+//! - `cache_aware`: SGLang's router (`policies/cache_aware.rs`): when the load (requests in
+//!   flight, the router's own count) is out of balance (the busiest has more than 64 above the
+//!   idlest and more than 1.5 times it), the least loaded replica; else, when some replica's tree
+//!   holds more than 0.3 of the prompt, one holding its longest match; else the replica with the
+//!   smallest tree. The chosen replica's tree then takes the prompt. The tree is the approximate
+//!   index at SGLang's size (2^26 characters a worker, 4 to a token: 1,048,576 blocks).
+//!
 //! llm-d's picker shuffles the replicas before taking the best score, so ties go to one drawn
 //! uniformly; Dynamo draws among its tied lowest costs too. The draws come from the router's own
 //! ChaCha8 stream, seeded by the preset: one seed, one routing.
 
 use super::config::{PrefixIndex, RouterConfig, RouterPolicy};
-use super::prefix_index::{prompt_hashes, router_identity, ApproximatePrefixIndex};
+use super::prefix_index::{prompt_hashes, router_identity, ApproximatePrefixIndex, INDEX_BLOCK_TOKENS};
 use crate::engine::alloc::splitmix64;
 use crate::engine::request::GroupStatus;
 use crate::engine::sim::Simulation;
 use crate::engine::workload::{RequestSpec, WorkloadRng};
+
+/// SGLang's `cache_threshold`: the share of a prompt a tree must match to win it.
+pub const SGLANG_CACHE_THRESHOLD: f64 = 0.3;
+/// SGLang's `balance_abs_threshold` and `balance_rel_threshold`.
+pub const SGLANG_BALANCE_ABS: usize = 64;
+pub const SGLANG_BALANCE_REL: f64 = 1.5;
+/// SGLang's `max_tree_size` (2^26 characters a worker) in 16-token blocks of 4 characters a token.
+pub const SGLANG_TREE_BLOCKS: usize = (1 << 26) / (4 * INDEX_BLOCK_TOKENS as usize);
 
 /// The router's state: its turn, its random stream, its prefix index and, for `kv_aware`, the
 /// prefills it sent each replica that have not started.
@@ -58,12 +73,16 @@ pub struct Choice {
 
 impl Router {
     pub fn new(config: RouterConfig, replicas: u32, seed: u64) -> Router {
-        let approximate = config.policy == RouterPolicy::PrefixAware && config.prefix_index == PrefixIndex::Approximate;
+        let index = match (config.policy, config.prefix_index) {
+            (RouterPolicy::PrefixAware, PrefixIndex::Approximate) => Some(ApproximatePrefixIndex::new(replicas)),
+            (RouterPolicy::CacheAware, _) => Some(ApproximatePrefixIndex::with_capacity(replicas, SGLANG_TREE_BLOCKS)),
+            _ => None,
+        };
         Router {
             config,
             turn: 0,
             rng: WorkloadRng::new(splitmix64(seed ^ 0x726f_7574_6572)),
-            index: approximate.then(|| ApproximatePrefixIndex::new(replicas)),
+            index,
             prefilling: vec![Vec::new(); replicas as usize],
         }
     }
@@ -105,7 +124,30 @@ impl Router {
                 let costs = self.kv_costs(spec, replicas);
                 self.best(costs, false)
             }
+            RouterPolicy::CacheAware => self.cache_aware(spec, request, replicas),
         }
+    }
+
+    /// SGLang's cache-aware choice, the prompt then in the chosen replica's tree.
+    fn cache_aware(&mut self, spec: &RequestSpec, request: u32, replicas: &[Simulation]) -> Choice {
+        let loads: Vec<f64> = replicas.iter().map(|s| s.in_flight() as f64).collect();
+        let (lo, hi) = (loads.iter().copied().fold(f64::MAX, f64::min), loads.iter().copied().fold(0.0, f64::max));
+        let hashes = prompt_hashes(spec, request);
+        let ix = self.index.as_ref().expect("cache_aware keeps its tree");
+        let imbalanced = hi - lo > SGLANG_BALANCE_ABS as f64 && hi > lo * SGLANG_BALANCE_REL;
+        let (depth, holders) = ix.deepest(&hashes);
+        let matched = (depth * INDEX_BLOCK_TOKENS).min(spec.prompt_tokens);
+        let replica = if imbalanced {
+            self.best(loads.clone(), false).replica
+        } else if f64::from(matched) > SGLANG_CACHE_THRESHOLD * f64::from(spec.prompt_tokens.max(1)) {
+            let held: Vec<u32> = (0..replicas.len() as u32).filter(|&r| holders & (1 << r) != 0).collect();
+            held[self.draw(held.len() as u32) as usize]
+        } else {
+            let sizes: Vec<f64> = (0..replicas.len() as u32).map(|r| ix.len(r) as f64).collect();
+            self.best(sizes, false).replica
+        };
+        self.index.as_mut().expect("cache_aware keeps its tree").insert(replica, &hashes);
+        Choice { replica, scores: loads }
     }
 
     /// The router handed the request to `replica`, where its id is `local`.
