@@ -10,7 +10,9 @@
 
 mod common_e2e;
 
-use common_e2e::{browser, js, numbers_as_floats, open, repo_path, require_dist, save_screenshot, serve, wait_for};
+use common_e2e::{
+    browser, js, numbers_as_floats, open, repo_path, require_dist, save_screenshot, serve, wait_for, wait_full,
+};
 use fantoccini::{Client, Locator};
 use kvlab::engine::sweep::{run_one, SweepMetrics};
 use kvlab::formats::sweep::{allocator_variants, plan, Knob, ALLOCATORS};
@@ -398,4 +400,29 @@ async fn a_mission_that_locks_the_kv_memory_turns_the_search_off() {
     assert_eq!(js(c, fields_off).await, json!([true, true, true]));
     js(c, "document.getElementById('sweep-search-run').click(); return null").await;
     assert_eq!(js(c, "return kvlab.kvSearchResults()").await, Value::Null);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_panel_sweeps_the_replicas_behind_a_router_as_the_cli_does() {
+    // docs/ROUTING.md: each point a fleet behind round robin (the preset names no router).
+    let base = serve(require_dist()).await;
+    let b = browser(1400, 900).await;
+    let c = &b.client;
+    open(c, &format!("{base}?preset=bursty&autoplay=0")).await;
+    // The knob is the full lab's (its module runs fleets): a first sweep brings it in.
+    run_sweep(c, "kv_memory_gib", "10").await;
+    wait_full(c).await;
+    wait_for(c, "kvlab.sweepResults() && kvlab.sweepResults().finished", "the first sweep").await;
+    let offered = "return [...document.querySelectorAll('#sweep-knob option')].map(o => o.value)";
+    assert!(js(c, offered).await.as_array().unwrap().contains(&json!("replicas")));
+    run_sweep(c, "replicas", "1,2,4").await;
+    wait_for(c, "kvlab.sweepResults() && kvlab.sweepResults().finished", "the replica sweep to finish").await;
+    let got = js(c, "return kvlab.sweepResults()").await;
+    assert_eq!(got["knob"], json!("replicas"));
+    assert_eq!(numbers_as_floats(got["points"].clone()), native_points("bursty", "replicas", "1,2,4"));
+    // More replicas, less waiting: the fleet's TTFT p95 falls from one replica to four.
+    let p95 = |i: usize| got["points"][i]["paged"]["ttft_p95_ms"].as_f64().unwrap();
+    assert!(p95(2) < p95(0), "{got}");
+    js(c, "const m = document.getElementById('sweep-metric'); m.value = 'ttft_p95_ms'; m.dispatchEvent(new Event('change')); document.getElementById('sweep').scrollIntoView(); return null").await;
+    save_screenshot(c, "sweep-replicas-1400x900.png").await;
 }

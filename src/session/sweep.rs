@@ -28,6 +28,10 @@ pub const KNOBS: &[(&str, &str)] = &[
     // The host tier's size, on the paged pool (the full lab's: its module has the tier).
     #[cfg(feature = "kv-offload")]
     ("kv_offload.cpu_gib", "Host KV tier (GiB)"),
+    // Replicas behind the preset's router (round robin unless it says otherwise): the full
+    // lab's, whose module runs a fleet (docs/ROUTING.md).
+    #[cfg(feature = "fleet")]
+    ("replicas", "Replicas"),
 ];
 
 /// The metrics the chart can show: (key, label).
