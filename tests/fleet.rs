@@ -216,3 +216,18 @@ fn prefix_routing_meets_a_ttft_target_with_fewer_replicas_than_round_robin() {
     let (_, miss) = run_against_ttft_p95(&SimConfig { replicas: 2, ..with_policy(RouterPolicy::PrefixAware) }, 500.0);
     assert!(miss.is_some_and(|m| m.contains("TTFT p95") || m.contains("replica")));
 }
+
+#[test]
+fn a_fleet_with_host_tiers_sums_them_over_one_denominator() {
+    let text = std::fs::read_to_string(repo_path("docs/examples/host-tier.json")).unwrap();
+    let config = SimConfig { replicas: 2, duration_s: 30.0, ..parse_preset(&text).unwrap() };
+    let mut fleet = Fleet::new(config).unwrap();
+    let r = fleet.run_to_end();
+    let reps: Vec<Report> = fleet.replicas().iter().map(Simulation::report).collect();
+    let (o, each) = (r.offload.as_ref().unwrap(), reps.iter().map(|x| x.offload.as_ref().unwrap()));
+    assert_eq!(o.cpu_gib, each.clone().map(|t| t.cpu_gib).sum::<f64>());
+    assert_eq!(o.capacity_blocks, each.clone().map(|t| t.capacity_blocks).sum::<u32>());
+    assert_eq!(o.offload_hits, each.clone().map(|t| t.offload_hits).sum::<u64>());
+    let combined = (r.prefix_cache_hits + o.offload_hits) as f64 / r.prefix_cache_queries as f64;
+    assert!((o.combined_hit_rate - combined).abs() < 1e-4, "{} against {combined}", o.combined_hit_rate);
+}

@@ -150,7 +150,8 @@ fn fleet_rejections(reports: &[Report], routes: &[Route]) -> Vec<Rejection> {
     all
 }
 
-/// The replicas' host tiers summed up, the hit rates over the fleet's lookups.
+/// The replicas' host tiers summed up (sizes and blocks the fleet's), the hit rates over the
+/// fleet's lookups.
 #[cfg(feature = "kv-offload")]
 fn offload_sum(reports: &[Report], gpu_queries: u64, gpu_hits: u64) -> Option<crate::engine::metrics::OffloadReport> {
     let tiers: Vec<&crate::engine::metrics::OffloadReport> =
@@ -158,6 +159,7 @@ fn offload_sum(reports: &[Report], gpu_queries: u64, gpu_hits: u64) -> Option<cr
     let mut o = (*tiers.first()?).clone();
     let sum = |f: fn(&crate::engine::metrics::OffloadReport) -> u64| tiers.iter().map(|t| f(t)).sum::<u64>();
     let ratio = |num: u64, den: u64| if den > 0 { round_to(num as f64 / den as f64, 4) } else { 0.0 };
+    o.cpu_gib = tiers.iter().map(|t| t.cpu_gib).sum();
     o.capacity_blocks = tiers.iter().map(|t| t.capacity_blocks).sum();
     o.resident_blocks = tiers.iter().map(|t| t.resident_blocks).sum();
     o.offload_hits = sum(|t| t.offload_hits);
