@@ -22,6 +22,7 @@ mod apply;
 pub mod checkpoints;
 mod cohort;
 mod events;
+mod feed;
 pub mod observe;
 mod offload;
 
@@ -277,42 +278,6 @@ impl Simulation {
     /// Every request that will arrive has arrived and none is left to run.
     pub fn all_finished(&self) -> bool {
         self.feed_until_us == u64::MAX && self.groups.len() == self.requests.len() && self.scheduler.is_idle()
-    }
-
-    /// A replica behind a router: no requests yet, each given by [`Simulation::feed`] as it is
-    /// routed; its series keeps at most `series_points` points (a fleet shares one series'
-    /// budget among its replicas). The configuration must already be valid.
-    pub fn replica(config: SimConfig, clock: StepClock, series_points: usize) -> Simulation {
-        let mut sim = Simulation::with_requests(config, Vec::new(), clock);
-        sim.feed_until_us = 0;
-        sim.series = Series::with_budget(series_points);
-        sim
-    }
-
-    /// Hands a replica its next request (routed at its arrival, which is no earlier than the
-    /// last one's); its id becomes its index on this replica, which it returns.
-    pub fn feed(&mut self, mut spec: RequestSpec) -> u32 {
-        let requests = Arc::make_mut(&mut self.requests);
-        let id = requests.len() as u32;
-        self.feed_until_us = self.feed_until_us.max(spec.arrival_us);
-        spec.id = id;
-        requests.push(spec);
-        if self.is_done() {
-            // Its last step ran past the end before this arrival was routed: it is counted as
-            // every request that arrived before the end is.
-            self.admit_arrivals();
-        }
-        id
-    }
-
-    /// Every request arriving before `t_us` has been fed: the replica may run (or idle) to it.
-    pub fn feed_until(&mut self, t_us: u64) {
-        self.feed_until_us = self.feed_until_us.max(t_us);
-    }
-
-    /// No more requests will be fed: the replica runs as a run with its requests made up front.
-    pub fn close_feed(&mut self) {
-        self.feed_until_us = u64::MAX;
     }
 
     /// The physical KV memory map right now.
