@@ -62,15 +62,6 @@ pub struct Route {
     pub local: u32,
 }
 
-/// Why a request went where it went: the scores the policy compared.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Choice {
-    pub replica: u32,
-    /// Per replica, the policy's figure (a score, highest wins; Dynamo's cost, lowest wins);
-    /// empty where the policy compares none.
-    pub scores: Vec<f64>,
-}
-
 impl Router {
     pub fn new(config: RouterConfig, replicas: u32, seed: u64) -> Router {
         let index = match (config.policy, config.prefix_index) {
@@ -87,22 +78,18 @@ impl Router {
         }
     }
 
-    pub fn config(&self) -> &RouterConfig {
-        &self.config
-    }
-
     /// The replica request `request` (the fleet's id) goes to. The replicas have run to its
     /// arrival where the policy reads them (`RouterPolicy::reads_replicas`).
-    pub fn route(&mut self, spec: &RequestSpec, request: u32, replicas: &[Simulation]) -> Choice {
+    pub fn route(&mut self, spec: &RequestSpec, request: u32, replicas: &[Simulation]) -> u32 {
         let n = replicas.len() as u32;
         match self.config.policy {
             RouterPolicy::RoundRobin => {
                 let replica = self.turn % n;
                 self.turn = (self.turn + 1) % n;
-                Choice { replica, scores: Vec::new() }
+                replica
             }
-            RouterPolicy::Random => Choice { replica: self.draw(n), scores: Vec::new() },
-            RouterPolicy::LeastLoaded => self.best(load_scores(&self.config, replicas), true),
+            RouterPolicy::Random => self.draw(n),
+            RouterPolicy::LeastLoaded => self.best(&load_scores(&self.config, replicas), true),
             RouterPolicy::PrefixAware => {
                 let hashes = self.index.as_ref().map(|_| prompt_hashes(spec, request));
                 let prefix = match (&self.index, &hashes) {
@@ -113,23 +100,28 @@ impl Router {
                     (None, _) => precise_prefix_scores(spec, replicas),
                 };
                 let w = self.config.weights.prefix;
-                let scores = load_scores(&self.config, replicas).iter().zip(prefix).map(|(l, p)| l + w * p).collect();
-                let choice = self.best(scores, true);
+                let scores: Vec<f64> =
+                    load_scores(&self.config, replicas).iter().zip(prefix).map(|(l, p)| l + w * p).collect();
+                let replica = self.best(&scores, true);
                 if let (Some(ix), Some(h)) = (&mut self.index, &hashes) {
-                    ix.insert(choice.replica, h);
+                    ix.insert(replica, h);
                 }
-                choice
+                replica
             }
             RouterPolicy::KvAware => {
-                let costs = self.kv_costs(spec, replicas);
-                self.best(costs, false)
+                let (costs, new_tokens) = self.kv_costs(spec, replicas);
+                let replica = self.best(&costs, false);
+                // The request joins the replica's active prefills under the id it gets there.
+                let local = replicas[replica as usize].requests().len() as u32;
+                self.prefilling[replica as usize].push((local, new_tokens[replica as usize]));
+                replica
             }
             RouterPolicy::CacheAware => self.cache_aware(spec, request, replicas),
         }
     }
 
     /// SGLang's cache-aware choice, the prompt then in the chosen replica's tree.
-    fn cache_aware(&mut self, spec: &RequestSpec, request: u32, replicas: &[Simulation]) -> Choice {
+    fn cache_aware(&mut self, spec: &RequestSpec, request: u32, replicas: &[Simulation]) -> u32 {
         let loads: Vec<f64> = replicas.iter().map(|s| s.in_flight() as f64).collect();
         let (lo, hi) = (loads.iter().copied().fold(f64::MAX, f64::min), loads.iter().copied().fold(0.0, f64::max));
         let hashes = prompt_hashes(spec, request);
@@ -138,28 +130,20 @@ impl Router {
         let (depth, holders) = ix.deepest(&hashes);
         let matched = (depth * INDEX_BLOCK_TOKENS).min(spec.prompt_tokens);
         let replica = if imbalanced {
-            self.best(loads.clone(), false).replica
+            self.best(&loads, false)
         } else if f64::from(matched) > SGLANG_CACHE_THRESHOLD * f64::from(spec.prompt_tokens.max(1)) {
             let held: Vec<u32> = (0..replicas.len() as u32).filter(|&r| holders & (1 << r) != 0).collect();
             held[self.draw(held.len() as u32) as usize]
         } else {
             let sizes: Vec<f64> = (0..replicas.len() as u32).map(|r| ix.len(r) as f64).collect();
-            self.best(sizes, false).replica
+            self.best(&sizes, false)
         };
         self.index.as_mut().expect("cache_aware keeps its tree").insert(replica, &hashes);
-        Choice { replica, scores: loads }
+        replica
     }
 
-    /// The router handed the request to `replica`, where its id is `local`.
-    pub fn routed(&mut self, spec: &RequestSpec, replica: u32, local: u32, replicas: &[Simulation]) {
-        if self.config.policy == RouterPolicy::KvAware {
-            let cached = cached_tokens(spec, &replicas[replica as usize]);
-            self.prefilling[replica as usize].push((local, spec.prompt_tokens.saturating_sub(cached)));
-        }
-    }
-
-    /// Dynamo's cost of each replica.
-    fn kv_costs(&mut self, spec: &RequestSpec, replicas: &[Simulation]) -> Vec<f64> {
+    /// Dynamo's cost of each replica, and the prompt tokens the request would prefill on each.
+    fn kv_costs(&mut self, spec: &RequestSpec, replicas: &[Simulation]) -> (Vec<f64>, Vec<u32>) {
         let w = self.config.overlap_weight;
         replicas
             .iter()
@@ -172,15 +156,15 @@ impl Router {
                     })
                 });
                 let bs = sim.kv().block_tokens().max(1) as f64;
-                let cached = f64::from(cached_tokens(spec, sim));
-                let new_tokens = (f64::from(spec.prompt_tokens) - cached).max(0.0);
+                let cached = cached_tokens(spec, sim);
+                let new_tokens = spec.prompt_tokens.saturating_sub(cached);
                 let active: u64 = pending.iter().map(|&(_, t)| u64::from(t)).sum();
-                let prefill_blocks = (new_tokens + active as f64) / bs;
-                let request_blocks = (f64::from(spec.prompt_tokens) / bs).ceil() - (cached / bs).floor();
+                let prefill_blocks = (f64::from(new_tokens) + active as f64) / bs;
+                let request_blocks = (f64::from(spec.prompt_tokens) / bs).ceil() - (f64::from(cached) / bs).floor();
                 let decode_blocks = request_blocks.max(0.0) + sim.kv().allocated_tokens() as f64 / bs;
-                w * prefill_blocks + decode_blocks
+                (w * prefill_blocks + decode_blocks, new_tokens)
             })
-            .collect()
+            .unzip()
     }
 
     /// The approximate index's LRUs and holders agree.
@@ -189,7 +173,7 @@ impl Router {
     }
 
     /// The best figure's replica (highest or lowest), ties drawn uniformly.
-    fn best(&mut self, scores: Vec<f64>, highest: bool) -> Choice {
+    fn best(&mut self, scores: &[f64], highest: bool) -> u32 {
         let better = |a: f64, b: f64| if highest { a > b } else { a < b };
         let mut top = scores[0];
         for &s in &scores[1..] {
@@ -198,8 +182,11 @@ impl Router {
             }
         }
         let tied: Vec<u32> = (0..scores.len() as u32).filter(|&r| scores[r as usize] == top).collect();
-        let replica = if tied.len() == 1 { tied[0] } else { tied[self.draw(tied.len() as u32) as usize] };
-        Choice { replica, scores }
+        if tied.len() == 1 {
+            tied[0]
+        } else {
+            tied[self.draw(tied.len() as u32) as usize]
+        }
     }
 
     fn draw(&mut self, n: u32) -> u32 {

@@ -85,10 +85,9 @@ impl Fleet {
                 }
             }
             let id = self.routes.len() as u32;
-            let choice = self.router.route(spec, id, &self.replicas);
-            let local = self.replicas[choice.replica as usize].feed(spec.clone());
-            self.router.routed(spec, choice.replica, local, &self.replicas);
-            self.routes.push(Route { replica: choice.replica, local });
+            let replica = self.router.route(spec, id, &self.replicas);
+            let local = self.replicas[replica as usize].feed(spec.clone());
+            self.routes.push(Route { replica, local });
         }
         let all_routed = self.routes.len() == requests.len();
         for r in &mut self.replicas {

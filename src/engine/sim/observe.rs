@@ -9,7 +9,7 @@ use crate::engine::config::AllocatorConfig;
 use crate::engine::kv_spec::KvLayout;
 use crate::engine::memory_budget::MemoryBudget;
 use crate::engine::metrics::{
-    percentile_of_sorted, round_to, sorted, GapHistogram, GpuMemoryReport, Integrals, KvSummary, LatencyMs, Report,
+    percentile, round_to, sorted, GapHistogram, GpuMemoryReport, Integrals, KvSummary, LatencyMs, Report,
     RequestCounts, Summary, Throughput,
 };
 use crate::engine::model::GIB;
@@ -64,9 +64,7 @@ impl Simulation {
     /// that a queue left waiting at the end shows. The report's `ttft_p95` counts only the
     /// requests that got a first token.
     pub fn ttft_p95_counting_waiting_ms(&self) -> f64 {
-        let mut all = self.ttft_counting_waiting_us();
-        all.sort_unstable_by(f64::total_cmp);
-        round_to(percentile_of_sorted(&all, 95.0) / 1000.0, 2)
+        round_to(percentile(&mut self.ttft_counting_waiting_us(), 95.0) / 1000.0, 2)
     }
 
     /// Every TTFT so far, µs, and the wait so far of every request still without a first token

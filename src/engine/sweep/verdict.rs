@@ -54,8 +54,21 @@ pub fn meets_ttft_p95(sim: &Simulation, r: &Report, target_ms: f64, window_us: u
 /// so far (an overloaded run whose queue only grows misses, however quickly the requests it did
 /// serve got their first token); or the run not keeping up with its traffic ([`keeps_up`]).
 pub fn ttft_p95_miss(sim: &Simulation, r: &Report, target_ms: f64, window_us: u64) -> Option<String> {
+    miss_of(r, sim.now_us(), target_ms, || sim.ttft_p95_counting_waiting_ms(), || keeps_up(sim, target_ms, window_us))
+}
+
+/// The rules of [`ttft_p95_miss`] over a run's report, the time it reached, its TTFT p95
+/// counting the requests still waiting, and whether it keeps up (one replica's or a fleet's;
+/// the last two asked only when the earlier rules pass).
+fn miss_of(
+    r: &Report,
+    now_us: u64,
+    target_ms: f64,
+    counting_waiting_ms: impl FnOnce() -> f64,
+    keeps_up: impl FnOnce() -> Result<(), String>,
+) -> Option<String> {
     let (p95, target) = (show_number(r.latency_ms.ttft_p95), show_number(target_ms));
-    let over = format!("over {} s", show_number((sim.now_us() as f64 / 1e6).round()));
+    let over = format!("over {} s", show_number((now_us as f64 / 1e6).round()));
     if r.requests.rejected > 0 {
         return Some(format!("{} requests are refused", r.requests.rejected));
     }
@@ -65,7 +78,7 @@ pub fn ttft_p95_miss(sim: &Simulation, r: &Report, target_ms: f64, window_us: u6
     if r.latency_ms.ttft_p95 > target_ms {
         return Some(format!("TTFT p95 is {p95} ms {over}, over {target} ms"));
     }
-    let counting_waiting = sim.ttft_p95_counting_waiting_ms();
+    let counting_waiting = counting_waiting_ms();
     if counting_waiting > target_ms {
         return Some(format!(
             "TTFT p95 is {} ms {over} counting the {} requests still waiting at the end",
@@ -73,7 +86,7 @@ pub fn ttft_p95_miss(sim: &Simulation, r: &Report, target_ms: f64, window_us: u6
             r.requests.waiting_at_end
         ));
     }
-    keeps_up(sim, target_ms, window_us).err()
+    keeps_up().err()
 }
 
 /// One configuration judged against a TTFT p95 target over its steady-state horizon
@@ -111,7 +124,7 @@ pub fn run_against_ttft_p95(config: &SimConfig, target_ms: f64) -> (Result<Repor
 #[cfg(feature = "fleet")]
 fn fleet_against_ttft_p95(config: &SimConfig, target_ms: f64) -> (Result<Report, ConfigError>, Option<String>) {
     use super::super::fleet::Fleet;
-    use super::super::metrics::{percentile_of_sorted, round_to};
+    use super::super::metrics::{percentile, round_to};
     let fleet = Fleet::new(steady_state_config(config)).or_else(|e| Fleet::new(config.clone()).map_err(|_| e));
     let mut fleet = match fleet {
         Ok(f) => f,
@@ -121,30 +134,16 @@ fn fleet_against_ttft_p95(config: &SimConfig, target_ms: f64) -> (Result<Report,
         }
     };
     let r = fleet.run_to_end();
-    let over = format!("over {} s", show_number((fleet.now_us() as f64 / 1e6).round()));
-    let target = show_number(target_ms);
-    let miss = if r.requests.rejected > 0 {
-        Some(format!("{} requests are refused", r.requests.rejected))
-    } else if r.requests.finished == 0 {
-        Some(format!("no request finished {over}"))
-    } else if r.latency_ms.ttft_p95 > target_ms {
-        Some(format!("TTFT p95 is {} ms {over}, over {target} ms", show_number(r.latency_ms.ttft_p95)))
-    } else {
+    let counting_waiting = || {
         let mut all: Vec<f64> = fleet.replicas().iter().flat_map(Simulation::ttft_counting_waiting_us).collect();
-        all.sort_unstable_by(f64::total_cmp);
-        let counting_waiting = round_to(percentile_of_sorted(&all, 95.0) / 1000.0, 2);
-        if counting_waiting > target_ms {
-            Some(format!(
-                "TTFT p95 is {} ms {over} counting the {} requests still waiting at the end",
-                show_number(counting_waiting),
-                r.requests.waiting_at_end
-            ))
-        } else {
-            fleet.replicas().iter().enumerate().find_map(|(i, sim)| {
-                keeps_up(sim, target_ms, config.duration_us()).err().map(|e| format!("replica {i}: {e}"))
-            })
-        }
+        round_to(percentile(&mut all, 95.0) / 1000.0, 2)
     };
+    let every_replica_keeps_up = || {
+        fleet.replicas().iter().enumerate().try_for_each(|(i, sim)| {
+            keeps_up(sim, target_ms, config.duration_us()).map_err(|e| format!("replica {i}: {e}"))
+        })
+    };
+    let miss = miss_of(&r, fleet.now_us(), target_ms, counting_waiting, every_replica_keeps_up);
     (Ok(r), miss)
 }
 
