@@ -47,6 +47,7 @@ pub const MISSIONS: &[(&str, &str)] = &[
     ("m10-code-traffic.json", include_str!("../assets/missions/m10-code-traffic.json")),
     ("m11-sliding-window.json", include_str!("../assets/missions/m11-sliding-window.json")),
     ("m12-host-tier.json", include_str!("../assets/missions/m12-host-tier.json")),
+    ("m13-routing.json", include_str!("../assets/missions/m13-routing.json")),
 ];
 
 /// (name, file text) of every shipped step-time calibration, in the order the lab lists them.

@@ -426,23 +426,3 @@ async fn the_panel_sweeps_the_replicas_behind_a_router_as_the_cli_does() {
     js(c, "const m = document.getElementById('sweep-metric'); m.value = 'ttft_p95_ms'; m.dispatchEvent(new Event('change')); document.getElementById('sweep').scrollIntoView(); return null").await;
     save_screenshot(c, "sweep-replicas-1400x900.png").await;
 }
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_fleet_preset_is_refused_by_the_lab_with_the_command_that_runs_it() {
-    // The lab runs one replica (docs/ROUTING.md): a preset of four is refused under `replicas`,
-    // naming `kvlab run`, and the lab keeps the run it had.
-    let base = serve(require_dist()).await;
-    let b = browser(1400, 900).await;
-    let c = &b.client;
-    open(c, &format!("{base}?preset=bursty&autoplay=0")).await;
-    let fleet = std::fs::read_to_string(repo_path("docs/examples/fleet-prefix.json")).unwrap();
-    js(c, &format!("kvlab.loadPreset({}); return null", json!(fleet))).await;
-    wait_full(c).await;
-    wait_for(c, "kvlab.errors().join(' ').includes('replicas')", "the fleet's refusal").await;
-    let errors = js(c, "return kvlab.errors().join(' ')").await;
-    assert!(errors.as_str().unwrap().contains("kvlab run"), "{errors}");
-    assert_eq!(js(c, "return kvlab.state().preset.id").await, json!("bursty"), "the lab keeps its run");
-    save_screenshot(c, "fleet-refused-1400x900.png").await;
-    js(c, "kvlab.runTo(5); return null").await;
-    assert!(js(c, "return kvlab.report().requests.finished").await.as_f64().unwrap() > 0.0);
-}

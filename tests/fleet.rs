@@ -231,3 +231,48 @@ fn a_fleet_with_host_tiers_sums_them_over_one_denominator() {
     let combined = (r.prefix_cache_hits + o.offload_hits) as f64 / r.prefix_cache_queries as f64;
     assert!((o.combined_hit_rate - combined).abs() < 1e-4, "{} against {combined}", o.combined_hit_rate);
 }
+
+#[test]
+fn a_fleet_stepped_event_by_event_runs_as_one_run_to_its_end() {
+    for policy in [RouterPolicy::RoundRobin, RouterPolicy::PrefixAware] {
+        let mut c = with_policy(policy);
+        c.duration_s = 8.0;
+        let whole = Fleet::new(c.clone()).unwrap().run_to_end();
+        let mut fleet = Fleet::new(c).unwrap();
+        let mut steps = 0;
+        while !fleet.is_done() {
+            let before = fleet.now_us();
+            let t = fleet.step();
+            assert!(t > before, "{policy:?}: a step at {before} µs moved nothing");
+            fleet.check_invariants().unwrap_or_else(|e| panic!("{policy:?} at {t} µs: {e}"));
+            steps += 1;
+        }
+        assert!(steps > 100, "{policy:?}: {steps} steps");
+        assert_eq!(report_json(&fleet.report()), report_json(&whole), "{policy:?}");
+    }
+}
+
+#[test]
+fn the_fleet_series_sums_its_replicas_at_every_time() {
+    let mut c = example();
+    c.duration_s = 10.0;
+    let mut fleet = Fleet::new(c).unwrap();
+    fleet.run_until(6_000_000);
+    let series = fleet.series();
+    assert!(series.windows(2).all(|w| w[0].t_us < w[1].t_us), "one point per time, in order");
+    let points: usize = fleet.replicas().iter().map(|r| r.series().len()).sum();
+    assert!(series.len() > 100 && series.len() <= points);
+    for probe in [series[series.len() / 3], series[series.len() / 2], *series.last().unwrap()] {
+        let standing = |r: &Simulation| {
+            let s = r.series();
+            s[..s.partition_point(|p| p.t_us <= probe.t_us)].last().copied().unwrap_or_default()
+        };
+        let sum =
+            |f: fn(&kvlab::engine::StepPoint) -> u64| fleet.replicas().iter().map(|r| f(&standing(r))).sum::<u64>();
+        assert_eq!(probe.allocated_tokens, sum(|p| p.allocated_tokens), "at {} µs", probe.t_us);
+        assert_eq!(probe.live_tokens, sum(|p| p.live_tokens));
+        assert_eq!(u64::from(probe.running), sum(|p| u64::from(p.running)));
+        assert_eq!(u64::from(probe.waiting), sum(|p| u64::from(p.waiting)));
+        assert!(probe.live_tokens <= probe.allocated_tokens);
+    }
+}

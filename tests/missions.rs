@@ -46,6 +46,17 @@ fn run_checked(preset: &PresetDto) -> Report {
 }
 
 fn run_config(config: kvlab::engine::SimConfig) -> Report {
+    if config.replicas > 1 {
+        // A fleet: every replica's invariants and the routing checked every 100 ms.
+        let mut fleet = kvlab::engine::fleet::Fleet::new(config).expect("valid config");
+        let mut t = 0;
+        while !fleet.is_done() {
+            t += 100_000;
+            fleet.run_until(t);
+            fleet.check_invariants().unwrap_or_else(|e| panic!("invariant broken at {t} µs: {e}"));
+        }
+        return fleet.report();
+    }
     let mut sim = Simulation::new(config).expect("valid config");
     while sim.step() {
         if let Err(e) = sim.check_invariants() {
@@ -204,6 +215,11 @@ fn m12_host_tier() {
 }
 
 #[test]
+fn m13_routing() {
+    check("m13-routing.json");
+}
+
+#[test]
 fn every_mission_file_has_a_test_and_an_index_entry() {
     let tested = [
         "m1-paging.json",
@@ -218,6 +234,7 @@ fn every_mission_file_has_a_test_and_an_index_entry() {
         "m10-code-traffic.json",
         "m11-sliding-window.json",
         "m12-host-tier.json",
+        "m13-routing.json",
     ];
     let mut sorted = tested.to_vec();
     sorted.sort_unstable();
@@ -318,6 +335,23 @@ fn stories_match_the_engine() {
     assert_eq!([tier(2.0), tier(4.0), tier(8.0), tier(16.0)], [0, 0, 3, 3]);
     let (_, bigger, s) = m.run_patch(&json!({ "kv_memory_gib": 12 })).expect("patch applies");
     assert!(s.stars <= 1 && bigger.expect("starts").offload.is_none(), "m12 at 12 GiB: {} stars", s.stars);
+
+    // m13: round robin finds 30% of prompt tokens cached, p95 TTFT 10 s and the queues growing;
+    // prefix-aware routing 3 stars; two more replicas behind round robin meet the TTFT but not the
+    // hits nor the replica count; routing by the prefix alone costs the balance.
+    let m = load("m13-routing.json");
+    let r = run_checked(m.preset());
+    assert!((0.28..=0.32).contains(&r.prefix_cache_hit_rate), "m13: {}", r.prefix_cache_hit_rate);
+    assert!((9000.0..=11000.0).contains(&r.latency_ms.ttft_p95), "m13: {}", r.latency_ms.ttft_p95);
+    assert!(r.requests.waiting_at_end > 100, "m13: the queues grow ({})", r.requests.waiting_at_end);
+    assert_eq!(r.capacity_tokens / 4 / 16, 3071, "m13's story: each pool holds 3,071 blocks");
+    let stars = |patch: Value| m.run_patch(&patch).expect("patch applies").2;
+    let six = stars(json!({ "replicas": 6 }));
+    assert!(six.goals[0].met && !six.goals[1].met && six.stars == 1, "m13 on six replicas: {six:?}");
+    assert_eq!(stars(json!({ "router": { "policy": "cache_aware" } })).stars, 3);
+    let alone =
+        stars(json!({ "router": { "policy": "prefix_aware", "weights": { "queue": 0, "kv_cache": 0, "prefix": 1 } } }));
+    assert!(!alone.goals[2].met, "m13 routed by the prefix alone: {alone:?}");
 }
 
 #[test]

@@ -171,7 +171,7 @@ fn compare_mode_runs_both_allocators_on_the_same_traffic() {
         let s = run.chart_series();
         assert!(s.iter().all(|p| p.t_us <= 5_000_000), "{}: the chart runs past 5 s", run.label);
         assert!(s[s.len() - 1].t_us > 4_500_000, "{}: the chart stops short of 5 s", run.label);
-        assert!(run.sim.now_us() >= 5_000_000);
+        assert!(run.now_us() >= 5_000_000);
     }
     let shown = lab.runs[0].chart_series();
     assert!(!shown.is_empty() && shown.len() < full.len());
@@ -198,7 +198,7 @@ fn setups_vllm_would_not_start_are_refused_on_the_page() {
     tp.preset.tensor_parallel_size = 4;
     tp.preset.model = serde_json::json!("llama-3-70b");
     lab.apply(tp, true).unwrap();
-    let g = lab.runs[0].sim.report().gpu_memory.expect("derived from the GPU");
+    let g = lab.runs[0].report().gpu_memory.expect("derived from the GPU");
     assert_eq!(g.tensor_parallel_size, 4);
     assert!(lab.runs[0].title.contains("TP 4"), "{}", lab.runs[0].title);
     // The settings' "KV memory" switch goes back to given GiB and to the GPU's share again.
@@ -274,7 +274,7 @@ fn the_chart_series_never_runs_past_the_time_shown() {
             for run in &lab.runs {
                 let s = run.chart_series();
                 assert!(s.last().is_none_or(|p| p.t_us <= t), "{id} {}: the chart runs past {t} µs", run.label);
-                inside_a_step += usize::from(run.sim.now_us() > t);
+                inside_a_step += usize::from(run.now_us() > t);
             }
         }
     }
@@ -364,7 +364,7 @@ fn a_run_until_all_finished_is_as_long_as_it_turns_out() {
     lab.seek(5_000_000);
     assert!(!lab.is_at_end());
     lab.seek(lab.end_limit_us());
-    let end = lab.runs[0].sim.now_us();
+    let end = lab.runs[0].now_us();
     assert!(end > 5_000_000 && end < 60_000_000, "{end}");
     assert_eq!((lab.t_us, lab.duration_us()), (end, end));
     assert!(lab.is_at_end());
@@ -393,9 +393,9 @@ fn a_run_until_all_finished_is_as_long_as_it_turns_out() {
     assert_eq!(lab.t_us, 61_000_000, "time goes past duration_s");
     assert!(lab.duration_us() >= 61_000_000 && !lab.is_at_end());
     lab.seek(lab.end_limit_us());
-    let end = lab.runs[0].sim.now_us();
+    let end = lab.runs[0].now_us();
     assert!(end > 61_000_000 && lab.is_at_end() && lab.duration_us() == end, "{end}");
-    assert!(lab.runs[0].sim.all_finished());
+    assert!(lab.runs[0].panels()[0].all_finished());
     let series = lab.runs[0].chart_series();
     assert_eq!(series.last().map(|p| p.t_us), Some(end), "the chart covers the run");
 }

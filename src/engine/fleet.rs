@@ -22,10 +22,26 @@ mod report;
 pub mod router;
 #[cfg(feature = "fleet")]
 mod run;
+#[cfg(feature = "fleet")]
+mod series;
 
 pub use config::{PrefixIndex, RouterConfig, RouterPolicy, ScorerWeights, MAX_REPLICAS};
 
 #[cfg(feature = "fleet")]
+pub use report::rule;
+#[cfg(feature = "fleet")]
 pub use router::Route;
 #[cfg(feature = "fleet")]
 pub use run::Fleet;
+
+/// A configuration run to its end: one replica, or (with the `fleet` feature) a fleet behind its
+/// router; the report either way.
+pub fn run_to_end(
+    config: crate::engine::config::SimConfig,
+) -> Result<crate::engine::metrics::Report, crate::engine::config::ConfigError> {
+    #[cfg(feature = "fleet")]
+    if config.replicas > 1 {
+        return Ok(Fleet::new(config)?.run_to_end());
+    }
+    Ok(crate::engine::sim::Simulation::new(config)?.run_to_end())
+}

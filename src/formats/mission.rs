@@ -123,6 +123,7 @@ pub const REPORT_METRICS: &[(&str, &str)] = &[
     ("cow_copies", "copy-on-write block copies (parallel sampling)"),
     ("prefix_cache_hit_rate", "share of prompt tokens found in the prefix cache"),
     ("offload.offload_hit_rate", "share of prompt tokens found in the host tier (runs with kv_offload)"),
+    ("fleet.imbalance", "the most requests one replica was sent over the mean (runs with replicas)"),
     ("offload.combined_hit_rate", "share of prompt tokens found on the GPU or in the host tier (runs with kv_offload)"),
     ("latency_ms.ttft_p50", "median time to first token, ms"),
     ("latency_ms.ttft_p95", "95th percentile time to first token, ms"),

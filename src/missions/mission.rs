@@ -22,7 +22,6 @@ use serde_json::Value;
 
 use crate::engine::config::{ConfigError, SimConfig};
 use crate::engine::metrics::Report;
-use crate::engine::sim::Simulation;
 use crate::formats::mission::{
     name_missing_field, read_mission_dto, validate_mission_dto, Comparison, GoalDto, MissionDto, MAX_STARS,
 };
@@ -287,7 +286,7 @@ impl Mission {
     pub fn run(&self, preset: &PresetDto) -> Result<(Option<Report>, Score), ConfigError> {
         match start(preset)? {
             Startup::Starts(config) => {
-                let report = Simulation::new(*config)?.run_to_end();
+                let report = crate::engine::fleet::run_to_end(*config)?;
                 let s = score(self, preset, &report);
                 Ok((Some(report), s))
             }

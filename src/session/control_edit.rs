@@ -222,6 +222,11 @@ pub fn edit(state: &LabState, path: &str, value: Value) -> Result<LabState, Stri
     let value = coerce(path, value)?;
     let fraction = value.as_f64().filter(|f| f.fract() != 0.0);
     let mut v = serde_json::to_value(&next.preset).map_err(|e| e.to_string())?;
+    // A preset without a router routes round robin: a router field edits that one.
+    #[cfg(feature = "panels")]
+    if path.starts_with("router.") && next.preset.router.is_none() {
+        v["router"] = serde_json::json!({ "policy": "round_robin" });
+    }
     set_in(&mut v, path, value)?;
     next.preset = from_json_with_path(&v.to_string()).map_err(|e| match fraction {
         // serde's words for a fraction in a whole-number field give the type's range, not the field's.
@@ -276,7 +281,8 @@ fn engine_default(state: &LabState, path: &str) -> Option<Value> {
     match path {
         "scheduler.watermark" => Some(Value::from(engine.default_watermark())),
         "allocator.prefix_caching" => Some(Value::from(engine.default_prefix_caching())),
-        "tensor_parallel_size" => Some(Value::from(1)),
+        "tensor_parallel_size" | "replicas" => Some(Value::from(1)),
+        "router.policy" => Some(Value::from("round_robin")),
         ATTENTION_BACKEND_PATH => Some(Value::from("")),
         "gpu_memory_in_use_gib" | KV_OFFLOAD_GIB_PATH => Some(Value::from(0)),
         "scheduler.max_num_batched_tokens" => state.preset.batch_limits().map(|(tokens, _)| Value::from(tokens)),

@@ -7,13 +7,10 @@
 //! A mission setup vLLM refuses to start (`missions::mission::start`) is scored, not rejected:
 //! the lab then holds no run, only vLLM's words (`Lab::refusal`), and the score is final at once.
 
-use crate::engine::plan::group_thousands;
-use crate::engine::sim::checkpoints::{Checkpoints, DEFAULT_BUDGET_BYTES};
-use crate::engine::workload::Arrival;
-use crate::engine::{AllocatorConfig, Report, SimConfig, Simulation, StepPoint};
-use crate::formats::preset::{AllocatorDto, FitDto, PresetDto, ReserveDto};
+use crate::formats::preset::{AllocatorDto, PresetDto};
 use crate::missions::mission::{score, score_refused, start, Mission, Score, Startup};
 
+use super::run::Run;
 use super::url_state::{LabState, MissionRef, PageOptions};
 
 /// Playback speeds offered, in simulated seconds per real second; 0 means "as fast as the
@@ -29,222 +26,18 @@ pub fn secs_to_us(s: f64) -> u64 {
     }
 }
 
-/// One simulation of one preset, with the longest series seen so far for the chart.
-pub struct Run {
-    /// "contiguous" or "paged".
-    pub label: &'static str,
-    pub title: String,
-    pub preset: PresetDto,
-    pub config: SimConfig,
-    pub sim: Simulation,
-    /// Snapshots of this run, so going back in time replays from the nearest one.
-    checkpoints: Checkpoints,
-    target_us: u64,
-    pub class_names: Vec<String>,
-    /// Where the run ends, once it has been simulated that far (a run with `until_all_finished`
-    /// ends when its last request finishes; going back in time keeps what was learned).
-    known_end_us: Option<u64>,
-}
-
-/// How long a run shows as being: `duration_s`; with `until_all_finished`, its end once it is
-/// done, and until then `duration_s` or the time simulated so far, whichever is later (the
-/// chart's axis and the time slider grow with the run).
-pub fn shown_end_us(sim: &Simulation) -> u64 {
-    if !sim.config().until_all_finished {
-        sim.duration_us()
-    } else if sim.is_done() {
-        sim.end_us()
-    } else {
-        sim.duration_us().max(sim.now_us())
-    }
-}
-
-impl Run {
-    pub fn new(preset: PresetDto) -> Result<Run, String> {
-        let config = preset.to_config().map_err(|e| e.to_string())?;
-        check_page_limits(&config)?;
-        let mut sim = Simulation::new(config.clone()).map_err(|e| e.to_string())?;
-        let checkpoints = Checkpoints::new(&mut sim, DEFAULT_BUDGET_BYTES);
-        let paged = matches!(preset.allocator, AllocatorDto::Paged { .. });
-        Ok(Run {
-            label: if paged { "paged" } else { "contiguous" },
-            title: allocator_title(&preset.allocator, &config),
-            class_names: preset.workload.classes.iter().map(|c| c.name.clone()).collect(),
-            preset,
-            config,
-            sim,
-            checkpoints,
-            target_us: 0,
-            known_end_us: None,
-        })
-    }
-
-    /// How long this run shows as being (`shown_end_us`), its end once it was reached.
-    pub fn shown_end_us(&self) -> u64 {
-        self.known_end_us.unwrap_or_else(|| shown_end_us(&self.sim))
-    }
-
-    /// Where time can go in this run: its end when known, else its latest possible end.
-    fn end_limit_us(&self) -> u64 {
-        self.known_end_us.unwrap_or_else(|| self.sim.end_limit_us())
-    }
-
-    /// The run's end is known: it was reached, or it is `duration_s`.
-    fn end_known(&self) -> bool {
-        self.known_end_us.is_some() || !self.sim.config().until_all_finished
-    }
-
-    fn note_end(&mut self) {
-        if self.known_end_us.is_none() && self.sim.is_done() {
-            self.known_end_us = Some(self.sim.end_us());
-        }
-    }
-
-    pub fn is_paged(&self) -> bool {
-        self.label == "paged"
-    }
-
-    /// Brings the simulation to `t_us` (from the nearest checkpoint when that is earlier).
-    pub fn seek(&mut self, t_us: u64) {
-        self.target_us = t_us;
-        self.checkpoints.seek(&mut self.sim, t_us);
-        self.note_end();
-    }
-
-    /// One engine step; the new time becomes the target.
-    pub fn step(&mut self) {
-        self.sim.step();
-        self.target_us = self.sim.now_us();
-        self.note_end();
-    }
-
-    /// What the chart draws: the series up to the time shown, never beyond it (after going
-    /// back in time the run is simulated again from 0, and the chart shows no future).
-    /// A step that ends past the time shown (a long prefill) is left out until the time reaches it.
-    pub fn chart_series(&self) -> &[StepPoint] {
-        let series = self.sim.series();
-        &series[..series.partition_point(|p| p.t_us <= self.target_us)]
-    }
-
-    pub fn report(&self) -> Report {
-        self.sim.report()
-    }
-
-    pub fn last_sample(&self) -> Option<&StepPoint> {
-        self.sim.series().last()
-    }
-
-    /// Why requests wait at the time shown, when the head of the queue was not admitted in the
-    /// last step: the reason in the learner's words (the metrics panel shows it).
-    pub fn queue_note(&self) -> Option<String> {
-        use crate::engine::scheduler::HolReason;
-        let last = self.sim.series().last()?;
-        if last.waiting == 0 {
-            return None;
-        }
-        let behind = match last.waiting {
-            1 => "It waits".to_string(),
-            n => format!(
-                "It and the {} requests behind it wait (first come, first served)",
-                group_thousands(u64::from(n) - 1)
-            ),
-        };
-        let free =
-            100.0 * (1.0 - self.sim.kv().allocated_tokens() as f64 / self.sim.kv().capacity_tokens().max(1) as f64);
-        let s = &self.config.scheduler;
-        let why = match self.sim.head_of_line()? {
-            HolReason::Memory(b) if b.enough_total_free && !self.is_paged() => format!(
-                "its slab (prompt + max_tokens, reserved whole) is larger than any hole, though {free:.0}% of the KV memory is free in all: external fragmentation, free memory in pieces too small to use (paged blocks need no single hole)"
-            ),
-            HolReason::Memory(b) if b.enough_total_free => {
-                format!("its blocks do not fit beside the watermark vLLM keeps, though {free:.0}% of the KV memory is free")
-            }
-            HolReason::Memory(_) if !self.is_paged() => format!(
-                "its slab (prompt + max_tokens, reserved whole) is larger than the {free:.0}% of the KV memory that is free"
-            ),
-            HolReason::Memory(_) => format!("its prompt needs more blocks than the {free:.0}% of the KV memory that is free"),
-            HolReason::SeqLimit => format!("max_num_seqs ({}) requests already run", s.max_num_seqs),
-            HolReason::TokenBudget => format!(
-                "its prompt does not fit in what is left of the step's token budget (max_num_batched_tokens {}; raise it, or turn on chunked prefill where the scheduler has it)",
-                s.max_num_batched_tokens
-            ),
-        };
-        Some(format!("The request at the head of the queue is not admitted: {why}. {behind}."))
-    }
-}
-
-/// Most memory-map cells the page draws (a 1,024 × 1,024 canvas at one pixel a cell).
-pub const MAX_MAP_CELLS: u64 = 1 << 20;
-/// Most requests a page run may generate (the engine makes them all up front).
-pub const MAX_PAGE_REQUESTS: f64 = 250_000.0;
-
-/// Setups the engine accepts but a browser tab cannot draw or hold smoothly.
-pub fn check_page_limits(config: &SimConfig) -> Result<(), String> {
-    let cell_tokens = match config.allocator {
-        AllocatorConfig::Paged { block_size, .. } => u64::from(block_size),
-        AllocatorConfig::Contiguous { .. } => u64::from(crate::engine::sim::CONTIGUOUS_CELL_TOKENS),
-    };
-    let cells = config.capacity_tokens() / cell_tokens.max(1);
-    if cells > MAX_MAP_CELLS {
+/// Compare mode sets one replica's two allocators side by side; a fleet's replicas already
+/// fill the maps' row.
+fn check_compare(state: &LabState) -> Result<(), String> {
+    #[cfg(feature = "fleet")]
+    if state.compare && state.preset.replicas > 1 {
         return Err(format!(
-            "kv_memory_gib: {} GiB makes a map of {} cells of {cell_tokens} tokens; the page draws up to {}: use less KV memory or larger blocks",
-            config.kv_memory_gib,
-            group_thousands(cells),
-            group_thousands(MAX_MAP_CELLS)
+            "replicas: compare sets one replica's two allocators side by side, and this preset runs {} replicas; set replicas to 1 to compare, or turn Compare off to see the fleet",
+            state.preset.replicas
         ));
     }
-    if let Arrival::Concurrency { num_requests, .. } = config.workload.arrival {
-        if f64::from(num_requests) > MAX_PAGE_REQUESTS {
-            return Err(format!(
-                "workload.arrival.num_requests: {} requests is more than the page simulates ({}); lower it (the native `kvlab run` has no such limit)",
-                group_thousands(u64::from(num_requests)),
-                group_thousands(MAX_PAGE_REQUESTS as u64)
-            ));
-        }
-    }
-    if let Arrival::Poisson { rate_per_s, bursts } = &config.workload.arrival {
-        let expected = rate_per_s * config.duration_s
-            + bursts.iter().map(|b| b.rate_per_s * (b.end_s - b.start_s).max(0.0)).sum::<f64>();
-        if expected > MAX_PAGE_REQUESTS {
-            return Err(format!(
-                "workload.arrival.rate_per_s: about {} requests in {} s is more than the page simulates ({}); lower the rate or the duration (the native `kvlab run` has no such limit)",
-                group_thousands(expected as u64),
-                config.duration_s,
-                group_thousands(MAX_PAGE_REQUESTS as u64)
-            ));
-        }
-    }
+    let _ = state;
     Ok(())
-}
-
-/// "Contiguous · first-fit · reserve prompt + max_tokens" / "Paged · 16-token blocks · vLLM v1".
-/// Defaults the preset leaves out (prefix caching) are read from the resolved configuration.
-pub fn allocator_title(a: &AllocatorDto, config: &SimConfig) -> String {
-    match a {
-        AllocatorDto::Contiguous { reserve, fit } => format!(
-            "Contiguous · {} · reserve {}",
-            match fit {
-                FitDto::FirstFit => "first-fit",
-                FitDto::BestFit => "best-fit",
-            },
-            match reserve {
-                ReserveDto::PromptPlusMaxTokens => "prompt + max_tokens",
-                ReserveDto::MaxModelLen => "max_model_len",
-            }
-        ),
-        AllocatorDto::Paged { block_size, .. } => {
-            let caching = matches!(config.allocator, AllocatorConfig::Paged { prefix_caching: true, .. });
-            let tp = config.tensor_parallel_size;
-            format!(
-                "Paged · {block_size}-token blocks{}{} · vLLM {}{}",
-                // A size vLLM's default backend does not run is labelled, not refused.
-                if config.block_size_note().is_some() { " (not a FlashAttention size)" } else { "" },
-                if caching { " · prefix caching" } else { "" },
-                config.scheduler.engine.name(),
-                if tp > 1 { format!(" · TP {tp}") } else { String::new() }
-            )
-        }
-    }
 }
 
 pub struct Lab {
@@ -327,6 +120,7 @@ impl Lab {
             }
             r.hints = r.hints.min(m.hints().len() as u32);
         }
+        check_compare(&state)?;
         let presets = state.runs();
         if presets.len() == self.runs.len() && presets.iter().zip(&self.runs).all(|(p, r)| *p == r.preset) {
             // Only what is drawn around the runs changed (hidden series, hints): keep them.
@@ -378,16 +172,14 @@ impl Lab {
                 return Ok(()); // scored, not refused
             }
         }
+        check_compare(state)?;
         for p in state.runs() {
             if self.runs.iter().any(|r| r.preset == p) {
                 continue;
             }
             let paged = matches!(p.allocator, AllocatorDto::Paged { .. });
             let label = if paged { "paged" } else { "contiguous" };
-            let checked = p.to_config().map_err(|e| e.to_string()).and_then(|config| {
-                check_page_limits(&config)?;
-                Simulation::new(config).map(drop).map_err(|e| e.to_string())
-            });
+            let checked = p.to_config().map_err(|e| e.to_string()).and_then(Run::check);
             checked.map_err(|e| if state.compare { format!("{e} (in the {label} run)") } else { e })?;
         }
         Ok(())
@@ -414,7 +206,7 @@ impl Lab {
         }
         let Some((first, rest)) = self.runs.split_first_mut() else { return };
         first.step();
-        let t = first.sim.now_us().min(first.sim.end_limit_us());
+        let t = first.now_us().min(first.end_limit_us());
         for run in rest {
             run.seek(t);
         }
@@ -454,6 +246,11 @@ impl Lab {
             }
         }
         self.t_us != before
+    }
+
+    /// Every map the page draws, in order: each run's, or each replica of a fleet run.
+    pub fn panels(&self) -> Vec<super::run::Panel<'_>> {
+        self.runs.iter().flat_map(Run::map_panels).collect()
     }
 
     /// The run of the learner's own preset (in compare mode, the one whose allocator is in use).

@@ -7,7 +7,7 @@
 //! - [`command`]: every change a user, the JS handle or a host page can make, as one
 //!   serde-tagged [`command::Command`], and [`command::Session`], the one dispatcher that
 //!   validates, applies or refuses it, keeps undo history, and says what the page must redraw
-//! - [`lab`]: runs, time and playback; [`url_state`]: the state in the URL
+//! - [`lab`]: time and playback; [`run`]: one run (one replica, or a fleet: [`fleet_run`]); [`url_state`]: the state in the URL
 //! - [`control_edit`]: how a control's path reads and edits the lab state
 //! - [`pending`]: values the lab refused, held in their controls and never taken for the run;
 //!   [`advice`]: a refusal's fixes within a mission's locks
@@ -21,6 +21,8 @@ pub mod advice;
 pub mod command;
 pub mod control_edit;
 pub mod dispatch;
+#[cfg(feature = "fleet")]
+pub mod fleet_run;
 pub mod history;
 pub mod kv_search;
 pub mod lab;
@@ -28,6 +30,7 @@ pub mod loader;
 pub mod missions;
 pub mod pending;
 pub mod presets;
+pub mod run;
 pub mod sweep;
 pub mod title;
 pub mod tour;

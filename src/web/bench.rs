@@ -58,8 +58,8 @@ pub fn frames(app: &App, n: u32) -> FrameBench {
         view.render(&lab);
         total.push(dom::now_ms() - t0);
         let t1 = dom::now_ms();
-        for (run, mv) in lab.runs.iter().zip(view.maps.iter_mut()) {
-            let _ = mv.paint(&run.sim.memory_map(), &RenderOptions::default());
+        for (p, mv) in lab.panels().iter().zip(view.maps.iter_mut()) {
+            let _ = mv.paint(&p.sim.memory_map(), &RenderOptions::default());
         }
         map_only.push(dom::now_ms() - t1);
         view.invalidate_content();
@@ -70,7 +70,7 @@ pub fn frames(app: &App, n: u32) -> FrameBench {
         view.render_metrics(&lab);
         metrics.push(dom::now_ms() - t3);
     }
-    let cells = lab.runs.iter().map(|r| r.sim.memory_map().cells.len()).sum();
+    let cells = lab.panels().iter().map(|p| p.sim.memory_map().cells.len()).sum();
     FrameBench {
         frames: n,
         cells,
@@ -168,9 +168,9 @@ pub fn scrub(app: &App, moves: u32) -> ScrubBench {
         let lab = app.lab();
         if let Some(run) = lab.runs.first() {
             let t3 = dom::now_ms();
-            std::hint::black_box(run.sim.memory_map());
+            std::hint::black_box(run.panels()[0].memory_map());
             let t4 = dom::now_ms();
-            std::hint::black_box(run.sim.report());
+            std::hint::black_box(run.report());
             map.push(t4 - t3);
             report.push(dom::now_ms() - t4);
         }
@@ -185,7 +185,7 @@ pub fn scrub(app: &App, moves: u32) -> ScrubBench {
         let mut view = app.view.borrow_mut();
         view.invalidate_content();
         let t0 = dom::now_ms();
-        let maps: Vec<_> = lab.runs.iter().map(|r| r.sim.memory_map()).collect();
+        let maps: Vec<_> = lab.panels().iter().map(|p| p.sim.memory_map()).collect();
         let t1 = dom::now_ms();
         for (m, mv) in maps.iter().zip(view.maps.iter_mut()) {
             let _ = mv.paint(m, &RenderOptions::default());

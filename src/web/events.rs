@@ -228,10 +228,11 @@ fn wire_preset_file(app: &Rc<App>) {
 }
 
 fn wire_maps(app: &Rc<App>) {
-    for i in 0..2 {
+    let maps = app.view.borrow().maps.len();
+    for i in 0..maps {
         wire_map_pointer(app, i);
         wire_map_keys(app, i);
-        if super::full_lab::FULL {
+        if super::full_lab::FULL && i < 2 {
             wire_host_band(app, i);
         }
     }
@@ -240,10 +241,12 @@ fn wire_maps(app: &Rc<App>) {
     // no `mouseleave`, and the inspector must not keep describing it.
     let a = app.clone();
     dom::listen::<MouseEvent>(&dom::document(), "mousemove", move |e: MouseEvent| {
-        let on_map = e
-            .target()
-            .and_then(|t| t.dyn_into::<Element>().ok())
-            .is_some_and(|t| matches!(t.id().as_str(), "map-0" | "map-1"));
+        let on_map = e.target().and_then(|t| t.dyn_into::<Element>().ok()).is_some_and(|t| {
+            let id = t.id();
+            // A fleet's replicas have maps past the two the page is served with (the full lab's).
+            matches!(id.as_str(), "map-0" | "map-1")
+                || super::full_lab::FULL && id.strip_prefix("map-").is_some_and(|i| i.parse::<u8>().is_ok())
+        });
         if !on_map && a.view.borrow().hover.is_some() {
             a.view.borrow_mut().hover = None;
             a.request_frame();

@@ -79,7 +79,7 @@ pub fn report_json(app: &App) -> String {
 
 pub fn csv(app: &App) -> String {
     let lab = app.lab();
-    let runs: Vec<(&str, &[crate::engine::StepPoint])> = lab.runs.iter().map(|r| (r.label, r.sim.series())).collect();
+    let runs: Vec<(&str, &[crate::engine::StepPoint])> = lab.runs.iter().map(|r| (r.label, r.series())).collect();
     series_csv(&runs)
 }
 
@@ -128,10 +128,10 @@ pub fn map_png(app: &App) -> Result<String, String> {
     let view = app.view.borrow();
     let t = lab.t_us as f64 / 1e6;
     let parts: Vec<(String, HtmlCanvasElement)> = lab
-        .runs
+        .panels()
         .iter()
         .zip(&view.maps)
-        .map(|(r, m)| (format!("{} · t = {t:.1} s", r.title), m.canvas.clone()))
+        .map(|(p, m)| (format!("{} · t = {t:.1} s", p.title()), m.canvas.clone()))
         .collect();
     composite(&parts, parts.len() > 1)
 }

@@ -10,7 +10,7 @@ use web_sys::{HtmlCanvasElement, HtmlElement};
 use crate::engine::plan::group_thousands;
 use crate::engine::{MapCell, MemoryMap, RequestView};
 use crate::render::RenderOptions;
-use crate::session::lab::Lab;
+use crate::session::run::Panel;
 
 use super::dom::{self, Node};
 use super::map::{strong, MapView};
@@ -55,9 +55,11 @@ impl HostBands {
         self.views[i].canvas.parent_element().map_or(600, |w| w.client_width()).max(60)
     }
 
-    /// The runs' host maps now (None for a run without a tier), each sized to its band.
-    pub fn maps(&self, lab: &Lab) -> Vec<Option<MemoryMap>> {
-        lab.runs.iter().enumerate().map(|(i, r)| r.sim.host_memory_map(self.max_cells(i.min(1)))).collect()
+    /// The maps' host maps now (None for a run without a tier, and for a fleet's replicas,
+    /// whose tiers the metrics sum up), each sized to its band.
+    pub fn maps(&self, panels: &[Panel<'_>]) -> Vec<Option<MemoryMap>> {
+        let band = |i: usize, p: &Panel<'_>| p.sim.host_memory_map(self.max_cells(i.min(1)));
+        panels.iter().enumerate().map(|(i, p)| if p.replica.is_some() { None } else { band(i, p) }).collect()
     }
 
     /// The request (owner + 1, as `MapCell::owner`) of the hovered chunk cell.

@@ -19,6 +19,7 @@
 //! - [`day_run`]: long runs in a Web Worker (progress, Cancel, results); [`worker`]: the
 //!   worker's side (`www/worker.js` drives its `DayRun`)
 //! - [`host`]: `postMessage` events and commands between an embedded lab and its host page
+//! - [`fleet_view`]: a fleet's replicas as small multiples, the router's line (the full lab only)
 //! - [`host_tier`]: the host-memory KV tier's band under each map and its inspector text (the
 //!   full lab only)
 //! - [`menu`]: the Export menu button (keyboard, Escape, a click elsewhere)
@@ -43,6 +44,8 @@ pub mod errors;
 pub mod events;
 pub mod export;
 pub mod file_drop;
+#[cfg(feature = "panels")]
+pub mod fleet_view;
 pub mod full_lab;
 pub mod handle;
 pub mod host;

@@ -17,6 +17,7 @@ use super::metrics::{MetricsInput, MetricsView};
 use super::mission_view::MissionView;
 use super::storage::Stars;
 use crate::session::lab::Lab;
+use crate::session::run::Panel;
 
 /// A cell the learner points at: (run index, cell index).
 pub type CellRef = (usize, usize);
@@ -65,11 +66,19 @@ pub struct View {
 
 impl View {
     pub fn new(stars: Stars) -> Result<View, String> {
-        let maps = (0..2)
+        let maps_box: HtmlElement = dom::need("maps")?;
+        // The full lab draws a fleet's replicas too: panels cloned from the second run's.
+        #[cfg(feature = "panels")]
+        super::fleet_view::add_panels(&maps_box)?;
+        #[cfg(feature = "panels")]
+        let n = super::fleet_view::MAX_PANELS;
+        #[cfg(not(feature = "panels"))]
+        let n = 2;
+        let maps = (0..n)
             .map(|i| dom::need::<HtmlCanvasElement>(&format!("map-{i}")).map(MapView::new))
             .collect::<Result<_, _>>()?;
         let list = |prefix: &str| {
-            (0..2).map(|i| dom::need::<HtmlElement>(&format!("{prefix}-{i}"))).collect::<Result<Vec<_>, _>>()
+            (0..n).map(|i| dom::need::<HtmlElement>(&format!("{prefix}-{i}"))).collect::<Result<Vec<_>, _>>()
         };
         Ok(View {
             maps,
@@ -78,7 +87,7 @@ impl View {
             map_panels: list("map-panel")?,
             map_titles: list("map-title")?,
             map_subs: list("map-sub")?,
-            maps_box: dom::need("maps")?,
+            maps_box,
             inspector: dom::need("inspector")?,
             kv_chart: dom::need("chart-kv")?,
             queue_chart: dom::need("chart-queues")?,
@@ -203,13 +212,19 @@ impl View {
     pub fn render(&mut self, lab: &Lab) {
         // Classes that change the boxes' sizes first, then measure.
         let compare = lab.runs.len() > 1;
+        let panels = lab.panels();
         dom::toggle_class(&self.root, "comparing", compare);
         // A mission setup vLLM refused to start has no run: the stage says so (lab.css).
         dom::toggle_class(&self.root, "refused", lab.refusal.is_some());
         dom::toggle_class(&self.maps_box, "two", compare);
         for (i, panel) in self.map_panels.iter().enumerate() {
-            dom::set_hidden(panel, i >= lab.runs.len());
+            dom::set_hidden(panel, i >= panels.len());
         }
+        // A fleet's maps in rows (the full lab's): the height a map may take is shared by them.
+        #[cfg(feature = "panels")]
+        let rows = super::fleet_view::show(lab, &self.maps_box, &self.map_panels);
+        #[cfg(not(feature = "panels"))]
+        let rows = 1.0;
         // The legend lists only what the shown allocators can draw (slabs, or shared blocks).
         let paged = lab.runs.iter().filter(|r| r.is_paged()).count();
         let kinds = match (paged, lab.runs.len() - paged) {
@@ -220,7 +235,7 @@ impl View {
         if self.root.get_attribute("data-allocators").as_deref() != Some(kinds) {
             let _ = self.root.set_attribute("data-allocators", kinds);
         }
-        let maps: Vec<MemoryMap> = lab.runs.iter().map(|r| r.sim.memory_map()).collect();
+        let maps: Vec<MemoryMap> = panels.iter().map(|p| p.sim.memory_map()).collect();
         self.show_legend_kinds(&maps);
         let boxes = if lab.options.embed { self.map_boxes(maps.len()) } else { Vec::new() };
         if self.layout_dirty
@@ -232,7 +247,7 @@ impl View {
                 self.fit_embedded(&maps);
                 self.fitted_boxes = self.map_boxes(maps.len());
             } else {
-                let max_h = self.max_map_height();
+                let max_h = (self.max_map_height() / rows).max(120.0);
                 for (i, m) in maps.iter().enumerate() {
                     let width = self.maps[i].canvas.parent_element().map_or(600, |w| w.client_width()).max(60);
                     self.maps[i].fit(m.cells.len(), f64::from(width), max_h);
@@ -241,10 +256,10 @@ impl View {
             self.layout_dirty = false;
             self.last_chart = None;
         }
-        let host_maps = self.hosts().map(|h| h.maps(lab)).unwrap_or_default();
+        let host_maps = self.hosts().map(|h| h.maps(&panels)).unwrap_or_default();
         let relayout = self.last_chart.is_none();
-        self.render_maps(lab, &maps, &host_maps, relayout);
-        self.render_inspector(lab, &maps, &host_maps);
+        self.render_maps(&panels, &maps, &host_maps, relayout);
+        self.render_inspector(lab, &panels, &maps, &host_maps);
         self.render_charts(lab);
         self.render_metrics(lab);
         self.render_transport(lab);
@@ -264,9 +279,16 @@ impl View {
         view.render(lab, status.as_ref());
     }
 
-    fn render_maps(&mut self, lab: &Lab, maps: &[MemoryMap], host_maps: &[Option<MemoryMap>], relayout: bool) {
+    fn render_maps(
+        &mut self,
+        panels: &[Panel<'_>],
+        maps: &[MemoryMap],
+        host_maps: &[Option<MemoryMap>],
+        relayout: bool,
+    ) {
         let focus = self.focus_cell();
-        // The request under the pointer on either map is framed on both.
+        // The request under the pointer on either map is framed on both (a fleet's replicas
+        // number their requests apart: only on its own).
         let highlight = focus
             .and_then(|(run, cell)| maps.get(run)?.cells.get(cell))
             .map(|c| c.owner)
@@ -276,10 +298,11 @@ impl View {
         if let Some(h) = self.hosts_mut() {
             h.render(host_maps, highlight, dark, relayout);
         }
-        for (i, (run, m)) in lab.runs.iter().zip(maps).enumerate() {
-            dom::set_text(&self.map_titles[i], &run.title);
-            if self.map_titles[i].title() != run.title {
-                self.map_titles[i].set_title(&run.title);
+        for (i, (panel, m)) in panels.iter().zip(maps).enumerate() {
+            let title = panel.title();
+            dom::set_text(&self.map_titles[i], &title);
+            if self.map_titles[i].title() != title {
+                self.map_titles[i].set_title(&title);
             }
             let sub = format!(
                 "{} cells × {} tokens",
@@ -287,8 +310,9 @@ impl View {
                 m.cell_tokens
             );
             dom::set_text(&self.map_subs[i], &sub);
+            let own = panel.replica.is_none() || focus.is_some_and(|f| f.0 == i);
             let opts = RenderOptions {
-                highlight_owner: highlight,
+                highlight_owner: highlight.filter(|_| own),
                 cursor: self.cursor.filter(|c| c.0 == i).map(|c| c.1),
                 dark: self.dark,
             };
@@ -298,7 +322,13 @@ impl View {
         }
     }
 
-    fn render_inspector(&mut self, lab: &Lab, maps: &[MemoryMap], host_maps: &[Option<MemoryMap>]) {
+    fn render_inspector(
+        &mut self,
+        lab: &Lab,
+        panels: &[Panel<'_>],
+        maps: &[MemoryMap],
+        host_maps: &[Option<MemoryMap>],
+    ) {
         // Screen readers hear the inspector when the learner moves over the map, not every
         // frame of playback: it is a live region only while paused.
         let live = if lab.playing { "off" } else { "polite" };
@@ -307,13 +337,13 @@ impl View {
         }
         // A cell of a map no longer shown (Compare turned off) is let go (a hidden map fires no
         // `mouseleave`; a pointer moving anywhere but a map lets go too: `events.rs`).
-        let shown = lab.runs.len();
+        let shown = panels.len();
         self.pinned = self.pinned.filter(|c| c.0 < shown);
         self.cursor = self.cursor.filter(|c| c.0 < shown);
         self.hover = self.hover.filter(|c| c.0 < shown);
         let host_hover = self.hosts().and_then(|h| h.hover).filter(|h| h.0 < shown);
         if let (None, Some((run_i, cell_i))) = (self.focus_cell(), host_hover) {
-            self.inspect_host_chunk(lab, host_maps, run_i, cell_i);
+            self.inspect_host_chunk(panels, host_maps, run_i, cell_i);
             return;
         }
         let Some((run_i, cell_i)) = self.focus_cell() else {
@@ -324,18 +354,18 @@ impl View {
             }
             return;
         };
-        let key = ((run_i, cell_i), false, lab.runs.get(run_i).map_or(0, |r| r.sim.now_us()));
+        let key = ((run_i, cell_i), false, panels.get(run_i).map_or(0, |p| p.sim.now_us()));
         if self.last_inspected == Some(key) {
             return;
         }
         self.last_inspected = Some(key);
-        let (Some(run), Some(m)) = (lab.runs.get(run_i), maps.get(run_i)) else { return };
-        let view = m.cells.get(cell_i).and_then(|c| c.request()).and_then(|r| run.sim.request_view(r));
+        let (Some(p), Some(m)) = (panels.get(run_i), maps.get(run_i)) else { return };
+        let view = m.cells.get(cell_i).and_then(|c| c.request()).and_then(|r| p.sim.request_view(r));
         let mut parts = Vec::new();
-        if lab.runs.len() > 1 {
-            parts.push(dom::node("p").class("insp-run").text(&run.title));
+        if panels.len() > 1 {
+            parts.push(dom::node("p").class("insp-run").text(&p.title()));
         }
-        parts.extend(map::describe_cell(cell_i, m, view.as_ref(), &run.class_names, run.is_paged()));
+        parts.extend(map::describe_cell(cell_i, m, view.as_ref(), &p.run.class_names, p.run.is_paged()));
         if self.pinned.is_some() {
             let hint = "Pinned: tap the map again or press Escape to release.";
             parts.push(dom::node("p").class("insp-hint").text(hint));
@@ -344,19 +374,25 @@ impl View {
     }
 
     /// The inspector on the host band's cell `cell_i` of run `run_i`.
-    fn inspect_host_chunk(&mut self, lab: &Lab, host_maps: &[Option<MemoryMap>], run_i: usize, cell_i: usize) {
-        let (Some(run), Some(Some(m))) = (lab.runs.get(run_i), host_maps.get(run_i)) else { return };
-        let key = ((run_i, cell_i), true, run.sim.now_us());
+    fn inspect_host_chunk(
+        &mut self,
+        panels: &[Panel<'_>],
+        host_maps: &[Option<MemoryMap>],
+        run_i: usize,
+        cell_i: usize,
+    ) {
+        let (Some(p), Some(Some(m))) = (panels.get(run_i), host_maps.get(run_i)) else { return };
+        let key = ((run_i, cell_i), true, p.sim.now_us());
         if self.last_inspected == Some(key) {
             return;
         }
         self.last_inspected = Some(key);
-        let view = m.cells.get(cell_i).and_then(|c| c.request()).and_then(|r| run.sim.request_view(r));
+        let view = m.cells.get(cell_i).and_then(|c| c.request()).and_then(|r| p.sim.request_view(r));
         let mut parts = Vec::new();
-        if lab.runs.len() > 1 {
-            parts.push(dom::node("p").class("insp-run").text(&run.title));
+        if panels.len() > 1 {
+            parts.push(dom::node("p").class("insp-run").text(&p.title()));
         }
-        let block_size = run.sim.kv().block_tokens() as u32;
+        let block_size = p.sim.kv().block_tokens() as u32;
         parts.extend(host_tier::describe_chunk(cell_i, m, view.as_ref(), block_size));
         dom::replace_children(&self.inspector, parts);
     }
@@ -382,7 +418,7 @@ impl View {
             .iter()
             .map(|r| ChartRun {
                 series: r.chart_series(),
-                capacity_tokens: r.sim.kv().capacity_tokens(),
+                capacity_tokens: r.capacity_tokens(),
                 dashed: compare && r.is_paged(),
             })
             .collect();

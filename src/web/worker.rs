@@ -70,7 +70,7 @@ impl DayRun {
     /// until then the time simulated so far or `duration_s`, whichever is later.
     #[wasm_bindgen(getter, js_name = durationS)]
     pub fn duration_s(&self) -> f64 {
-        crate::session::lab::shown_end_us(&self.sim) as f64 / 1e6
+        crate::session::run::shown_end_us(&self.sim) as f64 / 1e6
     }
 
     /// Requests arrived so far.
@@ -106,7 +106,7 @@ impl DayRun {
     /// allocated_tokens, live_tokens, running, waiting, swapped, preemptions` per point.
     #[wasm_bindgen(js_name = chartPoints)]
     pub fn chart_points(&self, buckets: usize) -> Vec<f64> {
-        let end = crate::session::lab::shown_end_us(&self.sim);
+        let end = crate::session::run::shown_end_us(&self.sim);
         let s = crate::render::downsample(self.sim.series(), end, buckets.max(2));
         s.iter()
             .flat_map(|p| {

@@ -101,6 +101,23 @@ impl Fleet {
         self.now_us = self.now_us.max(t_us);
     }
 
+    /// The fleet's next event: every replica with work at the earliest time one has work (or
+    /// the next request arrives) takes its step there. Returns the time the fleet is run to.
+    pub fn step(&mut self) -> u64 {
+        let arrival = self.requests.get(self.routes.len()).map(|r| r.arrival_us);
+        let next = self.replicas.iter().filter_map(Simulation::next_event_us).chain(arrival).min();
+        match next {
+            Some(t) => self.run_until(t.max(self.now_us) + 1),
+            None => self.run_until(self.end_limit_us()),
+        }
+        self.now_us
+    }
+
+    /// The replicas' series merged into the fleet's (`series.rs`).
+    pub fn series(&self) -> Vec<crate::engine::metrics::StepPoint> {
+        super::series::fleet_series(&self.replicas)
+    }
+
     /// The fleet's report so far: the replicas summed up, with the router and each replica.
     pub fn report(&self) -> Report {
         let first = self.requests.first().map_or(0, |r| r.arrival_us);

@@ -42,6 +42,18 @@ impl Simulation {
         self.feed_until_us = self.feed_until_us.max(t_us);
     }
 
+    /// When this replica next has something to do: now while it has requests queued or running,
+    /// else the arrival of the next request it was fed; `None` while it waits to be fed.
+    pub fn next_event_us(&self) -> Option<u64> {
+        if self.is_done() {
+            None
+        } else if !self.scheduler.is_idle() {
+            Some(self.now_us)
+        } else {
+            self.requests.get(self.groups.len()).map(|r| r.arrival_us.max(self.now_us))
+        }
+    }
+
     /// No more requests will be fed: the replica runs as a run with its requests made up front.
     pub fn close_feed(&mut self) {
         self.feed_until_us = u64::MAX;

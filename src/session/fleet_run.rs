@@ -1,0 +1,130 @@
+//! A fleet in the lab: a preset with `replicas` above 1 runs as replicas behind its router
+//! (`engine::fleet::Fleet`), moved to the time shown as one run is, its replicas drawn side by
+//! side and its chart the replicas' series merged.
+//!
+//! Going back in time restores the latest snapshot at or before the time and runs on from
+//! there: the fleet is deterministic, so that is the fleet that went there from the start.
+//! Snapshots are taken as the fleet first goes forward, one every `spacing_us` of simulated
+//! time; past [`MAX_SNAPSHOTS`] every other one is dropped and the spacing doubles, so their
+//! number stays bounded however long the run.
+
+use crate::engine::fleet::{Fleet, Route};
+use crate::engine::plan::group_thousands;
+use crate::engine::{SimConfig, StepPoint};
+
+/// Most snapshots kept at once.
+pub const MAX_SNAPSHOTS: usize = 32;
+/// Simulated time between snapshots at first, µs.
+const FIRST_SPACING_US: u64 = 2_000_000;
+
+#[derive(Clone, Debug)]
+pub struct FleetRun {
+    fleet: Fleet,
+    /// The fleet at 0 and as it first passed each multiple of `spacing_us`, in time order.
+    snapshots: Vec<Fleet>,
+    spacing_us: u64,
+    /// The replicas' series merged (`Fleet::series`), as of the fleet's time.
+    series: Vec<StepPoint>,
+}
+
+impl FleetRun {
+    pub fn new(config: SimConfig) -> Result<FleetRun, String> {
+        let fleet = Fleet::new(config).map_err(|e| e.to_string())?;
+        Ok(FleetRun { snapshots: vec![fleet.clone()], fleet, spacing_us: FIRST_SPACING_US, series: Vec::new() })
+    }
+
+    pub fn fleet(&self) -> &Fleet {
+        &self.fleet
+    }
+
+    /// The merged series up to the fleet's time.
+    pub fn series(&self) -> &[StepPoint] {
+        &self.series
+    }
+
+    /// The last request routed so far, where it went.
+    pub fn last_route(&self) -> Option<(u32, Route)> {
+        let routes = self.fleet.routes();
+        routes.last().map(|r| (routes.len() as u32 - 1, *r))
+    }
+
+    /// What the router did so far, in the learner's words: its rule, the requests each replica
+    /// was sent and how uneven that is, and where the last arrival went.
+    pub fn router_note(&self, class_names: &[String]) -> String {
+        let fleet = &self.fleet;
+        let router = &fleet.config().router;
+        let sent: Vec<u64> = fleet.replicas().iter().map(|r| r.requests().len() as u64).collect();
+        let total: u64 = sent.iter().sum();
+        let most = sent.iter().copied().max().unwrap_or(0);
+        let mut note = format!(
+            "Router: {}, {}. Requests sent so far: {}",
+            router.policy.name(),
+            crate::engine::fleet::rule(router),
+            sent.iter().map(|&n| group_thousands(n)).collect::<Vec<_>>().join(" · ")
+        );
+        if total > 0 {
+            let mean = total as f64 / sent.len() as f64;
+            note += &format!(" (the busiest got {:.2}× the mean)", most as f64 / mean);
+        }
+        if let Some((id, route)) = self.last_route() {
+            let spec = &fleet.requests()[id as usize];
+            let class = class_names.get(usize::from(spec.class)).map_or("", String::as_str);
+            let tenants = fleet.config().workload.classes.get(usize::from(spec.class)).map_or(1, |c| c.tenants);
+            let who = if tenants > 1 { format!("{class} {}", spec.tenant + 1) } else { class.to_string() };
+            note += &format!(
+                ". The last arrival, request {} ({who}), went to replica {} (its request {}).",
+                id,
+                route.replica + 1,
+                route.local
+            );
+        } else {
+            note += ".";
+        }
+        note
+    }
+
+    /// Brings the fleet to `t_us`: forward from where it is, or from the latest snapshot at or
+    /// before `t_us`.
+    pub fn seek(&mut self, t_us: u64) {
+        if t_us < self.fleet.now_us() {
+            let i = self.snapshots.partition_point(|s| s.now_us() <= t_us).max(1) - 1;
+            self.fleet = self.snapshots[i].clone();
+        }
+        let t_us = t_us.min(self.fleet.end_limit_us());
+        while self.fleet.now_us() < t_us && !self.fleet.is_done() {
+            let next_snapshot = self.next_snapshot_us();
+            self.fleet.run_until(t_us.min(next_snapshot));
+            self.take_snapshot();
+        }
+        self.series = self.fleet.series();
+    }
+
+    /// The fleet's next event (`Fleet::step`); returns its time.
+    pub fn step(&mut self) -> u64 {
+        let t = self.fleet.step();
+        self.take_snapshot();
+        self.series = self.fleet.series();
+        t
+    }
+
+    fn next_snapshot_us(&self) -> u64 {
+        let last = self.snapshots.last().map_or(0, Fleet::now_us);
+        (last / self.spacing_us + 1) * self.spacing_us
+    }
+
+    /// A snapshot of the fleet when it first passes the next multiple of the spacing.
+    fn take_snapshot(&mut self) {
+        if self.fleet.now_us() < self.next_snapshot_us() {
+            return;
+        }
+        if self.snapshots.len() == MAX_SNAPSHOTS {
+            let mut i = 0;
+            self.snapshots.retain(|_| {
+                i += 1;
+                i % 2 == 1
+            });
+            self.spacing_us *= 2;
+        }
+        self.snapshots.push(self.fleet.clone());
+    }
+}
