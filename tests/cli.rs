@@ -376,4 +376,44 @@ fn a_fleet_runs_from_the_command_line_and_its_flags_name_themselves() {
     let found: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{}", stderr(&o)));
     assert_eq!(found["replicas"], 3);
     assert_eq!(found["misses_at_replicas"], 2);
+    // The sweep takes the router over the preset's: behind round robin the search needs four.
+    let o = kvlab(&[
+        "sweep",
+        preset,
+        "--min-replicas-for-ttft-p95-ms",
+        "500",
+        "--replicas-range",
+        "1:8",
+        "--router",
+        "round_robin",
+        "--json",
+    ]);
+    let found: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{}", stderr(&o)));
+    assert_eq!(found["replicas"], 4);
+    assert_fails_naming(
+        &kvlab(&["sweep", preset, "--knob", "kv_memory_gib", "--values", "4,6", "--router", "fastest"]),
+        "--router fastest",
+    );
+    assert_fails_naming(
+        &kvlab(&["sweep", preset, "--min-replicas-for-ttft-p95-ms", "500", "--replicas", "2"]),
+        "--replicas",
+    );
+    let o = kvlab(&[
+        "sweep",
+        preset,
+        "--knob",
+        "duration_s",
+        "--values",
+        "10",
+        "--replicas",
+        "2",
+        "--router",
+        "kv_aware",
+        "--json",
+    ]);
+    let swept: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{}", stderr(&o)));
+    let mut two = kvlab::formats::preset::parse_preset(&std::fs::read_to_string(preset).unwrap()).unwrap();
+    (two.duration_s, two.replicas, two.router.policy) = (10.0, 2, kvlab::engine::fleet::RouterPolicy::KvAware);
+    let r = kvlab::engine::fleet::Fleet::new(two).unwrap().run_to_end();
+    assert_eq!(swept["points"][0]["paged"]["ttft_p95_ms"], serde_json::json!(r.latency_ms.ttft_p95), "{swept}");
 }

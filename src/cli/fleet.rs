@@ -32,6 +32,31 @@ pub struct FleetFlags {
 }
 
 impl FleetFlags {
+    /// The flags written into a preset's JSON (`kvlab sweep` plans its points from it), checked
+    /// against `config`, the preset's configuration, as [`FleetFlags::apply`] checks them.
+    pub fn patch_preset(&self, preset: &mut Value, config: &SimConfig) -> Result<(), String> {
+        let mut checked = config.clone();
+        self.apply(&mut checked)?;
+        if self.replicas.is_some() {
+            preset["replicas"] = json!(checked.replicas);
+        }
+        if self.router.is_none() && self.router_weights.is_none() && self.prefix_index.is_none() {
+            return Ok(());
+        }
+        let r = checked.router;
+        let mut router = preset.get("router").cloned().unwrap_or_else(|| json!({}));
+        router["policy"] = json!(r.policy.name());
+        if self.router_weights.is_some() {
+            router["weights"] =
+                json!({ "queue": r.weights.queue, "kv_cache": r.weights.kv_cache, "prefix": r.weights.prefix });
+        }
+        if self.prefix_index.is_some() {
+            router["prefix_index"] = json!(r.prefix_index.name());
+        }
+        preset["router"] = router;
+        Ok(())
+    }
+
     /// The flags in place of the preset's fields, checked as the preset's would be; an error
     /// names the flag.
     pub fn apply(&self, config: &mut SimConfig) -> Result<(), String> {

@@ -61,6 +61,10 @@ pub struct SweepArgs {
     /// none; docs/OFFLOAD.md). Sweep its size with `--knob kv_offload.cpu_gib`.
     #[arg(long, value_name = "GIB", allow_negative_numbers = true)]
     pub kv_offload_gib: Option<f64>,
+    /// Every point a fleet: `--replicas`, `--router`, `--router-weights`, `--prefix-index` over
+    /// the preset's (docs/ROUTING.md; the replica search sets the count itself).
+    #[command(flatten)]
+    pub fleet: super::fleet::FleetFlags,
 }
 
 pub fn sweep(args: &SweepArgs) -> Result<(), String> {
@@ -86,6 +90,11 @@ pub fn sweep(args: &SweepArgs) -> Result<(), String> {
     if let Some(m) = &args.model_config {
         preset["model"] = super::run::model_config_value(m)?;
     }
+    if args.fleet.replicas.is_some() && args.min_replicas_for_ttft_p95_ms.is_some() {
+        return Err("--replicas: the replica search picks the count itself; give --replicas-range LO:HI".into());
+    }
+    let config = crate::formats::preset::parse_preset(&preset.to_string()).map_err(file)?;
+    args.fleet.patch_preset(&mut preset, &config)?;
     if let Some(target) = args.min_kv_for_ttft_p95_ms {
         return min_kv(args, &preset, target);
     }
