@@ -88,6 +88,17 @@ async fn contiguous_to_paged_lifts_utilisation_and_errors_keep_the_lab() {
     assert!(msg.is_displayed().await.unwrap(), "the message is not visible");
     assert!(msg.text().await.unwrap().contains("scheduler.max_num_seqs"));
     assert_eq!(report(c).await, paged, "a rejected preset changed the lab");
+    // The same as an object: read as its JSON, refused by the same field; a value with no JSON
+    // (a function) is refused by name; the lab runs on.
+    let thrown = js(
+        c,
+        r#"try { kvlab.loadPreset({ schema: "kvlab/preset@1", scheduler: { max_num_seqs: 0 } }); return null; } catch (e) { return String(e.message); }"#,
+    )
+    .await;
+    assert!(thrown.as_str().unwrap_or("").contains("scheduler.max_num_seqs"), "{thrown}");
+    let thrown = js(c, "try { kvlab.loadPreset(() => 1); return null; } catch (e) { return String(e.message); }").await;
+    assert!(thrown.as_str().unwrap_or("").starts_with("preset: "), "{thrown}");
+    assert_eq!(report(c).await, paged, "a rejected preset changed the lab");
 
     // Broken JSON through the page's JSON editor.
     c.find(Locator::Css("#json-editor summary")).await.unwrap().click().await.unwrap();

@@ -57,10 +57,13 @@ fn object<T: serde::Serialize + ?Sized>(value: &T) -> Result<JsValue, JsError> {
 
 #[wasm_bindgen]
 impl LabHandle {
-    /// Replaces the lab's preset with `json` (`kvlab/preset@1`); time goes back to 0.
+    /// Replaces the lab's preset with `preset` (`kvlab/preset@1`, its text or the object);
+    /// time goes back to 0.
     #[wasm_bindgen(js_name = loadPreset)]
-    pub fn load_preset(&self, json: &str) -> Result<(), JsError> {
-        self.send(Command::Load { preset: json.into() })
+    pub fn load_preset(&self, preset: JsValue) -> Result<(), JsError> {
+        // Text comes through as a JSON string, an object as itself: `Command::Load` reads both.
+        let preset = js::from_js::<serde_json::Value>(preset).map_err(|e| JsError::new(&format!("preset: {e}")))?;
+        self.send(Command::Load { preset })
     }
 
     /// Loads a shipped preset by id (see `presetIds()`).
