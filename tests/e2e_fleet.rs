@@ -41,7 +41,12 @@ async fn a_fleet_preset_runs_as_its_replicas_maps_side_by_side_with_the_routers_
     }
     let note = js(c, "const n = document.getElementById('router-note'); return n.hidden ? '' : n.textContent").await;
     let note = note.as_str().unwrap();
-    assert!(note.starts_with("Router: prefix_aware, llm-d's scorers") && note.contains("went to replica"), "{note}");
+    assert!(
+        note.starts_with("Router: prefix_aware. Requests sent so far: ") && note.contains("went to replica"),
+        "{note}"
+    );
+    let rule = js(c, "return document.getElementById('router-note').title").await;
+    assert!(rule.as_str().unwrap().starts_with("llm-d's scorers: queue × 2"), "{rule}");
     assert_eq!(js(c, "return document.querySelectorAll('#maps .map-panel.routed').length").await, json!(1));
     // The report is the fleet's, as the native engine gives it at the same time.
     let report = numbers_as_floats(js(c, "return kvlab.report()").await);
@@ -131,4 +136,37 @@ async fn the_settings_replicas_and_router_hand_over_and_earn_mission_thirteens_s
     assert!(kept.as_str().unwrap().contains("m13-routing"), "{kept}");
     save_screenshot(c, "fleet-mission-13-three-stars.png").await;
     b.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_embedded_fleet_draws_every_replica_within_its_frame() {
+    let base = serve(require_dist()).await;
+    let b = browser(900, 520).await;
+    let c = &b.client;
+    open(c, &format!("{base}?preset=bursty&autoplay=0")).await;
+    let text = std::fs::read_to_string(repo_path("docs/examples/fleet-prefix.json")).unwrap();
+    js(c, &format!("kvlab.loadPreset({}); return null", json!(text))).await;
+    wait_full(c).await;
+    wait_for(c, "kvlab.state().preset.id === 'fleet-prefix' && location.hash.length > 10", "the fleet's link").await;
+    let hash = js(c, "return location.hash").await;
+    // The link in an embed: the full lab (its module runs fleets), the four maps in the frame.
+    open(c, &format!("{base}?embed=1&autoplay=0{}", hash.as_str().unwrap())).await;
+    wait_full(c).await;
+    js(c, "kvlab.runTo(30); return null").await;
+    wait_for(c, "document.getElementById('maps').classList.contains('fleet')", "the fleet's maps").await;
+    let boxes = js(
+        c,
+        "return [...document.querySelectorAll('#maps .map-panel')].filter(p => !p.hidden).map(p => { \
+           const r = p.querySelector('canvas.map').getBoundingClientRect(); return [r.width, r.height, r.bottom]; })",
+    )
+    .await;
+    let boxes = boxes.as_array().unwrap();
+    assert_eq!(boxes.len(), 4, "{boxes:?}");
+    let viewport = js(c, "return window.innerHeight").await.as_f64().unwrap();
+    for b in boxes {
+        let (w, h, bottom) = (b[0].as_f64().unwrap(), b[1].as_f64().unwrap(), b[2].as_f64().unwrap());
+        assert!(w >= 150.0 && h >= 60.0, "a replica's map is squeezed: {w} × {h}");
+        assert!(bottom <= viewport + 1.0, "a replica's map is below the frame: {bottom} > {viewport}");
+    }
+    save_screenshot(c, "fleet-embed-900x520.png").await;
 }

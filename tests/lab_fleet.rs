@@ -33,7 +33,7 @@ fn a_fleet_preset_runs_as_its_replicas_one_map_each() {
     let run = &lab.runs[0];
     let fleet = run.fleet().expect("a fleet run");
     let note = fleet.router_note(&run.class_names);
-    assert!(note.starts_with("Router: prefix_aware, llm-d's scorers"), "{note}");
+    assert!(note.starts_with("Router: prefix_aware. Requests sent so far: "), "{note}");
     assert!(note.contains("went to replica"), "{note}");
     // The chart is the fleet's: the replicas' pools together, live within allocated.
     assert_eq!(run.capacity_tokens(), 4 * run.panels()[0].kv().capacity_tokens());

@@ -48,8 +48,9 @@ impl FleetRun {
         routes.last().map(|r| (routes.len() as u32 - 1, *r))
     }
 
-    /// What the router did so far, in the learner's words: its rule, the requests each replica
-    /// was sent and how uneven that is, and where the last arrival went.
+    /// What the router did so far, in the learner's words: its policy, the requests each replica
+    /// was sent and how uneven that is, and where the last arrival went (its rule is
+    /// `engine::fleet::rule`).
     pub fn router_note(&self, class_names: &[String]) -> String {
         let fleet = &self.fleet;
         let router = &fleet.config().router;
@@ -57,9 +58,8 @@ impl FleetRun {
         let total: u64 = sent.iter().sum();
         let most = sent.iter().copied().max().unwrap_or(0);
         let mut note = format!(
-            "Router: {}, {}. Requests sent so far: {}",
+            "Router: {}. Requests sent so far: {}",
             router.policy.name(),
-            crate::engine::fleet::rule(router),
             sent.iter().map(|&n| group_thousands(n)).collect::<Vec<_>>().join(" · ")
         );
         if total > 0 {

@@ -1,7 +1,8 @@
 //! A fleet on the page (the full lab's: `replicas` above 1, docs/ROUTING.md): each replica's
 //! memory map side by side, small multiples in rows, each titled with what the router sent it
 //! and its prefix hits; the replica the last arrival went to framed; and a line under the maps
-//! saying the router's rule, how many requests each replica got and where the last one went.
+//! saying the router's policy (its rule on hover), how many requests each replica got and where
+//! the last one went.
 //!
 //! The page is served with two map panels (a run, and the second run of Compare); the full lab
 //! adds the rest as copies of the second, without its host band (a fleet's host tiers are
@@ -78,6 +79,7 @@ pub fn show(lab: &Lab, maps_box: &HtmlElement, panels: &[HtmlElement]) -> f64 {
         let text = f.router_note(&run.class_names);
         if el.text_content().as_deref() != Some(text.as_str()) {
             dom::set_text(el, &text);
+            el.set_title(&crate::engine::fleet::rule(&f.fleet().config().router));
         }
         dom::set_hidden(el, false);
     }
