@@ -116,3 +116,26 @@ fn the_settings_turn_one_replica_into_a_fleet_and_pick_its_router() {
     assert!(s.apply(set("replicas", serde_json::json!(0)), 0.0).is_err());
     assert_eq!(s.lab().panels().len(), 3, "a refused edit leaves the fleet");
 }
+
+#[test]
+fn a_fleets_snapshots_stay_within_their_budget_and_still_replay_to_the_same_bits() {
+    use kvlab::session::fleet_run::FleetRun;
+    let text = std::fs::read_to_string(repo_path("docs/examples/fleet-prefix.json")).unwrap();
+    let config = kvlab::formats::preset::parse_preset(&text).unwrap();
+    let whole = FleetRun::new(config.clone()).unwrap();
+    let mut tight = FleetRun::with_budget(config.clone(), 6 << 20).unwrap();
+    let mut roomy = whole;
+    for t in [20_000_000, 60_000_000, 110_000_000] {
+        tight.seek(t);
+        roomy.seek(t);
+        let (n, bytes) = tight.snapshots();
+        assert!(n >= 1 && bytes <= 6 << 20, "{n} snapshots, {bytes} B at {t} µs");
+    }
+    assert!(roomy.snapshots().0 > tight.snapshots().0, "the budget thins the snapshots");
+    for t in [95_000_000, 7_000_000, 50_000_000] {
+        tight.seek(t);
+        roomy.seek(t);
+        assert_eq!(report_json(&tight.fleet().report()), report_json(&roomy.fleet().report()), "at {t} µs");
+        assert_eq!(tight.series(), roomy.series());
+    }
+}

@@ -5,11 +5,13 @@
 //! Going back in time restores the latest snapshot at or before the time and runs on from
 //! there: the fleet is deterministic, so that is the fleet that went there from the start.
 //! Snapshots are taken as the fleet first goes forward, one every `spacing_us` of simulated
-//! time; past [`MAX_SNAPSHOTS`] every other one is dropped and the spacing doubles, so their
-//! number stays bounded however long the run.
+//! time; past [`MAX_SNAPSHOTS`], or past the byte budget (the replicas' estimated sizes, as a
+//! run's checkpoints count them), every other one is dropped and the spacing doubles, so their
+//! number and memory stay bounded however long the run and however many replicas.
 
 use crate::engine::fleet::{Fleet, Route};
 use crate::engine::plan::group_thousands;
+use crate::engine::sim::checkpoints::{estimated_bytes, DEFAULT_BUDGET_BYTES};
 use crate::engine::{SimConfig, StepPoint};
 
 /// Most snapshots kept at once.
@@ -20,17 +22,35 @@ const FIRST_SPACING_US: u64 = 2_000_000;
 #[derive(Clone, Debug)]
 pub struct FleetRun {
     fleet: Fleet,
-    /// The fleet at 0 and as it first passed each multiple of `spacing_us`, in time order.
-    snapshots: Vec<Fleet>,
+    /// The fleet at 0 and as it first passed each multiple of `spacing_us`, in time order, each
+    /// with its estimated bytes.
+    snapshots: Vec<(Fleet, usize)>,
     spacing_us: u64,
+    budget_bytes: usize,
     /// The replicas' series merged (`Fleet::series`), as of the fleet's time.
     series: Vec<StepPoint>,
 }
 
 impl FleetRun {
     pub fn new(config: SimConfig) -> Result<FleetRun, String> {
+        FleetRun::with_budget(config, DEFAULT_BUDGET_BYTES)
+    }
+
+    /// A fleet whose snapshots hold about `budget_bytes` at most (the first, at 0, is kept).
+    pub fn with_budget(config: SimConfig, budget_bytes: usize) -> Result<FleetRun, String> {
         let fleet = Fleet::new(config).map_err(|e| e.to_string())?;
-        Ok(FleetRun { snapshots: vec![fleet.clone()], fleet, spacing_us: FIRST_SPACING_US, series: Vec::new() })
+        Ok(FleetRun {
+            snapshots: vec![(fleet.clone(), fleet_bytes(&fleet))],
+            fleet,
+            spacing_us: FIRST_SPACING_US,
+            budget_bytes,
+            series: Vec::new(),
+        })
+    }
+
+    /// Snapshots held now, and their estimated bytes.
+    pub fn snapshots(&self) -> (usize, usize) {
+        (self.snapshots.len(), self.snapshots.iter().map(|s| s.1).sum())
     }
 
     pub fn fleet(&self) -> &Fleet {
@@ -87,8 +107,8 @@ impl FleetRun {
     /// before `t_us`.
     pub fn seek(&mut self, t_us: u64) {
         if t_us < self.fleet.now_us() {
-            let i = self.snapshots.partition_point(|s| s.now_us() <= t_us).max(1) - 1;
-            self.fleet = self.snapshots[i].clone();
+            let i = self.snapshots.partition_point(|s| s.0.now_us() <= t_us).max(1) - 1;
+            self.fleet = self.snapshots[i].0.clone();
         }
         let t_us = t_us.min(self.fleet.end_limit_us());
         while self.fleet.now_us() < t_us && !self.fleet.is_done() {
@@ -108,7 +128,7 @@ impl FleetRun {
     }
 
     fn next_snapshot_us(&self) -> u64 {
-        let last = self.snapshots.last().map_or(0, Fleet::now_us);
+        let last = self.snapshots.last().map_or(0, |s| s.0.now_us());
         (last / self.spacing_us + 1) * self.spacing_us
     }
 
@@ -117,7 +137,11 @@ impl FleetRun {
         if self.fleet.now_us() < self.next_snapshot_us() {
             return;
         }
-        if self.snapshots.len() == MAX_SNAPSHOTS {
+        let bytes = fleet_bytes(&self.fleet);
+        let held = |s: &[(Fleet, usize)]| s.iter().map(|x| x.1).sum::<usize>();
+        while self.snapshots.len() > 1
+            && (self.snapshots.len() >= MAX_SNAPSHOTS || held(&self.snapshots) + bytes > self.budget_bytes)
+        {
             let mut i = 0;
             self.snapshots.retain(|_| {
                 i += 1;
@@ -125,6 +149,13 @@ impl FleetRun {
             });
             self.spacing_us *= 2;
         }
-        self.snapshots.push(self.fleet.clone());
+        if held(&self.snapshots) + bytes <= self.budget_bytes {
+            self.snapshots.push((self.fleet.clone(), bytes));
+        }
     }
+}
+
+/// A fleet's estimated bytes: its replicas' (the requests are shared).
+fn fleet_bytes(fleet: &Fleet) -> usize {
+    fleet.replicas().iter().map(estimated_bytes).sum()
 }

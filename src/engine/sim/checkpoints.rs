@@ -59,27 +59,33 @@ impl Snapshot {
     /// Estimated bytes: the requests' state, latencies, and the KV pool's records (the request
     /// list itself is shared by every snapshot).
     fn estimate_bytes(&self) -> usize {
-        let s = &self.sim;
-        let caching = matches!(s.config.allocator, AllocatorConfig::Paged { prefix_caching: true, .. });
-        // Entries are kept where blocks can be shared (the pool says; a record counted for
-        // contiguous map cells too); with prefix caching a block also has a stamped free-queue
-        // entry.
-        let record = match &s.kv {
-            KvCacheManager::Paged(p) if p.pool().shares_blocks() => size_of::<BlockEntry>(),
-            KvCacheManager::Paged(_) => 0,
-            KvCacheManager::Contiguous(_) => size_of::<KvCacheBlock>(),
-        };
-        let hash = if caching { size_of::<u32>() } else { 0 };
-        let samples: usize = s.groups.iter().map(|g| g.samples.len()).sum();
-        s.groups.len() * size_of::<SequenceGroup>()
-            + samples * size_of::<Sequence>()
-            + (s.ttft_us.len() + s.tpot_us.len() + s.e2e_us.len()) * size_of::<f64>()
-            + s.itl.bytes()
-            + s.series.len() * size_of::<crate::engine::StepPoint>()
-            // Per block: its place in a block table, its free-queue entry, its entry where kept,
-            // and its free-queue entry's stamp with prefix caching.
-            + s.config.run_bounds().kv_cells as usize * (2 * size_of::<u32>() + record + hash)
+        estimated_bytes(&self.sim)
     }
+}
+
+/// Estimated bytes a copy of `s` holds without its series' points beyond what it has: the
+/// requests' state, latencies, series and the KV pool's records (the request list itself is
+/// shared by every copy). A fleet's snapshots (`session::fleet_run`) are bounded by it too.
+pub fn estimated_bytes(s: &Simulation) -> usize {
+    let caching = matches!(s.config.allocator, AllocatorConfig::Paged { prefix_caching: true, .. });
+    // Entries are kept where blocks can be shared (the pool says; a record counted for
+    // contiguous map cells too); with prefix caching a block also has a stamped free-queue
+    // entry.
+    let record = match &s.kv {
+        KvCacheManager::Paged(p) if p.pool().shares_blocks() => size_of::<BlockEntry>(),
+        KvCacheManager::Paged(_) => 0,
+        KvCacheManager::Contiguous(_) => size_of::<KvCacheBlock>(),
+    };
+    let hash = if caching { size_of::<u32>() } else { 0 };
+    let samples: usize = s.groups.iter().map(|g| g.samples.len()).sum();
+    s.groups.len() * size_of::<SequenceGroup>()
+        + samples * size_of::<Sequence>()
+        + (s.ttft_us.len() + s.tpot_us.len() + s.e2e_us.len()) * size_of::<f64>()
+        + s.itl.bytes()
+        + s.series.len() * size_of::<crate::engine::StepPoint>()
+        // Per block: its place in a block table, its free-queue entry, its entry where kept,
+        // and its free-queue entry's stamp with prefix caching.
+        + s.config.run_bounds().kv_cells as usize * (2 * size_of::<u32>() + record + hash)
 }
 
 /// The snapshots of one run, and the longest series that run has shown.
