@@ -151,5 +151,32 @@ fn kv_sweep(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, whole_runs, h200_scale, day_tenth, scrub_back, memory_map, kv_sweep);
+/// A fleet in the lab (`docs/examples/fleet-prefix.json`: four replicas behind prefix-aware
+/// routing, 120 s): playback at 2× in 60 frames a second (each frame a seek 33 ms further,
+/// the replicas' series merged again for the chart), and that merge alone at the run's end.
+fn fleet_lab(c: &mut Criterion) {
+    use kvlab::session::fleet_run::FleetRun;
+    let path = format!("{}/docs/examples/fleet-prefix.json", env!("CARGO_MANIFEST_DIR"));
+    let config = parse_preset(&std::fs::read_to_string(path).expect("example")).expect("valid preset");
+    let end = config.duration_us();
+    let mut group = c.benchmark_group("fleet_lab");
+    group.sample_size(10);
+    group.bench_function("fleet-prefix_playback_3600_frames", |b| {
+        b.iter(|| {
+            let mut run = FleetRun::new(black_box(config.clone())).expect("valid");
+            let mut t = 0;
+            while t < end {
+                t += 33_333;
+                run.seek(t);
+            }
+            black_box(run.series().len())
+        })
+    });
+    let mut run = FleetRun::new(config).expect("valid");
+    run.seek(end);
+    group.bench_function("fleet-prefix_merged_series_at_end", |b| b.iter(|| black_box(run.fleet().series())));
+    group.finish();
+}
+
+criterion_group!(benches, whole_runs, h200_scale, day_tenth, scrub_back, memory_map, kv_sweep, fleet_lab);
 criterion_main!(benches);
