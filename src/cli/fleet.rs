@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use crate::engine::fleet::{Fleet, PrefixIndex, RouterPolicy, ScorerWeights, MAX_REPLICAS};
 use crate::engine::metrics::FleetReport;
-use crate::engine::sweep::{check_horizon_s, run_against_ttft_p95, smallest_meeting, NotFound};
+use crate::engine::sweep::check_horizon_s;
 use crate::engine::{ConfigError, Report, SimConfig, Simulation, StepPoint};
 use crate::formats::sweep::config_of;
 
@@ -162,26 +162,19 @@ pub fn min_replicas(path: &Path, preset: &Value, target: f64, range: &str, json:
         config_of(&p)
     };
     let counts: Vec<u32> = (lo..=hi).collect();
-    let judge = |c: &SimConfig| {
-        let (run, miss) = run_against_ttft_p95(c, target);
-        (run, miss.is_none())
-    };
-    let why_at = |n: u32| match with_replicas(n) {
-        Ok(c) => run_against_ttft_p95(&c, target).1.unwrap_or_default(),
-        Err(e) => e.to_string(),
-    };
-    let found = match smallest_meeting(counts.len(), |i| with_replicas(counts[i]), judge) {
-        Ok(f) => f,
-        Err(NotFound::Config(e)) => return Err(format!("{}: {e}", path.display())),
-        Err(NotFound::LastMisses(_)) => {
-            return Err(format!(
-                "--min-replicas-for-ttft-p95-ms: even {hi} replicas miss {target} ms ({}); raise --replicas-range's HI or the target, or route otherwise",
-                why_at(hi)
-            ))
-        }
-    };
+    let found = super::sweep::smallest_meeting_ttft_p95(
+        counts.len(),
+        |i| with_replicas(counts[i]),
+        target,
+        path,
+        |why| {
+            format!(
+            "--min-replicas-for-ttft-p95-ms: even {hi} replicas miss {target} ms ({why}); raise --replicas-range's HI or the target, or route otherwise"
+        )
+        },
+    )?;
     let n = counts[found.index];
-    let below = found.index.checked_sub(1).map(|i| counts[i]);
+    let below = found.below.as_ref().map(|(i, why)| (counts[*i], why.as_str()));
     let config = with_replicas(n).map_err(|e| format!("{}: {e}", path.display()))?;
     let checked_over_s = check_horizon_s(&config);
     if json {
@@ -190,9 +183,9 @@ pub fn min_replicas(path: &Path, preset: &Value, target: f64, range: &str, json:
             "policy": config.router.policy.name(),
             "replicas": n,
             "ttft_p95_ms": found.report.latency_ms.ttft_p95,
-            "misses_at_replicas": below,
-            "misses_because": below.map(why_at),
-            "runs": found.probes.len(),
+            "misses_at_replicas": below.map(|b| b.0),
+            "misses_because": below.map(|b| b.1),
+            "runs": found.runs,
             "checked_over_s": checked_over_s,
             "range": { "lo": lo, "hi": hi },
         });
@@ -206,9 +199,7 @@ pub fn min_replicas(path: &Path, preset: &Value, target: f64, range: &str, json:
         crate::engine::numbers::show_number(checked_over_s)
     );
     match below {
-        Some(b) => {
-            println!("  {b} replicas miss it ({}); {} runs, bisection over {lo}…{hi}", why_at(b), found.probes.len())
-        }
+        Some((b, why)) => println!("  {b} replicas miss it ({why}); {} runs, bisection over {lo}…{hi}", found.runs),
         None => println!("  the bottom of the range already meets it; lower --replicas-range's LO to look further"),
     }
     Ok(())
