@@ -14,16 +14,23 @@ use common_e2e::{
 };
 use serde_json::json;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_fleet_preset_runs_as_its_replicas_maps_side_by_side_with_the_routers_choices() {
-    let base = serve(require_dist()).await;
-    let b = browser(1400, 900).await;
-    let c = &b.client;
+/// Opens the lab on `bursty` and loads `docs/examples/fleet-prefix.json` through the JS handle,
+/// which hands the page to the full lab; returns the preset's text.
+async fn load_fleet(c: &fantoccini::Client, base: &str) -> String {
     open(c, &format!("{base}?preset=bursty&autoplay=0")).await;
     let text = std::fs::read_to_string(repo_path("docs/examples/fleet-prefix.json")).unwrap();
     js(c, &format!("kvlab.loadPreset({}); return null", json!(text))).await;
     wait_full(c).await;
     wait_for(c, "kvlab.state().preset.id === 'fleet-prefix'", "the fleet preset").await;
+    text
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fleet_preset_runs_as_its_replicas_maps_side_by_side_with_the_routers_choices() {
+    let base = serve(require_dist()).await;
+    let b = browser(1400, 900).await;
+    let c = &b.client;
+    let text = load_fleet(c, &base).await;
     js(c, "kvlab.runTo(40); return null").await;
     wait_for(c, "document.getElementById('maps').classList.contains('fleet')", "the fleet's maps").await;
     let shown = js(
@@ -143,11 +150,8 @@ async fn an_embedded_fleet_draws_every_replica_within_its_frame() {
     let base = serve(require_dist()).await;
     let b = browser(900, 520).await;
     let c = &b.client;
-    open(c, &format!("{base}?preset=bursty&autoplay=0")).await;
-    let text = std::fs::read_to_string(repo_path("docs/examples/fleet-prefix.json")).unwrap();
-    js(c, &format!("kvlab.loadPreset({}); return null", json!(text))).await;
-    wait_full(c).await;
-    wait_for(c, "kvlab.state().preset.id === 'fleet-prefix' && location.hash.length > 10", "the fleet's link").await;
+    load_fleet(c, &base).await;
+    wait_for(c, "location.hash.length > 10", "the fleet's link").await;
     let hash = js(c, "return location.hash").await;
     // The link in an embed: the full lab (its module runs fleets), the four maps in the frame.
     open(c, &format!("{base}?embed=1&autoplay=0{}", hash.as_str().unwrap())).await;

@@ -66,6 +66,7 @@ impl Snapshot {
 /// Estimated bytes a copy of `s` holds without its series' points beyond what it has: the
 /// requests' state, latencies, series and the KV pool's records (the request list itself is
 /// shared by every copy). A fleet's snapshots (`session::fleet_run`) are bounded by it too.
+#[inline]
 pub fn estimated_bytes(s: &Simulation) -> usize {
     let caching = matches!(s.config.allocator, AllocatorConfig::Paged { prefix_caching: true, .. });
     // Entries are kept where blocks can be shared (the pool says; a record counted for
