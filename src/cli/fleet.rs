@@ -162,7 +162,7 @@ pub fn min_replicas(path: &Path, preset: &Value, target: f64, range: &str, json:
         config_of(&p)
     };
     let counts: Vec<u32> = (lo..=hi).collect();
-    let found = super::sweep::smallest_meeting_ttft_p95(
+    let found = super::search::smallest_meeting_ttft_p95(
         counts.len(),
         |i| with_replicas(counts[i]),
         target,

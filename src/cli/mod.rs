@@ -12,6 +12,7 @@ mod plan_gpu;
 mod plan_model;
 mod replay;
 mod run;
+mod search;
 mod sweep;
 mod trace_flags;
 mod validate;

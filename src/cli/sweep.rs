@@ -9,9 +9,8 @@ use clap::Args;
 use serde_json::{json, Value};
 
 use super::run::read;
-use crate::engine::config::{ConfigError, SimConfig};
-use crate::engine::metrics::Report;
-use crate::engine::sweep::{check_horizon_s, run_against_ttft_p95, run_all, smallest_meeting, NotFound, SweepMetrics};
+use crate::engine::config::ConfigError;
+use crate::engine::sweep::{check_horizon_s, run_all, SweepMetrics};
 use crate::formats::preset::parse_preset_dto;
 use crate::formats::sweep::{
     default_kv_range, kv_grid, parse_kv_range, plan, with_kv_memory, Knob, ALLOCATORS, CLI_KV_NAMES, KV_STEP_GIB,
@@ -191,7 +190,7 @@ fn min_kv(args: &SweepArgs, preset: &Value, target: f64) -> Result<(), String> {
         None => default_kv_range(&config, step),
     };
     let grid = kv_grid(lo, hi, step, &CLI_KV_NAMES).map_err(|e| e.to_string())?;
-    let found = smallest_meeting_ttft_p95(
+    let found = super::search::smallest_meeting_ttft_p95(
         grid.len(),
         |i| with_kv_memory(preset, grid[i]),
         target,
@@ -238,46 +237,4 @@ fn min_kv(args: &SweepArgs, preset: &Value, target: f64) -> Result<(), String> {
         None => println!("  the bottom of the range already meets it; lower --kv-range's LO to look further"),
     }
     Ok(())
-}
-
-/// The smallest point of a search grid whose run meets a TTFT p95 target, with the KV search's
-/// steady-state rule (`engine::sweep::run_against_ttft_p95`), and why the point below misses.
-pub struct TtftSearch {
-    pub index: usize,
-    pub report: Report,
-    /// Runs the bisection took.
-    pub runs: usize,
-    /// The grid point below the answer and why it misses (None when the first point meets).
-    pub below: Option<(usize, String)>,
-}
-
-/// Bisects `len` grid points (`config_at` each) for the smallest that meets `target` ms; a
-/// configuration that cannot be built is an error naming `file`, and a grid whose last point
-/// misses too is `last_misses` of why it misses.
-pub fn smallest_meeting_ttft_p95(
-    len: usize,
-    config_at: impl Fn(usize) -> Result<SimConfig, ConfigError>,
-    target: f64,
-    file: &std::path::Path,
-    last_misses: impl FnOnce(String) -> String,
-) -> Result<TtftSearch, String> {
-    // Why a grid point misses, said by running it again (one run; the search keeps only verdicts).
-    let why_at = |i: usize| match config_at(i) {
-        Ok(c) => run_against_ttft_p95(&c, target).1.unwrap_or_default(),
-        Err(e) => e.to_string(),
-    };
-    let judge = |c: &SimConfig| {
-        let (run, miss) = run_against_ttft_p95(c, target);
-        (run, miss.is_none())
-    };
-    match smallest_meeting(len, &config_at, judge) {
-        Ok(f) => Ok(TtftSearch {
-            below: f.index.checked_sub(1).map(|i| (i, why_at(i))),
-            index: f.index,
-            runs: f.probes.len(),
-            report: f.report,
-        }),
-        Err(NotFound::Config(e)) => Err(format!("{}: {e}", file.display())),
-        Err(NotFound::LastMisses(_)) => Err(last_misses(why_at(len - 1))),
-    }
 }
