@@ -7,7 +7,6 @@
 use std::path::Path;
 
 use kvlab::engine::config::ConfigError;
-use kvlab::engine::Simulation;
 use kvlab::formats::mission::{parse_mission_index, REPORT_METRICS};
 use kvlab::formats::paths::PRESET_PATHS;
 use kvlab::formats::preset::parse_preset;
@@ -331,18 +330,23 @@ fn schema_doc_names_every_field_and_metric() {
 }
 
 /// Every metric a goal may name exists in the report as a number: the host tier's (`offload.`)
-/// in a run with one, every other in any run.
+/// in a run with one, a fleet's (`fleet.`) in a run of several replicas, every other in any run.
 #[test]
 fn report_metrics_exist_in_the_report() {
     let report_of = |text: &str| {
         let mut config = parse_preset(text).expect("valid");
         config.duration_s = 5.0;
-        serde_json::to_value(Simulation::new(config).expect("valid").run_to_end()).expect("serializes")
+        serde_json::to_value(kvlab::engine::fleet::run_to_end(config).expect("valid")).expect("serializes")
     };
     let plain = report_of(&repo_text("assets/presets/paged-default.json"));
     let tiered = report_of(&repo_text("docs/examples/host-tier.json"));
+    let fleet = report_of(&repo_text("docs/examples/fleet-prefix.json"));
     for (metric, _) in REPORT_METRICS {
-        let report = if metric.starts_with("offload.") { &tiered } else { &plain };
+        let report = match metric.split('.').next() {
+            Some("offload") => &tiered,
+            Some("fleet") => &fleet,
+            _ => &plain,
+        };
         let v = metric.split('.').try_fold(report, |v, k| v.get(k));
         assert!(v.is_some_and(Value::is_number), "report has no number at {metric}");
     }
