@@ -105,10 +105,11 @@ impl Simulation {
     pub fn new(config: SimConfig) -> Result<Simulation, ConfigError> {
         config.validate()?;
         if config.replicas > 1 {
-            // engine::fleet::Fleet runs a fleet, a Simulation per replica; the lab runs one.
+            // engine::fleet::Fleet runs a fleet, a Simulation per replica (the lab's full module
+            // and `kvlab run` do); a run alone (a replay, the worker's long run) holds one.
             return Err(ConfigError::new(
                 "replicas",
-                "the lab runs one replica: run the fleet with `kvlab run` (or its Sweep), or set replicas to 1",
+                "this run holds one replica: run the fleet with `kvlab run`, or set replicas to 1",
             ));
         }
         let clock = config.clock();
