@@ -28,7 +28,7 @@ mod series;
 pub use config::{PrefixIndex, RouterConfig, RouterPolicy, ScorerWeights, MAX_REPLICAS};
 
 #[cfg(feature = "fleet")]
-pub use report::rule;
+pub use report::{imbalance, rule};
 #[cfg(feature = "fleet")]
 pub use router::Route;
 #[cfg(feature = "fleet")]

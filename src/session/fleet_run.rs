@@ -75,16 +75,13 @@ impl FleetRun {
         let fleet = &self.fleet;
         let router = &fleet.config().router;
         let sent: Vec<u64> = fleet.replicas().iter().map(|r| r.requests().len() as u64).collect();
-        let total: u64 = sent.iter().sum();
-        let most = sent.iter().copied().max().unwrap_or(0);
         let mut note = format!(
             "Router: {}. Requests sent so far: {}",
             router.policy.name(),
             sent.iter().map(|&n| group_thousands(n)).collect::<Vec<_>>().join(" · ")
         );
-        if total > 0 {
-            let mean = total as f64 / sent.len() as f64;
-            note += &format!(" (the busiest got {:.2}× the mean)", most as f64 / mean);
+        if let Some(x) = crate::engine::fleet::imbalance(&sent) {
+            note += &format!(" (the busiest got {x:.2}× the mean)");
         }
         if let Some((id, route)) = self.last_route() {
             let spec = &fleet.requests()[id as usize];
@@ -106,17 +103,24 @@ impl FleetRun {
     /// Brings the fleet to `t_us`: forward from where it is, or from the latest snapshot at or
     /// before `t_us`.
     pub fn seek(&mut self, t_us: u64) {
+        let mut moved = false;
         if t_us < self.fleet.now_us() {
             let i = self.snapshots.partition_point(|s| s.0.now_us() <= t_us).max(1) - 1;
             self.fleet = self.snapshots[i].0.clone();
+            moved = true;
         }
         let t_us = t_us.min(self.fleet.end_limit_us());
         while self.fleet.now_us() < t_us && !self.fleet.is_done() {
             let next_snapshot = self.next_snapshot_us();
             self.fleet.run_until(t_us.min(next_snapshot));
             self.take_snapshot();
+            moved = true;
         }
-        self.series = self.fleet.series();
+        // The chart's series is merged again only when the fleet moved (a frame that shows the
+        // same time, a redraw, merges nothing).
+        if moved || self.series.is_empty() {
+            self.series = self.fleet.series();
+        }
     }
 
     /// The fleet's next event (`Fleet::step`); returns its time.

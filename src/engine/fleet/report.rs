@@ -43,6 +43,14 @@ pub fn rule(router: &RouterConfig) -> String {
     }
 }
 
+/// The most requests one replica got over the mean (1: even), from each replica's count; None
+/// before any request.
+pub fn imbalance(counts: &[u64]) -> Option<f64> {
+    let total: u64 = counts.iter().sum();
+    let most = counts.iter().copied().max()?;
+    (total > 0).then(|| most as f64 * counts.len() as f64 / total as f64)
+}
+
 /// The fleet's report from its replicas.
 pub fn fleet_report(router: &RouterConfig, replicas: &[Simulation], routes: &[Route], first_arrival_us: u64) -> Report {
     let reports: Vec<Report> = replicas.iter().map(Simulation::report).collect();
@@ -108,13 +116,12 @@ pub fn fleet_report(router: &RouterConfig, replicas: &[Simulation], routes: &[Ro
         fleet.offload = offload_sum(&reports, fleet.prefix_cache_queries, fleet.prefix_cache_hits);
     }
     let n = replicas.len() as u32;
-    let mean = f64::from(fleet.requests.arrived) / f64::from(n);
-    let most = reports.iter().map(|r| r.requests.arrived).max().unwrap_or(0);
+    let arrived: Vec<u64> = reports.iter().map(|r| u64::from(r.requests.arrived)).collect();
     fleet.fleet = Some(FleetReport {
         replicas: n,
         policy: router.policy.name().into(),
         rule: rule(router),
-        imbalance: if mean > 0.0 { round_to(f64::from(most) / mean, 4) } else { 1.0 },
+        imbalance: imbalance(&arrived).map_or(1.0, |x| round_to(x, 4)),
         per_replica: reports
             .iter()
             .map(|r| ReplicaReport {
