@@ -64,6 +64,18 @@ NOTES = (
 )
 
 
+# The runs the v0 engine's host costs are fitted on (kvlab validate --fit --clock kernels): on
+# each GPU one 8B model at TP 1, 10 to 320 prompts, the default length. Every other run (the
+# 70B models, Mistral, the other 8B checkpoint, TP 2 to 8, 640 and 1,280 prompts, 32k tokens)
+# is held out: it checks the fit on models, splits and loads it never saw.
+V0_FIT = {"a100-80gb": "Meta-Llama-3-8B-Instruct", "h100-sxm": "Meta-Llama-3.1-8B-FP8"}
+
+
+def role_of(gpu, model, tp, prompts, max_len):
+    fit = V0_FIT.get(gpu) == model and tp == 1 and prompts <= 320 and max_len <= 2048
+    return "fit" if fit else "holdout"
+
+
 def run_of(rec):
     path = rec["path"]
     m = re.match(r"results/prompt_(\d+)/(\d+)x(A100|H100)-80GB-SXM/(.+)_tp(\d+)_len(\d+)\.json$", path)
@@ -123,7 +135,7 @@ def run_of(rec):
     catalogue, quant = MODELS[model]
     max_len = int(length)
     run["replay"] = {
-        "role": "holdout",
+        "role": role_of(GPUS[gpu], model, int(tp), int(prompts), max_len),
         "gpu": GPUS[gpu],
         "model": catalogue,
         "tensor_parallel_size": int(tp),

@@ -7,9 +7,11 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use crate::engine::clock::{clock_for, ClockConstants};
+use crate::engine::clock::clock_for;
+use crate::engine::clock::constants::kernel_host_for;
 use crate::engine::clock_fit::fit;
 use crate::engine::fidelity::{median_abs_error_pct, FigureError};
+use crate::engine::EngineVersion;
 use crate::formats::cross_validation::{keep_up_flips, leave_one_out, summarize, CrossSummary, KEEP_UP_TTFT_MS};
 use crate::formats::kernel_tables::with_kernels;
 use crate::formats::validation::{all_cases, fit_cases, per_gpu, replay_all, CaseResult, Role, Skipped};
@@ -63,7 +65,7 @@ pub fn validate_all(data: &Path, clock: ClockChoice) -> Result<(Vec<CaseResult>,
 pub fn validate(args: &ValidateArgs) -> Result<(), String> {
     let (results, skipped) = validate_all(&args.data, args.clock)?;
     if args.fit {
-        return print_fit(&results);
+        return print_fit(&results, args.clock);
     }
     if args.cross {
         return print_cross(&results, args.json);
@@ -200,30 +202,40 @@ fn summary_json(results: &[CaseResult]) -> serde_json::Value {
     serde_json::Value::Object(gpus)
 }
 
-/// Fits every GPU that has "fit" runs, from its current constants, and prints the rows.
-fn print_fit(results: &[CaseResult]) -> Result<(), String> {
-    let mut gpus: Vec<&str> =
-        results.iter().filter(|r| r.case.role == Role::Fit).map(|r| r.case.gpu.as_str()).collect();
-    gpus.sort_unstable();
-    gpus.dedup();
-    for gpu in gpus {
-        let cases = fit_cases(results, gpu);
-        // From the constants in force: a measured GPU's, or its sibling's.
-        let (start, _) = clock_for(gpu);
+/// Fits every GPU and engine generation that has "fit" runs, from the constants in force, and
+/// prints them: the roofline's (fitted on v1 runs: its constants are the v1 engine's), or the
+/// kernel clock's host costs.
+fn print_fit(results: &[CaseResult], clock: ClockChoice) -> Result<(), String> {
+    let mut groups: Vec<(&str, EngineVersion)> = results
+        .iter()
+        .filter(|r| r.case.role == Role::Fit)
+        .map(|r| (r.case.gpu.as_str(), r.case.config.scheduler.engine))
+        .filter(|&(_, engine)| clock == ClockChoice::Kernels || engine == EngineVersion::V1)
+        .collect();
+    groups.sort_unstable_by_key(|&(gpu, engine)| (gpu, engine == EngineVersion::V0));
+    groups.dedup();
+    for (gpu, engine) in groups {
+        let cases = fit_cases(results, gpu, engine);
+        let start = match clock {
+            // A measured GPU's, or its sibling's.
+            ClockChoice::Roofline => clock_for(gpu).0,
+            ClockChoice::Kernels => kernel_host_for(gpu, engine),
+        };
         let (k, loss) = fit(&cases, start);
-        println!("{}", row(gpu, &k, loss, cases.len()));
+        let line = match clock {
+            ClockChoice::Roofline => format!(
+                "        {gpu:?} => c({:?}, {:?}, {:.1}, {:.1}),",
+                k.bandwidth_efficiency, k.gemm_efficiency, k.fixed_step_us, k.per_seq_us
+            ),
+            ClockChoice::Kernels => format!(
+                "{gpu}, vLLM {}: {:.0} µs a step, {:.1} µs a sequence, {:.0} µs a prompt;",
+                engine.name(),
+                k.fixed_step_us,
+                k.per_seq_us,
+                k.per_prefill_us
+            ),
+        };
+        println!("{line} fitted on {} case(s), rms log error {:.3}", cases.len(), loss.sqrt());
     }
     Ok(())
-}
-
-fn row(gpu: &str, k: &ClockConstants, loss: f64, cases: usize) -> String {
-    format!(
-        "        {:?} => c({:?}, {:?}, {:.1}, {:.1}), // fitted on {cases} case(s), rms log error {:.3}",
-        gpu,
-        k.bandwidth_efficiency,
-        k.gemm_efficiency,
-        k.fixed_step_us,
-        k.per_seq_us,
-        loss.sqrt()
-    )
 }

@@ -1,11 +1,11 @@
 //! Fitting a GPU's clock constants to real runs: a Nelder–Mead search in log space over the
-//! bandwidth efficiency, the GEMM efficiency, the fixed step cost and the cost per sequence,
-//! minimising the mean squared log error of every figure the runs measured (each run weighing
+//! bandwidth efficiency, the GEMM efficiency, the fixed step cost, the cost per sequence and (runs
+//! of vLLM's v0 engine on the kernel clock) the cost per prompt, minimising the mean squared log error of every figure the runs measured (each run weighing
 //! the same). Deterministic: the same runs give the same constants, bit for bit.
 
 use super::clock::ClockConstants;
 use super::fidelity::{compare, simulate, Figure};
-use super::SimConfig;
+use super::{EngineVersion, SimConfig};
 
 /// One run to fit: the configuration and what the real run measured.
 pub struct FitCase<'a> {
@@ -16,10 +16,10 @@ pub struct FitCase<'a> {
 }
 
 /// The bounds each fitted constant stays in (physical: efficiencies up to 1).
-const BOUNDS: [(f64, f64); 4] = [(0.3, 1.0), (0.05, 1.0), (50.0, 5000.0), (0.0, 200.0)];
+const BOUNDS: [(f64, f64); 5] = [(0.3, 1.0), (0.05, 1.0), (50.0, 5000.0), (0.0, 200.0), (0.0, 20_000.0)];
 
 fn get(k: &ClockConstants, i: usize) -> f64 {
-    [k.bandwidth_efficiency, k.gemm_efficiency, k.fixed_step_us, k.per_seq_us][i]
+    [k.bandwidth_efficiency, k.gemm_efficiency, k.fixed_step_us, k.per_seq_us, k.per_prefill_us][i]
 }
 
 fn set(k: &mut ClockConstants, i: usize, v: f64) {
@@ -28,7 +28,8 @@ fn set(k: &mut ClockConstants, i: usize, v: f64) {
         0 => k.bandwidth_efficiency = v,
         1 => k.gemm_efficiency = v,
         2 => k.fixed_step_us = v,
-        _ => k.per_seq_us = v,
+        3 => k.per_seq_us = v,
+        _ => k.per_prefill_us = v,
     }
 }
 
@@ -54,12 +55,14 @@ pub fn loss(cases: &[FitCase<'_>], k: &ClockConstants) -> f64 {
 /// Which constants the cases can tell apart: runs of one request at a time (batch-1 decode)
 /// pin the bandwidth and the per-step cost only; the rest keep their starting values. Under the
 /// kernel clock the kernels carry the GPU's time: only the host's costs (per step, per
-/// sequence) are fitted.
+/// sequence, and per prompt where every run is on vLLM's v0 engine) are fitted.
 pub fn free_constants(cases: &[FitCase<'_>]) -> Vec<usize> {
     let kernels = cases.iter().any(|c| c.config.runs_on_kernels());
     let single = cases.iter().all(|c| c.single_request);
+    let v0 = !cases.is_empty() && cases.iter().all(|c| c.config.scheduler.engine == EngineVersion::V0);
     match (kernels, single) {
         (true, true) => vec![2],
+        (true, false) if v0 => vec![2, 3, 4],
         (true, false) => vec![2, 3],
         (false, true) => vec![0, 2],
         (false, false) => vec![0, 1, 2, 3],
@@ -131,6 +134,7 @@ pub fn round_constants(k: ClockConstants) -> ClockConstants {
         gemm_efficiency: r3(k.gemm_efficiency),
         fixed_step_us: libm::round(k.fixed_step_us),
         per_seq_us: libm::round(k.per_seq_us * 10.0) / 10.0,
+        per_prefill_us: libm::round(k.per_prefill_us),
         ..k
     }
 }

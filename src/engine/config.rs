@@ -397,7 +397,9 @@ impl SimConfig {
     /// replaces the clock's constants), the kernel clock instead.
     pub fn clock(&self) -> StepClock {
         #[cfg(feature = "kernel-clock")]
-        if let Some(k) = self.kernel_clock(&super::clock::constants::kernel_host_for(&self.gpu.id)) {
+        if let Some(k) =
+            self.kernel_clock(&super::clock::constants::kernel_host_for(&self.gpu.id, self.scheduler.engine))
+        {
             return StepClock::Kernels(Box::new(k));
         }
         StepClock::Roofline(self.tensor_parallel(Roofline::new(&self.roofline_input())))
@@ -417,7 +419,9 @@ impl SimConfig {
     /// Whether steps are priced from measured kernels.
     pub fn runs_on_kernels(&self) -> bool {
         #[cfg(feature = "kernel-clock")]
-        return self.kernel_clock(&super::clock::constants::kernel_host_for(&self.gpu.id)).is_some();
+        return self
+            .kernel_clock(&super::clock::constants::kernel_host_for(&self.gpu.id, self.scheduler.engine))
+            .is_some();
         #[cfg(not(feature = "kernel-clock"))]
         false
     }

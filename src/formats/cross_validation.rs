@@ -8,6 +8,9 @@
 //!   clock would borrow from (`clock::clock_for`), fitted on that sibling's runs.
 //! - A run marked "held out" is predicted with the constants fitted on every fit run of its GPU:
 //!   held-out runs are never fitted on, in this or any other prediction.
+//! - "Its GPU's fit runs" are those of its vLLM engine generation on the kernel clock, whose host
+//!   costs are fitted per generation (v0's cost a prompt); the roofline's constants are the v1
+//!   engine's, fitted on v1 runs only, and predict a v0 run as they would any held-out one.
 //!
 //! Every fit starts from the same neutral prior (`PRIOR`), not from the committed constants, so
 //! no prediction inherits a fit that saw the run. A GPU with no fit run at all (the H200) is
@@ -20,6 +23,7 @@ use super::validation::{CaseResult, Role};
 use crate::engine::clock::{sibling_of, ClockConstants};
 use crate::engine::clock_fit::{fit, FitCase};
 use crate::engine::fidelity::{compare, median_abs_error_pct, simulate, Figure, FigureError};
+use crate::engine::{EngineVersion, SimConfig};
 
 /// Where every leave-one-out fit starts: datasheet-reasonable efficiencies and host costs of
 /// the order vLLM's v1 engine shows (a few hundred µs a step, ~10 µs a sequence).
@@ -30,6 +34,7 @@ pub const PRIOR: ClockConstants = ClockConstants {
     attention_efficiency: 0.4,
     fixed_step_us: 300.0,
     per_seq_us: 10.0,
+    per_prefill_us: 0.0,
     eager_launch_us_per_layer: 40.0,
 };
 
@@ -77,37 +82,71 @@ pub struct CrossResult<'a> {
     pub errors: Vec<FigureError>,
 }
 
-/// Which runs predict `r`: the GPU's fit cases but `r`'s own run, and a description.
+/// The engine generation whose fit runs predict a run: on the kernel clock the run's own (the
+/// host's costs are fitted per generation: vLLM's v0 engine spends milliseconds a prompt in
+/// Python); the roofline's constants are the v1 engine's, whatever the run's.
+fn generation(config: &SimConfig) -> EngineVersion {
+    if config.runs_on_kernels() {
+        config.scheduler.engine
+    } else {
+        EngineVersion::V1
+    }
+}
+
+/// Which runs predict `r`: the fit cases of its GPU and generation but `r`'s own run, and a
+/// description.
 fn training<'a>(results: &'a [CaseResult], r: &CaseResult) -> (Vec<FitCase<'a>>, String) {
     let gpu = r.case.gpu.as_str();
+    let engine = generation(&r.case.config);
     let take = |g: &str, leave: Option<&str>| -> Vec<FitCase<'a>> {
         results
             .iter()
-            .filter(|o| o.case.role == Role::Fit && o.case.gpu == g && Some(o.case.run.as_str()) != leave)
+            .filter(|o| {
+                o.case.role == Role::Fit
+                    && o.case.gpu == g
+                    && o.case.config.scheduler.engine == engine
+                    && Some(o.case.run.as_str()) != leave
+            })
             .map(|o| FitCase { config: &o.case.config, real: &o.case.real, single_request: o.case.single_request })
             .collect()
     };
-    let leave = (r.case.role == Role::Fit).then_some(r.case.run.as_str());
+    let on = match engine {
+        EngineVersion::V1 => String::new(),
+        EngineVersion::V0 => " (vLLM's v0 engine)".to_string(),
+    };
+    let fitted_on = r.case.role == Role::Fit && r.case.config.scheduler.engine == engine;
+    let leave = fitted_on.then_some(r.case.run.as_str());
     let own = take(gpu, leave);
     if !own.is_empty() {
         let what = if leave.is_some() { "the other fit runs" } else { "every fit run" };
-        return (own, format!("{what} on {gpu}"));
+        return (own, format!("{what} on {gpu}{on}"));
     }
     // No other run on this GPU: the sibling it would borrow from, with the sibling's runs.
     let sibling = sibling_of(gpu);
     if sibling == gpu {
         return (Vec::new(), "the prior".to_string());
     }
-    (take(sibling, None), format!("the fit runs of {sibling} (no other run on {gpu})"))
+    (take(sibling, None), format!("the fit runs of {sibling}{on} (no other run on {gpu})"))
 }
 
+/// Where a v0 engine's host costs are fitted from on the kernel clock: its fixed cost as v1's
+/// prior, and costs per sequence and per prompt of the order of a Python scheduler's.
+pub const V0_HOST_PRIOR: (f64, f64, f64) = (250.0, 10.0, 1000.0);
+
 /// Where a fit for `config` starts: `PRIOR` for the roofline; the kernel clock's own host costs
-/// where steps are priced from measured kernels.
-fn prior_for(config: &crate::engine::SimConfig) -> ClockConstants {
-    if config.runs_on_kernels() {
-        crate::engine::clock::constants::kernel_host_for(&config.gpu.id)
-    } else {
-        PRIOR
+/// where steps are priced from measured kernels (v0's from `V0_HOST_PRIOR`, not from the
+/// committed fit).
+fn prior_for(config: &SimConfig) -> ClockConstants {
+    if !config.runs_on_kernels() {
+        return PRIOR;
+    }
+    let v1 = crate::engine::clock::constants::kernel_host_for(&config.gpu.id, EngineVersion::V1);
+    match config.scheduler.engine {
+        EngineVersion::V1 => v1,
+        EngineVersion::V0 => {
+            let (fixed_step_us, per_seq_us, per_prefill_us) = V0_HOST_PRIOR;
+            ClockConstants { fixed_step_us, per_seq_us, per_prefill_us, ..v1 }
+        }
     }
 }
 

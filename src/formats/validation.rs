@@ -15,7 +15,7 @@ use crate::engine::fidelity::{
 };
 use crate::engine::model::GIB;
 use crate::engine::workload::{Arrival, LengthDist, TraceRow, UserClass, WorkloadConfig};
-use crate::engine::SimConfig;
+use crate::engine::{EngineVersion, SimConfig};
 
 /// Whether a run sets the clock's constants or only checks them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
@@ -485,11 +485,11 @@ pub fn per_gpu(results: &[CaseResult]) -> BTreeMap<String, (u32, f64)> {
     by_gpu.into_iter().map(|(g, (runs, errs))| (g, (runs.len() as u32, median_abs_error_pct(&errs)))).collect()
 }
 
-/// The runs marked "fit" on `gpu`, as `clock_fit::fit` takes them.
-pub fn fit_cases<'a>(results: &'a [CaseResult], gpu: &str) -> Vec<FitCase<'a>> {
+/// The runs marked "fit" on `gpu` of vLLM's `engine` generation, as `clock_fit::fit` takes them.
+pub fn fit_cases<'a>(results: &'a [CaseResult], gpu: &str, engine: EngineVersion) -> Vec<FitCase<'a>> {
     results
         .iter()
-        .filter(|r| r.case.role == Role::Fit && r.case.gpu == gpu)
+        .filter(|r| r.case.role == Role::Fit && r.case.gpu == gpu && r.case.config.scheduler.engine == engine)
         .map(|r| FitCase { config: &r.case.config, real: &r.case.real, single_request: r.case.single_request })
         .collect()
 }

@@ -7,6 +7,8 @@
 //! per step and per scheduled sequence). `roofline::Roofline` combines them with the model's
 //! shape; nothing here knows a model.
 
+use crate::engine::version::EngineVersion;
+
 /// What a GPU's step times rest on.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ClockConstants {
@@ -24,6 +26,9 @@ pub struct ClockConstants {
     pub fixed_step_us: f64,
     /// Cost per scheduled sequence (input preparation, sampling, output processing), µs.
     pub per_seq_us: f64,
+    /// Cost per prefill chunk scheduled, on top of its sequence's: vLLM's v0 engine builds each
+    /// prompt's inputs in Python before its step runs (0 where no run pins it), µs.
+    pub per_prefill_us: f64,
     /// Kernel launches one decoder layer costs when it runs without CUDA graphs (enforce_eager,
     /// or batches above the largest captured size), µs.
     pub eager_launch_us_per_layer: f64,
@@ -54,6 +59,7 @@ fn measured(gpu_id: &str) -> Option<ClockConstants> {
         attention_efficiency: ATTENTION_EFFICIENCY,
         fixed_step_us: fixed,
         per_seq_us: per_seq,
+        per_prefill_us: 0.0,
         eager_launch_us_per_layer: EAGER_LAUNCH_US_PER_LAYER,
     };
     Some(match gpu_id {
@@ -79,11 +85,28 @@ const GEMM_RAMP_TOKENS: f64 = 64.0;
 
 /// The host's share of a step under the kernel clock, whose kernels carry the GPU's own time:
 /// the fixed cost of a step outside the GPU (scheduling, input preparation, the output round
-/// trip) and the cost per scheduled sequence, fitted by `kvlab validate --fit --clock kernels`.
-/// The roofline's other constants stay the GPU's (a model the kernels cannot price runs on them).
-pub fn kernel_host_for(gpu_id: &str) -> ClockConstants {
-    ClockConstants { fixed_step_us: 250.0, per_seq_us: 4.0, ..clock_for(gpu_id).0 }
+/// trip), the cost per scheduled sequence and, on vLLM's v0 engine, per prompt, fitted by `kvlab
+/// validate --fit --clock kernels` per GPU and engine generation. The roofline's other constants
+/// stay the GPU's (a model the kernels cannot price runs on them).
+///
+/// The v1 engine's are a prior the fit keeps (250 µs a step, 4 µs a sequence). The v0 engine's
+/// (vLLM 0.5/0.6, Lambda's runs in docs/FIDELITY.md) are fitted on each GPU's 8B model at TP 1,
+/// 10 to 320 prompts at once, and checked on the rest: its Python scheduler and input
+/// preparation cost milliseconds a prompt. They are the host machine's as much as the GPU's; a
+/// GPU without v0 runs takes the H100 machines'.
+pub fn kernel_host_for(gpu_id: &str, engine: EngineVersion) -> ClockConstants {
+    let (fixed_step_us, per_seq_us, per_prefill_us) = match (engine, gpu_id) {
+        (EngineVersion::V1, _) => (250.0, 4.0, 0.0),
+        (EngineVersion::V0, "a100-80gb") => V0_HOST_A100,
+        (EngineVersion::V0, _) => V0_HOST_H100,
+    };
+    ClockConstants { fixed_step_us, per_seq_us, per_prefill_us, ..clock_for(gpu_id).0 }
 }
+
+/// v0's host costs (per step, per sequence, per prompt; µs), `kvlab validate --fit --clock
+/// kernels` on the fit runs above.
+const V0_HOST_A100: (f64, f64, f64) = (1549.0, 2.9, 5654.0);
+const V0_HOST_H100: (f64, f64, f64) = (920.0, 0.6, 2612.0);
 
 /// The measured GPU whose constants a GPU without runs takes: the same architecture where one
 /// is measured, else the nearest in memory bandwidth class.
@@ -136,10 +159,10 @@ pub fn measured_runs(gpu_id: &str) -> (u32, f64) {
 /// against a fresh leave-one-out. None on a GPU with kernel tables but no real run (the L40S).
 pub fn kernel_measured_runs(gpu_id: &str) -> Option<(u32, f64)> {
     Some(match gpu_id {
-        "h100-sxm" => (173, 19.7),
+        "h100-sxm" => (173, 12.5),
         "h200" => (107, 14.7),
         "b200" => (62, 20.3),
-        "a100-80gb" => (36, 24.9),
+        "a100-80gb" => (36, 10.5),
         _ => return None,
     })
 }

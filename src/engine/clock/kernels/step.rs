@@ -18,7 +18,8 @@
 //!             + window layers × decode(head_dim, KV / tp, H / KV, d, C_w / d)
 //! elementwise = T × layers × (4·hidden + 3·I / tp) × 2 B at 80% of the bandwidth, + 4 kernels × 3 µs a layer
 //! all-reduce  = 2 × layers × all_reduce(tp, T × hidden) when tensor parallel
-//! host        = fixed + per sequence × S (+ eager launches when no CUDA graph runs the batch)
+//! host        = fixed + per sequence × S + per prompt × c (+ eager launches when no CUDA graph
+//!               runs the batch)
 //! ```
 //!
 //! GEMM shapes are split as vLLM's column- and row-parallel layers split them. A sliding-window
@@ -87,6 +88,7 @@ pub struct KernelClock {
     swap_us_per_block: f64,
     fixed_step_us: f64,
     per_seq_us: f64,
+    per_prefill_us: f64,
     eager_launch_us: f64,
     graphs: CudaGraphs,
 }
@@ -198,6 +200,7 @@ impl KernelClock {
             swap_us_per_block: block_bytes / (input.gpu.pcie_gb_s * 1e3),
             fixed_step_us: host.fixed_step_us,
             per_seq_us: host.per_seq_us,
+            per_prefill_us: host.per_prefill_us,
             eager_launch_us: host.eager_launch_us_per_layer * layers,
             graphs: input.graphs,
         })
@@ -261,7 +264,10 @@ impl KernelClock {
     pub fn step_us(&self, w: &StepWork) -> u64 {
         let tokens = w.tokens();
         let launches = if tokens > 0 && self.graphs.padded(tokens).is_none() { self.eager_launch_us } else { 0.0 };
-        let host = self.fixed_step_us + self.per_seq_us * w.seqs() as f64 + launches;
+        let host = self.fixed_step_us
+            + self.per_seq_us * w.seqs() as f64
+            + self.per_prefill_us * w.prefill_chunks as f64
+            + launches;
         let gpu: f64 = self.terms(w).iter().sum();
         let us = host + gpu + w.swap_blocks as f64 * self.swap_us_per_block;
         (libm::round(us) as u64).max(1)
