@@ -73,7 +73,7 @@ V0_FIT = {"a100-80gb": "Meta-Llama-3-8B-Instruct", "h100-sxm": "Meta-Llama-3.1-8
 
 def role_of(gpu, model, tp, prompts, max_len):
     fit = V0_FIT.get(gpu) == model and tp == 1 and prompts <= 320 and max_len <= 2048
-    return "fit" if fit else "holdout"
+    return "fit_host" if fit else "holdout"
 
 
 def run_of(rec):

@@ -12,10 +12,9 @@ mod common;
 use std::collections::BTreeMap;
 
 use kvlab::engine::clock::{kernel_measured_runs, measured_runs};
-use kvlab::engine::EngineVersion;
 use kvlab::formats::cross_validation::{keep_up_flips, leave_one_out, summarize, CrossSummary};
 use kvlab::formats::kernel_tables::with_kernels;
-use kvlab::formats::validation::{all_cases, replay_all, Role};
+use kvlab::formats::validation::{all_cases, replay_all};
 use kvlab::shipped::{PUBLISHED_RUNS, VALIDATION_RUNS};
 
 /// Percentage points a median may grow before the test fails.
@@ -47,11 +46,9 @@ fn held_out_error_does_not_grow(kernels: bool, expectations: &str) {
     assert_eq!(cross.len(), results.len(), "every case is predicted");
     for c in &cross {
         assert!(!c.errors.is_empty(), "{}: no figure compared", c.result.case.id);
-        // A fit run trains the fits of its GPU and engine generation (the roofline's: v1 runs
-        // only, its constants are the v1 engine's), and is never predicted by one of them.
-        let trains = c.result.case.role == Role::Fit
-            && (c.result.case.config.runs_on_kernels() || c.result.case.config.scheduler.engine == EngineVersion::V1);
-        if trains {
+        // A fit run trains the fits of its GPU and engine generation, and is never predicted by
+        // one of them.
+        if !c.held_out {
             assert!(
                 !c.constants_from.starts_with("every fit run"),
                 "{}: predicted from a fit that saw it",
@@ -81,7 +78,7 @@ fn held_out_error_does_not_grow(kernels: bool, expectations: &str) {
         }
     }
     assert!(per_gpu.len() >= 5, "runs on {} GPUs: {:?}", per_gpu.len(), per_gpu.keys());
-    let held_out = CrossSummary::of(cross.iter().filter(|c| c.result.case.role == Role::Holdout));
+    let held_out = CrossSummary::of(cross.iter().filter(|c| c.held_out));
     let mut actual: BTreeMap<String, f64> =
         per_gpu.iter().map(|(g, s)| (g.clone(), round1(s.median_abs_error_pct))).collect();
     actual.insert("all".into(), round1(all.median_abs_error_pct));

@@ -14,7 +14,7 @@ use crate::engine::fidelity::{median_abs_error_pct, FigureError};
 use crate::engine::EngineVersion;
 use crate::formats::cross_validation::{keep_up_flips, leave_one_out, summarize, CrossSummary, KEEP_UP_TTFT_MS};
 use crate::formats::kernel_tables::with_kernels;
-use crate::formats::validation::{all_cases, fit_cases, per_gpu, replay_all, CaseResult, Role, Skipped};
+use crate::formats::validation::{all_cases, fit_cases, per_gpu, replay_all, CaseResult, Skipped};
 use crate::shipped::{PUBLISHED_RUNS, VALIDATION_RUNS};
 
 #[derive(Args, Debug)]
@@ -97,9 +97,12 @@ pub fn validate(args: &ValidateArgs) -> Result<(), String> {
         }
     }
     println!();
-    for (role, name) in [(Role::Fit, "fit on"), (Role::Holdout, "held out")] {
-        let errs: Vec<FigureError> =
-            results.iter().filter(|r| r.case.role == role).flat_map(|r| r.errors.iter().cloned()).collect();
+    for (fitted, name) in [(true, "fit on"), (false, "held out")] {
+        let errs: Vec<FigureError> = results
+            .iter()
+            .filter(|r| r.case.role.fits(r.case.config.runs_on_kernels()) == fitted)
+            .flat_map(|r| r.errors.iter().cloned())
+            .collect();
         println!(
             "median |error| over the figures of the runs {name}: {:.1}% ({} figures)",
             median_abs_error_pct(&errs),
@@ -119,7 +122,7 @@ pub fn validate(args: &ValidateArgs) -> Result<(), String> {
 fn print_cross(results: &[CaseResult], json: bool) -> Result<(), String> {
     let cross = leave_one_out(results);
     let (all, per_gpu) = summarize(&cross);
-    let held_out = CrossSummary::of(cross.iter().filter(|c| c.result.case.role == Role::Holdout));
+    let held_out = CrossSummary::of(cross.iter().filter(|c| c.held_out));
     if json {
         let summary = |s: &CrossSummary| {
             serde_json::json!({
@@ -208,7 +211,7 @@ fn summary_json(results: &[CaseResult]) -> serde_json::Value {
 fn print_fit(results: &[CaseResult], clock: ClockChoice) -> Result<(), String> {
     let mut groups: Vec<(&str, EngineVersion)> = results
         .iter()
-        .filter(|r| r.case.role == Role::Fit)
+        .filter(|r| r.case.role.fits(clock == ClockChoice::Kernels))
         .map(|r| (r.case.gpu.as_str(), r.case.config.scheduler.engine))
         .filter(|&(_, engine)| clock == ClockChoice::Kernels || engine == EngineVersion::V1)
         .collect();

@@ -19,7 +19,7 @@
 
 use std::collections::BTreeMap;
 
-use super::validation::{CaseResult, Role};
+use super::validation::CaseResult;
 use crate::engine::clock::{sibling_of, ClockConstants};
 use crate::engine::clock_fit::{fit, FitCase};
 use crate::engine::fidelity::{compare, median_abs_error_pct, simulate, Figure, FigureError};
@@ -80,6 +80,8 @@ pub struct CrossResult<'a> {
     /// <gpu>", or the sibling's runs.
     pub constants_from: String,
     pub errors: Vec<FigureError>,
+    /// No fit of this clock is made on the run: held out ("fit_host" runs are on the roofline).
+    pub held_out: bool,
 }
 
 /// The engine generation whose fit runs predict a run: on the kernel clock the run's own (the
@@ -93,16 +95,17 @@ fn generation(config: &SimConfig) -> EngineVersion {
     }
 }
 
-/// Which runs predict `r`: the fit cases of its GPU and generation but `r`'s own run, and a
-/// description.
-fn training<'a>(results: &'a [CaseResult], r: &CaseResult) -> (Vec<FitCase<'a>>, String) {
+/// Which runs predict `r`: the fit cases of its GPU and generation but `r`'s own run, a
+/// description, and whether `r` is one of the runs left out (it would train the fit otherwise).
+fn training<'a>(results: &'a [CaseResult], r: &CaseResult) -> (Vec<FitCase<'a>>, String, bool) {
     let gpu = r.case.gpu.as_str();
     let engine = generation(&r.case.config);
+    let kernels = r.case.config.runs_on_kernels();
     let take = |g: &str, leave: Option<&str>| -> Vec<FitCase<'a>> {
         results
             .iter()
             .filter(|o| {
-                o.case.role == Role::Fit
+                o.case.role.fits(kernels)
                     && o.case.gpu == g
                     && o.case.config.scheduler.engine == engine
                     && Some(o.case.run.as_str()) != leave
@@ -114,40 +117,40 @@ fn training<'a>(results: &'a [CaseResult], r: &CaseResult) -> (Vec<FitCase<'a>>,
         EngineVersion::V1 => String::new(),
         EngineVersion::V0 => " (vLLM's v0 engine)".to_string(),
     };
-    let fitted_on = r.case.role == Role::Fit && r.case.config.scheduler.engine == engine;
+    let fitted_on = r.case.role.fits(kernels) && r.case.config.scheduler.engine == engine;
     let leave = fitted_on.then_some(r.case.run.as_str());
     let own = take(gpu, leave);
     if !own.is_empty() {
         let what = if leave.is_some() { "the other fit runs" } else { "every fit run" };
-        return (own, format!("{what} on {gpu}{on}"));
+        return (own, format!("{what} on {gpu}{on}"), fitted_on);
     }
     // No other run on this GPU: the sibling it would borrow from, with the sibling's runs.
     let sibling = sibling_of(gpu);
     if sibling == gpu {
-        return (Vec::new(), "the prior".to_string());
+        return (Vec::new(), "the prior".to_string(), fitted_on);
     }
-    (take(sibling, None), format!("the fit runs of {sibling}{on} (no other run on {gpu})"))
+    (take(sibling, None), format!("the fit runs of {sibling}{on} (no other run on {gpu})"), fitted_on)
 }
 
-/// Where a v0 engine's host costs are fitted from on the kernel clock: its fixed cost as v1's
-/// prior, and costs per sequence and per prompt of the order of a Python scheduler's.
+/// Where the kernel clock's host costs (per step, per sequence, per prompt; µs) are fitted from:
+/// for vLLM's v1 engine a few hundred µs a step and a few a sequence; for v0 the same fixed
+/// cost, and costs per sequence and per prompt of the order of a Python scheduler's.
+pub const V1_HOST_PRIOR: (f64, f64, f64) = (250.0, 4.0, 0.0);
 pub const V0_HOST_PRIOR: (f64, f64, f64) = (250.0, 10.0, 1000.0);
 
-/// Where a fit for `config` starts: `PRIOR` for the roofline; the kernel clock's own host costs
-/// where steps are priced from measured kernels (v0's from `V0_HOST_PRIOR`, not from the
-/// committed fit).
+/// Where a fit for `config` starts: `PRIOR` for the roofline; where steps are priced from
+/// measured kernels, the roofline's constants of the GPU (for the parts the kernels leave) with
+/// the host prior of its engine generation, never the committed fit.
 fn prior_for(config: &SimConfig) -> ClockConstants {
     if !config.runs_on_kernels() {
         return PRIOR;
     }
-    let v1 = crate::engine::clock::constants::kernel_host_for(&config.gpu.id, EngineVersion::V1);
-    match config.scheduler.engine {
-        EngineVersion::V1 => v1,
-        EngineVersion::V0 => {
-            let (fixed_step_us, per_seq_us, per_prefill_us) = V0_HOST_PRIOR;
-            ClockConstants { fixed_step_us, per_seq_us, per_prefill_us, ..v1 }
-        }
-    }
+    let (fixed_step_us, per_seq_us, per_prefill_us) = match config.scheduler.engine {
+        EngineVersion::V1 => V1_HOST_PRIOR,
+        EngineVersion::V0 => V0_HOST_PRIOR,
+    };
+    let gpu = crate::engine::clock::clock_for(&config.gpu.id).0;
+    ClockConstants { fixed_step_us, per_seq_us, per_prefill_us, ..gpu }
 }
 
 /// Every case predicted with constants fitted without it (see the module doc). Fits are shared
@@ -157,12 +160,9 @@ pub fn leave_one_out(results: &[CaseResult]) -> Vec<CrossResult<'_>> {
     results
         .iter()
         .map(|r| {
-            let (cases, from) = training(results, r);
+            let (cases, from, left_out) = training(results, r);
             // Runs that leave out their own run train on different runs: one fit each.
-            let key = match r.case.role {
-                Role::Fit => format!("{from} without {}", r.case.run),
-                Role::Holdout => from.clone(),
-            };
+            let key = if left_out { format!("{from} without {}", r.case.run) } else { from.clone() };
             let k = *fits.entry(key).or_insert_with(|| {
                 let prior = prior_for(&r.case.config);
                 if cases.is_empty() {
@@ -172,7 +172,8 @@ pub fn leave_one_out(results: &[CaseResult]) -> Vec<CrossResult<'_>> {
                 }
             });
             let report = simulate(&r.case.config, Some(&k));
-            CrossResult { result: r, constants_from: from, errors: compare(&r.case.real, &report) }
+            let held_out = !r.case.role.fits(r.case.config.runs_on_kernels());
+            CrossResult { result: r, constants_from: from, errors: compare(&r.case.real, &report), held_out }
         })
         .collect()
 }

@@ -21,7 +21,11 @@ use crate::engine::{EngineVersion, SimConfig};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
+    /// Fitted by both clocks: the roofline's constants and the kernel clock's host costs.
     Fit,
+    /// Fitted by the kernel clock's host costs only (its GPU's time comes from measured
+    /// kernels); the roofline, fitted on few runs, holds it out.
+    FitHost,
     Holdout,
 }
 
@@ -29,7 +33,17 @@ impl Role {
     pub fn name(self) -> &'static str {
         match self {
             Role::Fit => "fit",
+            Role::FitHost => "fit (host costs)",
             Role::Holdout => "held out",
+        }
+    }
+
+    /// Whether the clock (the kernel clock's host costs, or the roofline) is fitted on the run.
+    pub fn fits(self, kernels: bool) -> bool {
+        match self {
+            Role::Fit => true,
+            Role::FitHost => kernels,
+            Role::Holdout => false,
         }
     }
 }
@@ -485,11 +499,16 @@ pub fn per_gpu(results: &[CaseResult]) -> BTreeMap<String, (u32, f64)> {
     by_gpu.into_iter().map(|(g, (runs, errs))| (g, (runs.len() as u32, median_abs_error_pct(&errs)))).collect()
 }
 
-/// The runs marked "fit" on `gpu` of vLLM's `engine` generation, as `clock_fit::fit` takes them.
+/// The runs marked "fit" on `gpu` of vLLM's `engine` generation (and "fit_host" ones where they
+/// run on the kernel clock), as `clock_fit::fit` takes them.
 pub fn fit_cases<'a>(results: &'a [CaseResult], gpu: &str, engine: EngineVersion) -> Vec<FitCase<'a>> {
     results
         .iter()
-        .filter(|r| r.case.role == Role::Fit && r.case.gpu == gpu && r.case.config.scheduler.engine == engine)
+        .filter(|r| {
+            r.case.role.fits(r.case.config.runs_on_kernels())
+                && r.case.gpu == gpu
+                && r.case.config.scheduler.engine == engine
+        })
         .map(|r| FitCase { config: &r.case.config, real: &r.case.real, single_request: r.case.single_request })
         .collect()
 }

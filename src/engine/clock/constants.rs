@@ -89,22 +89,32 @@ const GEMM_RAMP_TOKENS: f64 = 64.0;
 /// validate --fit --clock kernels` per GPU and engine generation. The roofline's other constants
 /// stay the GPU's (a model the kernels cannot price runs on them).
 ///
-/// The v1 engine's are a prior the fit keeps (250 µs a step, 4 µs a sequence). The v0 engine's
-/// (vLLM 0.5/0.6, Lambda's runs in docs/FIDELITY.md) are fitted on each GPU's 8B model at TP 1,
-/// 10 to 320 prompts at once, and checked on the rest: its Python scheduler and input
-/// preparation cost milliseconds a prompt. They are the host machine's as much as the GPU's; a
-/// GPU without v0 runs takes the H100 machines'.
+/// The v1 engine's (vLLM 0.8 on) are fitted on the vLLM blog's batch-1 decodes and, on the H100
+/// and the H200, one sweep of closed loops (Llama-3.1-70B in FP8 at TP 4, 1,024 tokens in and
+/// out, 4 to 64 clients; `scripts/validation-aiconfigurator.py`'s `role_of`). The v0 engine's (vLLM 0.5/0.6,
+/// Lambda's runs) are fitted on each GPU's 8B model at TP 1, 10 to 320 prompts at once: its
+/// Python scheduler and input preparation cost milliseconds a prompt. Every other run checks
+/// them (docs/FIDELITY.md). They are the host machine's as much as the GPU's: a GPU without runs
+/// of the generation takes its sibling's (the H100 machines'), else the v1 prior.
 pub fn kernel_host_for(gpu_id: &str, engine: EngineVersion) -> ClockConstants {
     let (fixed_step_us, per_seq_us, per_prefill_us) = match (engine, gpu_id) {
-        (EngineVersion::V1, _) => (250.0, 4.0, 0.0),
+        (EngineVersion::V1, "h100-sxm") => V1_HOST_H100,
+        (EngineVersion::V1, "h200") => V1_HOST_H200,
+        (EngineVersion::V1, "b200") => V1_HOST_B200,
+        (EngineVersion::V1, g) if sibling_of(g) == "h100-sxm" => V1_HOST_H100,
+        (EngineVersion::V1, _) => V1_HOST_PRIOR,
         (EngineVersion::V0, "a100-80gb") => V0_HOST_A100,
         (EngineVersion::V0, _) => V0_HOST_H100,
     };
     ClockConstants { fixed_step_us, per_seq_us, per_prefill_us, ..clock_for(gpu_id).0 }
 }
 
-/// v0's host costs (per step, per sequence, per prompt; µs), `kvlab validate --fit --clock
-/// kernels` on the fit runs above.
+/// Host costs (per step, per sequence, per prompt; µs), `kvlab validate --fit --clock kernels`
+/// on the fit runs above; the v1 prior where no run fits them.
+const V1_HOST_H100: (f64, f64, f64) = (50.0, 44.9, 0.0);
+const V1_HOST_H200: (f64, f64, f64) = (380.0, 11.5, 0.0);
+const V1_HOST_B200: (f64, f64, f64) = (137.0, 4.0, 0.0);
+const V1_HOST_PRIOR: (f64, f64, f64) = (250.0, 4.0, 0.0);
 const V0_HOST_A100: (f64, f64, f64) = (1549.0, 2.9, 5654.0);
 const V0_HOST_H100: (f64, f64, f64) = (920.0, 0.6, 2612.0);
 
@@ -159,8 +169,8 @@ pub fn measured_runs(gpu_id: &str) -> (u32, f64) {
 /// against a fresh leave-one-out. None on a GPU with kernel tables but no real run (the L40S).
 pub fn kernel_measured_runs(gpu_id: &str) -> Option<(u32, f64)> {
     Some(match gpu_id {
-        "h100-sxm" => (173, 12.5),
-        "h200" => (107, 14.7),
+        "h100-sxm" => (173, 10.2),
+        "h200" => (107, 15.2),
         "b200" => (62, 20.3),
         "a100-80gb" => (36, 10.5),
         _ => return None,
