@@ -300,6 +300,14 @@ fn run_on_the_kernel_clock_says_which_clock_it_ran() {
         "{}",
         stderr(&o)
     );
+    // The lab's Llama-3-8B is priced as its catalogue twin; its Mistral-7B has none.
+    let paged = repo_path("assets/presets/paged-default.json");
+    let o = kvlab(&["run", paged.to_str().unwrap(), "--clock", "kernels"]);
+    assert!(stdout(&o).contains("clock: step times from kernels measured"), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&paged).unwrap().replace(r#""model": "llama-3-8b""#, r#""model": "mistral-7b""#);
+    let o = kvlab(&["run", &write_tmp("mistral.json", &text), "--clock", "kernels"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("cannot price mistral-7b"), "{}", stderr(&o));
 }
 
 #[test]

@@ -150,3 +150,24 @@ fn a_moe_models_decode_reads_its_measured_fused_moe_and_comes_closer_to_vllms_bl
         assert!((ms - blog_ms).abs() < (before - blog_ms).abs(), "context {context}: {ms:.2} vs {before:.2} ms");
     }
 }
+
+/// The lab's models known by their sizes alone take their catalogue twin's architecture on the
+/// kernel clock (`LAB_MODEL_TWINS`): the kernels price them, and their KV cache is the one the
+/// roofline's run has, byte for byte. Mistral-7B (v0.1's sliding window would change its cache)
+/// and OPT-13B have no twin and stay on the roofline.
+#[test]
+fn the_labs_models_run_on_the_kernels_as_their_catalogue_twins() {
+    for model in ["llama-3-8b", "llama-3-70b", "llama-2-7b", "mistral-7b", "opt-13b"] {
+        let text = format!(
+            r#"{{"schema": "kvlab/preset@1", "model": "{model}", "gpu": "h100-sxm", "kv_memory_gib": 20,
+                "tensor_parallel_size": 4, "allocator": {{"kind": "paged", "block_size": 16}}}}"#
+        );
+        let plain = parse_preset(&text).expect("a valid preset");
+        let priced = with_kernels(plain.clone());
+        let twin = kvlab::formats::kernel_tables::LAB_MODEL_TWINS.iter().any(|(lab, _)| *lab == model);
+        assert_eq!(priced.runs_on_kernels(), twin, "{model}");
+        assert_eq!(priced.kv_bytes_per_token(), plain.kv_bytes_per_token(), "{model}");
+        assert_eq!(priced.kv_bytes(), plain.kv_bytes(), "{model}");
+        assert_eq!(priced.model.params_b, plain.model.params_b, "{model}");
+    }
+}

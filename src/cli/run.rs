@@ -147,7 +147,7 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
         config = crate::formats::kernel_tables::with_kernels(config);
         if !config.runs_on_kernels() {
             return Err(format!(
-                "--clock kernels: the kernel tables cannot price {} (a model known by its sizes alone, latent attention, or weight-only integer kernels, or a calibration file named); leave --clock out for the roofline",
+                "--clock kernels: the kernel tables cannot price {} (a model known by its sizes alone with no twin in the catalogue, latent attention, or weight-only integer kernels, or a calibration file named); leave --clock out for the roofline",
                 config.model.id
             ));
         }

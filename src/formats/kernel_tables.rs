@@ -149,9 +149,41 @@ pub fn shipped_kernel_tables(gpu_id: &str) -> Option<std::sync::Arc<KernelTables
 }
 
 /// `config` with its GPU's shipped kernel tables attached, when there are any: its clock then
-/// prices steps from measured kernels where they can price the model.
+/// prices steps from measured kernels where they can price the model. A lab model known by its
+/// sizes alone takes the architecture of its twin in the catalogue (`LAB_MODEL_TWINS`), which
+/// the kernels need (the GEMM shapes, the query heads) and which gives it the same KV cache.
 #[cfg(feature = "kernel-clock")]
 pub fn with_kernels(mut config: crate::engine::SimConfig) -> crate::engine::SimConfig {
     config.kernels = shipped_kernel_tables(&config.gpu.id);
+    if config.model.arch.is_none() {
+        config.model.arch = lab_model_twin(&config.model).map(Box::new);
+    }
     config
+}
+
+/// The lab's models (`engine::model::MODEL_IDS`) with a catalogue entry of the same shapes:
+/// Llama-3 8B and 70B are Llama-3.1's layers, heads and vocabulary (3.1 changed the rotary
+/// scaling only); Llama-2-7B is the Hub's own. Mistral-7B's (v0.1) sliding window would change its
+/// KV cache, and OPT-13B has none: they stay on the roofline.
+pub const LAB_MODEL_TWINS: [(&str, &str); 3] = [
+    ("llama-3-8b", "meta-llama/Llama-3.1-8B-Instruct"),
+    ("llama-3-70b", "meta-llama/Llama-3.1-70B-Instruct"),
+    ("llama-2-7b", "meta-llama/Llama-2-7b-hf"),
+];
+
+/// The architecture of `model`'s catalogue twin, when it has one of the same layers, KV heads,
+/// head size and size (within 1%).
+#[cfg(feature = "kernel-clock")]
+fn lab_model_twin(model: &crate::engine::model::ModelSpec) -> Option<crate::engine::model_arch::ModelArch> {
+    let (_, twin) = LAB_MODEL_TWINS.iter().find(|(lab, _)| *lab == model.id)?;
+    let spec = super::model_catalogue::catalogue_model(twin)?.ok()?;
+    let same = spec.layers == model.layers
+        && spec.kv_heads == model.kv_heads
+        && spec.head_dim == model.head_dim
+        && (spec.params_b / model.params_b - 1.0).abs() < 0.01;
+    if same {
+        spec.arch.map(|a| *a)
+    } else {
+        None
+    }
 }
