@@ -64,7 +64,7 @@ fn held_out_error_does_not_grow(kernels: bool, expectations: &str) {
             assert_eq!(
                 measured_runs(gpu),
                 (s.runs, round1(s.median_abs_error_pct)),
-                "engine/clock/constants.rs measured_runs({gpu:?}) is not today's held-out figure"
+                "{gpu}: assets/clock/constants.json's held_out.roofline is not today's; run kvlab validate --cross --write assets/clock/constants.json"
             );
         }
     } else {
@@ -73,7 +73,7 @@ fn held_out_error_does_not_grow(kernels: bool, expectations: &str) {
             assert_eq!(
                 kernel_measured_runs(gpu),
                 Some((s.runs, round1(s.median_abs_error_pct))),
-                "engine/clock/constants.rs kernel_measured_runs({gpu:?}) is not today's held-out figure"
+                "{gpu}: assets/clock/constants.json's held_out.kernels is not today's; run kvlab validate --cross --clock kernels --write assets/clock/constants.json"
             );
         }
     }

@@ -1,7 +1,7 @@
 //! The step-time model against real vLLM runs (`kvlab validate`): every replayed figure's error
 //! may not grow past the committed expectation (tests/golden/clock_fidelity.json, plus one
 //! percentage point of slack), so a change that worsens fidelity fails; the constants in
-//! `engine/clock/constants.rs` are what `kvlab validate --fit` gives on the runs marked "fit"; and
+//! `assets/clock/constants.json` are what `kvlab validate --fit` gives on the runs marked "fit"; and
 //! the run counts the page quotes (`clock::measured_runs`) are today's (their held-out errors:
 //! tests/clock_cross.rs).
 //! Regenerate the expectations on purpose with `KVLAB_BLESS=1 cargo test --test clock_fidelity`.
@@ -12,7 +12,7 @@ mod common;
 use std::collections::BTreeMap;
 
 use kvlab::engine::clock::constants::kernel_host_for;
-use kvlab::engine::clock::{clock_for, measured_runs, ClockSource, MEASURED_GPUS};
+use kvlab::engine::clock::{clock_for, measured_gpus, measured_runs, ClockSource};
 use kvlab::engine::clock_fit::{fit, loss};
 use kvlab::engine::EngineVersion;
 use kvlab::formats::kernel_tables::with_kernels;
@@ -95,19 +95,19 @@ fn runs_fitted_on_agree_within_five_percent() {
 fn the_page_quotes_todays_run_counts_and_errors() {
     let results = results();
     let summary = per_gpu(&results);
-    for gpu in MEASURED_GPUS {
-        let (runs, _) = summary.get(*gpu).copied().unwrap_or_else(|| panic!("no replayed run on {gpu}"));
+    for gpu in measured_gpus() {
+        let (runs, _) = summary.get(gpu).copied().unwrap_or_else(|| panic!("no replayed run on {gpu}"));
         // The error the page quotes is the held-out one (tests/clock_cross.rs checks it).
-        assert_eq!(measured_runs(gpu).0, runs, "engine/clock/constants.rs measured_runs({gpu:?})");
+        assert_eq!(measured_runs(gpu).0, runs, "{gpu}: assets/clock/constants.json's held_out.roofline");
         assert!(matches!(clock_for(gpu).1, ClockSource::Measured { .. }));
     }
     // A GPU without constants of its own (the H200, the A100) borrows a sibling's: its runs are
     // held out from the roofline's fits (its constants are the v1 engine's: the A100's fit runs
     // are vLLM v0's, fitted for the kernel clock's host costs only), they say how well the
     // borrowed constants carry over, and the page quotes them.
-    for (gpu, (runs, _)) in summary.iter().filter(|(g, _)| !MEASURED_GPUS.contains(&g.as_str())) {
+    for (gpu, (runs, _)) in summary.iter().filter(|(g, _)| !measured_gpus().any(|m| m == g.as_str())) {
         assert!(matches!(clock_for(gpu).1, ClockSource::Borrowed { .. }), "{gpu}");
-        assert_eq!(measured_runs(gpu).0, *runs, "engine/clock/constants.rs measured_runs({gpu:?})");
+        assert_eq!(measured_runs(gpu).0, *runs, "{gpu}: assets/clock/constants.json's held_out.roofline");
         assert!(
             fit_cases(&results, gpu, EngineVersion::V1).is_empty(),
             "{gpu} has runs to fit on but no measured constants"
@@ -118,7 +118,7 @@ fn the_page_quotes_todays_run_counts_and_errors() {
 #[test]
 fn the_constants_are_what_the_fit_gives() {
     let results = results();
-    for gpu in MEASURED_GPUS {
+    for gpu in measured_gpus() {
         let cases = fit_cases(&results, gpu, EngineVersion::V1);
         assert!(!cases.is_empty(), "{gpu}: no run to fit on");
         let (committed, _) = clock_for(gpu);
@@ -131,7 +131,7 @@ fn the_constants_are_what_the_fit_gives() {
                 && close(refit.gemm_efficiency, committed.gemm_efficiency)
                 && close(refit.fixed_step_us, committed.fixed_step_us)
                 && close(refit.per_seq_us, committed.per_seq_us),
-            "{gpu}: engine/clock.rs has {committed:?}, the fit gives {refit:?}; run kvlab validate --fit"
+            "{gpu}: assets/clock/constants.json has {committed:?}, the fit gives {refit:?}; run kvlab validate --fit --write assets/clock/constants.json"
         );
     }
 }
@@ -140,7 +140,7 @@ fn the_constants_are_what_the_fit_gives() {
 /// (v1: the blog's batch-1 decodes and the closed-loop sweeps; v0: Lambda's 8B runs) are at the
 /// fit's optimum: fitting again from them gains under 1% of the loss (the costs per step and per
 /// sequence trade off along a flat valley, so the loss is what is pinned, not each constant's
-/// digits). Run `kvlab validate --fit --clock kernels` to refit.
+/// digits). Run `kvlab validate --fit --clock kernels --write assets/clock/constants.json` to refit.
 #[test]
 fn the_kernel_clocks_host_costs_are_what_the_fit_gives() {
     let mut results = results();
@@ -162,8 +162,9 @@ fn the_kernel_clocks_host_costs_are_what_the_fit_gives() {
         let (refit, at_refit) = fit(&cases, committed);
         assert!(
             at_refit >= 0.99 * at_committed,
-            "{gpu} {engine:?}: engine/clock/constants.rs's host costs {committed:?} give a loss of \
-             {at_committed:.4}, the fit {refit:?} {at_refit:.4}; run kvlab validate --fit --clock kernels"
+            "{gpu} {engine:?}: assets/clock/constants.json's host costs {committed:?} give a loss of \
+             {at_committed:.4}, the fit {refit:?} {at_refit:.4}; run kvlab validate --fit --clock kernels \
+             --write assets/clock/constants.json"
         );
     }
 }

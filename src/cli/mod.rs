@@ -4,6 +4,7 @@
 mod benchmark;
 mod calibrate;
 mod check;
+mod clock_constants;
 mod fit;
 mod fleet;
 mod mission;

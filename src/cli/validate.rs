@@ -17,6 +17,8 @@ use crate::formats::kernel_tables::with_kernels;
 use crate::formats::validation::{all_cases, fit_cases, per_gpu, replay_all, CaseResult, Skipped};
 use crate::shipped::{PUBLISHED_RUNS, VALIDATION_RUNS};
 
+use super::clock_constants::{self, Update};
+
 #[derive(Args, Debug)]
 pub struct ValidateArgs {
     /// The folder of real measurements (`vllm-runs/…` below it).
@@ -25,7 +27,8 @@ pub struct ValidateArgs {
     /// Print the results as JSON.
     #[arg(long)]
     pub json: bool,
-    /// Fit each GPU's constants to its "fit" runs and print them (as engine/clock/constants.rs writes them).
+    /// Fit each GPU's constants to its "fit" runs and print them (`--clock kernels`: the host
+    /// costs per GPU and engine generation, on the "fit" and "fit_host" runs).
     #[arg(long, conflicts_with = "json")]
     pub fit: bool,
     /// Leave-one-out: predict every run with constants fitted without it (fit runs: on the
@@ -37,6 +40,10 @@ pub struct ValidateArgs {
     /// the GPU's measured kernels, `assets/kernels/`, where they cover the GPU and the model).
     #[arg(long, value_enum, default_value_t = ClockChoice::Roofline)]
     pub clock: ClockChoice,
+    /// With --fit, write the fitted constants into FILE (assets/clock/constants.json, which the
+    /// clock is built from); with --cross, each GPU's held-out error. The rest of FILE is kept.
+    #[arg(long, value_name = "FILE")]
+    pub write: Option<PathBuf>,
 }
 
 /// Which clock `kvlab validate` replays on.
@@ -63,12 +70,15 @@ pub fn validate_all(data: &Path, clock: ClockChoice) -> Result<(Vec<CaseResult>,
 }
 
 pub fn validate(args: &ValidateArgs) -> Result<(), String> {
+    if args.write.is_some() && !args.fit && !args.cross {
+        return Err("--write: give --fit (to write the fitted constants) or --cross (the held-out errors)".into());
+    }
     let (results, skipped) = validate_all(&args.data, args.clock)?;
     if args.fit {
-        return print_fit(&results, args.clock);
+        return print_fit(&results, args.clock, args.write.as_deref());
     }
     if args.cross {
-        return print_cross(&results, args.json);
+        return print_cross(&results, args.json, args.clock, args.write.as_deref());
     }
     if args.json {
         let cases: Vec<serde_json::Value> = results
@@ -119,9 +129,24 @@ pub fn validate(args: &ValidateArgs) -> Result<(), String> {
 }
 
 /// `--cross`: the leave-one-out table (docs/FIDELITY.md's headline).
-fn print_cross(results: &[CaseResult], json: bool) -> Result<(), String> {
+fn print_cross(results: &[CaseResult], json: bool, clock: ClockChoice, write: Option<&Path>) -> Result<(), String> {
     let cross = leave_one_out(results);
     let (all, per_gpu) = summarize(&cross);
+    if let Some(path) = write {
+        let kernels = clock == ClockChoice::Kernels;
+        // The kernel clock's figure is quoted where the GPU has kernel tables.
+        let updates: Vec<Update> = per_gpu
+            .iter()
+            .filter(|(g, _)| !kernels || crate::shipped::kernel_tables(g).is_some())
+            .map(|(gpu, s)| Update::HeldOut {
+                kernels,
+                gpu,
+                runs: s.runs,
+                median_abs_error_pct: (s.median_abs_error_pct * 10.0).round() / 10.0,
+            })
+            .collect();
+        clock_constants::write(path, &updates)?;
+    }
     let held_out = CrossSummary::of(cross.iter().filter(|c| c.held_out));
     if json {
         let summary = |s: &CrossSummary| {
@@ -208,10 +233,13 @@ fn summary_json(results: &[CaseResult]) -> serde_json::Value {
 /// Fits every GPU and engine generation that has "fit" runs, from the constants in force, and
 /// prints them: the roofline's (fitted on v1 runs: its constants are the v1 engine's), or the
 /// kernel clock's host costs.
-fn print_fit(results: &[CaseResult], clock: ClockChoice) -> Result<(), String> {
+fn print_fit(results: &[CaseResult], clock: ClockChoice, write: Option<&Path>) -> Result<(), String> {
+    let mut updates = Vec::new();
     let mut groups: Vec<(&str, EngineVersion)> = results
         .iter()
+        // On the kernel clock, the runs it prices (the others stay on the roofline's constants).
         .filter(|r| r.case.role.fits(clock == ClockChoice::Kernels))
+        .filter(|r| clock == ClockChoice::Roofline || r.case.config.runs_on_kernels())
         .map(|r| (r.case.gpu.as_str(), r.case.config.scheduler.engine))
         .filter(|&(_, engine)| clock == ClockChoice::Kernels || engine == EngineVersion::V1)
         .collect();
@@ -227,7 +255,7 @@ fn print_fit(results: &[CaseResult], clock: ClockChoice) -> Result<(), String> {
         let (k, loss) = fit(&cases, start);
         let line = match clock {
             ClockChoice::Roofline => format!(
-                "        {gpu:?} => c({:?}, {:?}, {:.1}, {:.1}),",
+                "{gpu}: bandwidth efficiency {:?}, GEMM efficiency {:?}, {:.0} µs a step, {:.1} µs a sequence;",
                 k.bandwidth_efficiency, k.gemm_efficiency, k.fixed_step_us, k.per_seq_us
             ),
             ClockChoice::Kernels => format!(
@@ -239,6 +267,14 @@ fn print_fit(results: &[CaseResult], clock: ClockChoice) -> Result<(), String> {
             ),
         };
         println!("{line} fitted on {} case(s), rms log error {:.3}", cases.len(), loss.sqrt());
+        updates.push(match clock {
+            ClockChoice::Roofline => Update::Roofline(gpu, k),
+            ClockChoice::Kernels => Update::KernelHost(gpu, engine, k),
+        });
+    }
+    if let Some(path) = write {
+        clock_constants::write(path, &updates)?;
+        println!("written to {}", path.display());
     }
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! The step-time model's constants per GPU, and where each GPU's come from: fitted to real vLLM
-//! runs on that GPU (`kvlab validate --fit`, docs/FIDELITY.md), or carried over from a measured
-//! GPU of the same family when no run on it has been published.
+//! runs on that GPU (`kvlab validate --fit --write`, docs/FIDELITY.md), or carried over from a
+//! measured GPU of the same family when no run on it has been published. The fitted figures are
+//! data, `assets/clock/constants.json`, which `build.rs` turns into the tables read here.
 //!
 //! The constants are efficiencies against the GPU catalogue's datasheet figures plus the costs a
 //! vLLM step pays outside the GPU's arithmetic (the scheduler, input preparation and sampling,
@@ -48,31 +49,26 @@ pub enum ClockSource {
     Extrapolated { from: &'static str },
 }
 
-/// The constants of a GPU the clock has runs for. Fitted by `kvlab validate --fit` on the runs
-/// docs/FIDELITY.md marks "fit" (the held-out ones are never fitted on); see there for the
-/// errors these give.
+/// The measured constants, as `build.rs` reads them from `assets/clock/constants.json`: the
+/// roofline's per GPU, the kernel clock's host costs, and each GPU's held-out error.
+mod data {
+    include!(concat!(env!("OUT_DIR"), "/clock_constants.rs"));
+}
+
+/// The constants of a GPU the clock has runs for. Fitted by `kvlab validate --fit --write
+/// assets/clock/constants.json` on the runs docs/FIDELITY.md marks "fit" (the held-out ones are
+/// never fitted on; the file says what each GPU's were); see there for the errors these give.
 fn measured(gpu_id: &str) -> Option<ClockConstants> {
-    let c = |bw, gemm, fixed, per_seq| ClockConstants {
-        bandwidth_efficiency: bw,
-        gemm_efficiency: gemm,
+    let (_, [bw, gemm, fixed, per_seq]) = data::ROOFLINE.iter().find(|(g, _)| *g == gpu_id)?;
+    Some(ClockConstants {
+        bandwidth_efficiency: *bw,
+        gemm_efficiency: *gemm,
         gemm_ramp_tokens: GEMM_RAMP_TOKENS,
         attention_efficiency: ATTENTION_EFFICIENCY,
-        fixed_step_us: fixed,
-        per_seq_us: per_seq,
+        fixed_step_us: *fixed,
+        per_seq_us: *per_seq,
         per_prefill_us: 0.0,
         eager_launch_us_per_layer: EAGER_LAUNCH_US_PER_LAYER,
-    };
-    Some(match gpu_id {
-        // `kvlab validate --fit`: vLLM's batch-1 decode fit on an H100 (the vLLM blog, FP8 KV
-        // cache post: ITL = 6.44 ms + 4.37e-5 ms per context token), at five context lengths.
-        "h100-sxm" => c(0.895, 0.6, 1072.0, 10.0),
-        // The same post's B200 fit (FlashInfer): 3.93 ms + 1.80e-5 ms per token.
-        "b200" => c(0.91, 0.6, 1717.0, 10.0),
-        // LLMServingSim's RTX 4090 run (300 ShareGPT requests at 10/s, Llama-3.1-8B, 2,588 blocks).
-        "rtx-4090" => c(0.895, 1.0, 598.0, 9.0),
-        // LLMServingSim's RTX PRO 6000 run (the same requests, Llama-3.1-8B, 128 sequences).
-        "rtx-pro-6000" => c(0.753, 0.656, 721.0, 8.8),
-        _ => return None,
     })
 }
 
@@ -97,26 +93,19 @@ const GEMM_RAMP_TOKENS: f64 = 64.0;
 /// them (docs/FIDELITY.md). They are the host machine's as much as the GPU's: a GPU without runs
 /// of the generation takes its sibling's (the H100 machines'), else the v1 prior.
 pub fn kernel_host_for(gpu_id: &str, engine: EngineVersion) -> ClockConstants {
-    let (fixed_step_us, per_seq_us, per_prefill_us) = match (engine, gpu_id) {
-        (EngineVersion::V1, "h100-sxm") => V1_HOST_H100,
-        (EngineVersion::V1, "h200") => V1_HOST_H200,
-        (EngineVersion::V1, "b200") => V1_HOST_B200,
-        (EngineVersion::V1, g) if sibling_of(g) == "h100-sxm" => V1_HOST_H100,
-        (EngineVersion::V1, _) => V1_HOST_PRIOR,
-        (EngineVersion::V0, "a100-80gb") => V0_HOST_A100,
-        (EngineVersion::V0, _) => V0_HOST_H100,
+    let fitted = |gpu: &str| {
+        data::KERNEL_HOST.iter().find(|(g, e, _)| *g == gpu && *e == engine.name()).map(|(_, _, costs)| *costs)
     };
+    let [fixed_step_us, per_seq_us, per_prefill_us] =
+        fitted(gpu_id).or_else(|| fitted(sibling_of(gpu_id))).unwrap_or(match engine {
+            EngineVersion::V1 => V1_HOST_PRIOR,
+            EngineVersion::V0 => fitted("h100-sxm").unwrap_or(V1_HOST_PRIOR),
+        });
     ClockConstants { fixed_step_us, per_seq_us, per_prefill_us, ..clock_for(gpu_id).0 }
 }
 
-/// Host costs (per step, per sequence, per prompt; µs), `kvlab validate --fit --clock kernels`
-/// on the fit runs above; the v1 prior where no run fits them.
-const V1_HOST_H100: (f64, f64, f64) = (50.0, 44.9, 0.0);
-const V1_HOST_H200: (f64, f64, f64) = (380.0, 11.5, 0.0);
-const V1_HOST_B200: (f64, f64, f64) = (137.0, 4.0, 0.0);
-const V1_HOST_PRIOR: (f64, f64, f64) = (250.0, 4.0, 0.0);
-const V0_HOST_A100: (f64, f64, f64) = (1549.0, 2.9, 5654.0);
-const V0_HOST_H100: (f64, f64, f64) = (920.0, 0.6, 2612.0);
+/// The v1 engine's host costs where no run fits them (µs a step, a sequence, a prompt).
+const V1_HOST_PRIOR: [f64; 3] = [250.0, 4.0, 0.0];
 
 /// The measured GPU whose constants a GPU without runs takes: the same architecture where one
 /// is measured, else the nearest in memory bandwidth class.
@@ -152,15 +141,7 @@ pub fn clock_for(gpu_id: &str) -> (ClockConstants, ClockSource) {
 /// --cross`; on a GPU without constants of its own, with its sibling's), as docs/FIDELITY.md
 /// lists them; `tests/clock_cross.rs` checks these against a fresh leave-one-out.
 pub fn measured_runs(gpu_id: &str) -> (u32, f64) {
-    match gpu_id {
-        "h100-sxm" => (173, 30.5),
-        "b200" => (62, 33.2),
-        "rtx-4090" => (6, 19.2),
-        "rtx-pro-6000" => (2, 20.0),
-        "h200" => (107, 34.6),
-        "a100-80gb" => (36, 16.3),
-        _ => (0, 0.0),
-    }
+    data::HELD_OUT_ROOFLINE.iter().find(|(g, _, _)| *g == gpu_id).map_or((0, 0.0), |&(_, runs, err)| (runs, err))
 }
 
 /// Runs on each GPU the kernel clock prices and its held-out median absolute error (percent,
@@ -168,17 +149,13 @@ pub fn measured_runs(gpu_id: &str) -> (u32, f64) {
 /// --cross --clock kernels`), as docs/FIDELITY.md lists them; `tests/clock_cross.rs` checks these
 /// against a fresh leave-one-out. None on a GPU with kernel tables but no real run (the L40S).
 pub fn kernel_measured_runs(gpu_id: &str) -> Option<(u32, f64)> {
-    Some(match gpu_id {
-        "h100-sxm" => (173, 10.2),
-        "h200" => (107, 15.2),
-        "b200" => (62, 20.3),
-        "a100-80gb" => (36, 10.5),
-        _ => return None,
-    })
+    data::HELD_OUT_KERNELS.iter().find(|(g, _, _)| *g == gpu_id).map(|&(_, runs, err)| (runs, err))
 }
 
 /// The GPUs that have measured constants.
-pub const MEASURED_GPUS: &[&str] = &["h100-sxm", "b200", "rtx-4090", "rtx-pro-6000"];
+pub fn measured_gpus() -> impl Iterator<Item = &'static str> {
+    data::ROOFLINE.iter().map(|(g, _)| *g)
+}
 
 impl ClockSource {
     /// The line the page shows beside the latencies.

@@ -21,7 +21,7 @@ pub mod work;
 
 pub use calibration::{default_paged_overhead, OverheadPoint, StepTimeCalibration, DEFAULT_FIXED_STEP_US};
 pub use constants::{
-    clock_for, kernel_measured_runs, measured_runs, sibling_of, ClockConstants, ClockSource, MEASURED_GPUS,
+    clock_for, kernel_measured_runs, measured_gpus, measured_runs, sibling_of, ClockConstants, ClockSource,
 };
 pub use kernels::{KernelClock, KernelTables};
 pub use roofline::{CudaGraphs, ModelShape, Roofline, RooflineInput};
