@@ -28,7 +28,8 @@ pub struct ClockConstants {
     /// Cost per scheduled sequence (input preparation, sampling, output processing), µs.
     pub per_seq_us: f64,
     /// Cost per prefill chunk scheduled, on top of its sequence's: vLLM's v0 engine builds each
-    /// prompt's inputs in Python before its step runs (0 where no run pins it), µs.
+    /// prompt's inputs in Python before its step runs, µs. The kernel clock's host costs only
+    /// (the roofline's constants are the v1 engine's, which has none).
     pub per_prefill_us: f64,
     /// Kernel launches one decoder layer costs when it runs without CUDA graphs (enforce_eager,
     /// or batches above the largest captured size), µs.
@@ -59,14 +60,14 @@ mod data {
 /// assets/clock/constants.json` on the runs docs/FIDELITY.md marks "fit" (the held-out ones are
 /// never fitted on; the file says what each GPU's were); see there for the errors these give.
 fn measured(gpu_id: &str) -> Option<ClockConstants> {
-    let (_, [bw, gemm, fixed, per_seq]) = data::ROOFLINE.iter().find(|(g, _)| *g == gpu_id)?;
+    let [bw, gemm, fixed, per_seq] = data::roofline(gpu_id)?;
     Some(ClockConstants {
-        bandwidth_efficiency: *bw,
-        gemm_efficiency: *gemm,
+        bandwidth_efficiency: bw,
+        gemm_efficiency: gemm,
         gemm_ramp_tokens: GEMM_RAMP_TOKENS,
         attention_efficiency: ATTENTION_EFFICIENCY,
-        fixed_step_us: *fixed,
-        per_seq_us: *per_seq,
+        fixed_step_us: fixed,
+        per_seq_us: per_seq,
         per_prefill_us: 0.0,
         eager_launch_us_per_layer: EAGER_LAUNCH_US_PER_LAYER,
     })
@@ -93,9 +94,7 @@ const GEMM_RAMP_TOKENS: f64 = 64.0;
 /// them (docs/FIDELITY.md). They are the host machine's as much as the GPU's: a GPU without runs
 /// of the generation takes its sibling's (the H100 machines'), else the v1 prior.
 pub fn kernel_host_for(gpu_id: &str, engine: EngineVersion) -> ClockConstants {
-    let fitted = |gpu: &str| {
-        data::KERNEL_HOST.iter().find(|(g, e, _)| *g == gpu && *e == engine.name()).map(|(_, _, costs)| *costs)
-    };
+    let fitted = |gpu: &str| data::kernel_host(gpu, engine.name());
     let [fixed_step_us, per_seq_us, per_prefill_us] =
         fitted(gpu_id).or_else(|| fitted(sibling_of(gpu_id))).unwrap_or(match engine {
             EngineVersion::V1 => V1_HOST_PRIOR,
@@ -141,7 +140,7 @@ pub fn clock_for(gpu_id: &str) -> (ClockConstants, ClockSource) {
 /// --cross`; on a GPU without constants of its own, with its sibling's), as docs/FIDELITY.md
 /// lists them; `tests/clock_cross.rs` checks these against a fresh leave-one-out.
 pub fn measured_runs(gpu_id: &str) -> (u32, f64) {
-    data::HELD_OUT_ROOFLINE.iter().find(|(g, _, _)| *g == gpu_id).map_or((0, 0.0), |&(_, runs, err)| (runs, err))
+    data::held_out_roofline(gpu_id).unwrap_or((0, 0.0))
 }
 
 /// Runs on each GPU the kernel clock prices and its held-out median absolute error (percent,
@@ -149,12 +148,12 @@ pub fn measured_runs(gpu_id: &str) -> (u32, f64) {
 /// --cross --clock kernels`), as docs/FIDELITY.md lists them; `tests/clock_cross.rs` checks these
 /// against a fresh leave-one-out. None on a GPU with kernel tables but no real run (the L40S).
 pub fn kernel_measured_runs(gpu_id: &str) -> Option<(u32, f64)> {
-    data::HELD_OUT_KERNELS.iter().find(|(g, _, _)| *g == gpu_id).map(|&(_, runs, err)| (runs, err))
+    data::held_out_kernels(gpu_id)
 }
 
 /// The GPUs that have measured constants.
 pub fn measured_gpus() -> impl Iterator<Item = &'static str> {
-    data::ROOFLINE.iter().map(|(g, _)| *g)
+    data::ROOFLINE_GPUS.iter().copied()
 }
 
 impl ClockSource {

@@ -67,7 +67,6 @@ pub struct Roofline {
     pcie_bytes_per_s: f64,
     fixed_step_us: f64,
     per_seq_us: f64,
-    per_prefill_us: f64,
     /// Launch cost of a step run without CUDA graphs (layers × per-layer launches), µs.
     eager_launch_us: f64,
     graphs: CudaGraphs,
@@ -149,7 +148,6 @@ impl Roofline {
             pcie_bytes_per_s: gpu.pcie_gb_s * 1e9,
             fixed_step_us: fixed,
             per_seq_us: k.per_seq_us,
-            per_prefill_us: k.per_prefill_us,
             eager_launch_us: k.eager_launch_us_per_layer * f64::from(input.shape.layers),
             graphs: input.graphs,
             kv_bytes_per_token: input.kv_bytes_per_token as f64,
@@ -215,10 +213,7 @@ impl Roofline {
         let swap_s = w.swap_blocks as f64 * self.swap_block_bytes / self.pcie_bytes_per_s;
         let allreduce_us =
             if tokens > 0.0 { self.allreduce_fixed_us + tokens * self.allreduce_us_per_token } else { 0.0 };
-        let host_us = self.fixed_step_us
-            + self.per_seq_us * w.seqs() as f64
-            + self.per_prefill_us * w.prefill_chunks as f64
-            + launches_us;
+        let host_us = self.fixed_step_us + self.per_seq_us * w.seqs() as f64 + launches_us;
         let us = host_us + (linear_mem_s.max(linear_compute_s) + kv_s + attention_s + swap_s) * 1e6 + allreduce_us;
         (libm::round(us) as u64).max(1)
     }
