@@ -6,6 +6,7 @@ use criterion::{black_box, criterion_group, criterion_main, BatchSize, Criterion
 use kvlab::engine::sim::checkpoints::{Checkpoints, DEFAULT_BUDGET_BYTES};
 use kvlab::engine::sweep::run_all;
 use kvlab::engine::{AllocatorConfig, SimConfig, Simulation, Stepping};
+use kvlab::formats::kernel_tables::with_kernels;
 use kvlab::formats::preset::parse_preset;
 use kvlab::formats::sweep::{plan, Knob};
 
@@ -53,6 +54,8 @@ fn whole_runs(c: &mut Criterion) {
     for id in ["contiguous-default", "paged-default", "long-report-2gb", "parallel-sampling", "prefix-caching"] {
         bench_run(&mut group, id, preset(id));
     }
+    // The same run with steps priced from the H100's measured kernels (`--clock kernels`).
+    bench_run(&mut group, "paged-default (kernel clock)", with_kernels(preset("paged-default")));
     // The step-by-step reference, for the ratio event-driven stepping buys.
     for id in ["contiguous-default", "paged-default"] {
         bench_stepping(&mut group, &format!("{id} (reference stepping)"), preset(id), Stepping::Reference);

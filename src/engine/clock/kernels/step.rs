@@ -69,7 +69,9 @@ pub struct KernelClock {
     fp8_kv: bool,
     /// The decode table's (head size, KV heads, query heads per KV head) for this model, and the
     /// factor for a head size the table does not hold.
-    decode_at: [f64; 3],
+    /// Decode attention over (batch, context), the decode table held at the model's head size,
+    /// KV heads per GPU and query heads per KV head.
+    decode: Table,
     decode_scale: f64,
     /// All-reduce of one layer's activations by the step's tokens, µs (none at TP 1).
     all_reduce: Option<Curve>,
@@ -185,7 +187,7 @@ impl KernelClock {
             linear,
             lm_head,
             prefill,
-            decode_at: [decode_hd, kv_per_gpu, q_per_kv],
+            decode: decode_table(tables, fp8_kv).slice_leading(&[decode_hd, kv_per_gpu, q_per_kv]),
             decode_scale,
             all_reduce,
             moe,
@@ -208,9 +210,7 @@ impl KernelClock {
 
     /// Decode attention of one layer: `batch` sequences reading `mean_context` tokens each, µs.
     fn decode_us(&self, batch: f64, mean_context: f64) -> f64 {
-        let [hd, kv, q] = self.decode_at;
-        decode_table(&self.source, self.fp8_kv).at(&[hd, kv, q, batch.max(1.0), mean_context.max(1.0)])
-            * self.decode_scale
+        self.decode.at(&[batch.max(1.0), mean_context.max(1.0)]) * self.decode_scale
     }
 
     /// The GPU's terms of one step, µs: linear layers and the LM head, prefill attention, decode

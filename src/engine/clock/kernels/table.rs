@@ -42,6 +42,29 @@ impl Table {
         &self.axes[i]
     }
 
+    /// The table over its last axes with the first ones held at `leading`: what [`Table::at`]
+    /// reads there, on the remaining grid, so that a clock whose model fixes the leading axes
+    /// (head size, heads) interpolates over the rest only. Multilinear interpolation is
+    /// separable, so it reads what the whole table reads, up to rounding.
+    pub fn slice_leading(&self, leading: &[f64]) -> Table {
+        let rest = &self.axes[leading.len()..];
+        let points: usize = rest.iter().map(Vec::len).product();
+        let mut at = leading.to_vec();
+        let ln_us = (0..points)
+            .map(|mut flat| {
+                at.truncate(leading.len());
+                let mut coords = vec![0.0; rest.len()];
+                for (d, axis) in rest.iter().enumerate().rev() {
+                    coords[d] = axis[flat % axis.len()];
+                    flat /= axis.len();
+                }
+                at.extend_from_slice(&coords);
+                libm::log(self.at(&at))
+            })
+            .collect();
+        Table { axes: rest.to_vec(), ln_us }
+    }
+
     /// The time at `at` (one coordinate per axis), µs.
     pub fn at(&self, at: &[f64]) -> f64 {
         debug_assert_eq!(at.len(), self.axes.len());
@@ -133,6 +156,11 @@ mod tests {
         // Held below, proportional above.
         assert!((t.at(&[0.5, 10.0]) - 1.0).abs() < 1e-9);
         assert!((t.at(&[8.0, 10.0]) - 32.0).abs() < 1e-9);
+        // Held at a first coordinate, the rest reads as the whole table, within and beyond the grid.
+        let s = t.slice_leading(&[2.0]);
+        for z in [5.0, 10.0, 300.0, 1000.0, 4000.0] {
+            assert!((s.at(&[z]) - t.at(&[2.0, z])).abs() < 1e-9 * t.at(&[2.0, z]), "{z}");
+        }
         let c = Curve::new(&[1.0, 4.0], |x| x * x, 1.0);
         assert!((c.at(2.0) - 4.0).abs() < 1e-9 && (c.at(0.5) - 1.0).abs() < 1e-9 && (c.at(8.0) - 32.0).abs() < 1e-9);
     }
