@@ -1,7 +1,8 @@
 //! Fitting a GPU's clock constants to real runs: a Nelder–Mead search in log space over the
 //! bandwidth efficiency, the GEMM efficiency, the fixed step cost, the cost per sequence and (runs
-//! of vLLM's v0 engine on the kernel clock) the cost per prompt, minimising the mean squared log error of every figure the runs measured (each run weighing
-//! the same). Deterministic: the same runs give the same constants, bit for bit.
+//! of vLLM's v0 engine on the kernel clock) the cost per prompt, minimising the mean squared log
+//! error of every figure the runs measured (each run weighing the same). Deterministic: the same
+//! runs give the same constants, bit for bit.
 
 use super::clock::ClockConstants;
 use super::fidelity::{compare, simulate, Figure};

@@ -84,23 +84,15 @@ pub struct CrossResult<'a> {
     pub held_out: bool,
 }
 
-/// The engine generation whose fit runs predict a run: on the kernel clock the run's own (the
-/// host's costs are fitted per generation: vLLM's v0 engine spends milliseconds a prompt in
-/// Python); the roofline's constants are the v1 engine's, whatever the run's.
-fn generation(config: &SimConfig) -> EngineVersion {
-    if config.runs_on_kernels() {
-        config.scheduler.engine
-    } else {
-        EngineVersion::V1
-    }
-}
-
 /// Which runs predict `r`: the fit cases of its GPU and generation but `r`'s own run, a
 /// description, and whether `r` is one of the runs left out (it would train the fit otherwise).
 fn training<'a>(results: &'a [CaseResult], r: &CaseResult) -> (Vec<FitCase<'a>>, String, bool) {
     let gpu = r.case.gpu.as_str();
-    let engine = generation(&r.case.config);
     let kernels = r.case.config.runs_on_kernels();
+    // The engine generation whose fit runs predict it: on the kernel clock its own (host costs
+    // are fitted per generation: vLLM's v0 engine spends milliseconds a prompt in Python); the
+    // roofline's constants are the v1 engine's, whatever the run's.
+    let engine = if kernels { r.case.config.scheduler.engine } else { EngineVersion::V1 };
     let take = |g: &str, leave: Option<&str>| -> Vec<FitCase<'a>> {
         results
             .iter()
@@ -132,11 +124,10 @@ fn training<'a>(results: &'a [CaseResult], r: &CaseResult) -> (Vec<FitCase<'a>>,
     (take(sibling, None), format!("the fit runs of {sibling}{on} (no other run on {gpu})"), fitted_on)
 }
 
-/// Where the kernel clock's host costs (per step, per sequence, per prompt; µs) are fitted from:
-/// for vLLM's v1 engine a few hundred µs a step and a few a sequence; for v0 the same fixed
-/// cost, and costs per sequence and per prompt of the order of a Python scheduler's.
-pub const V1_HOST_PRIOR: (f64, f64, f64) = (250.0, 4.0, 0.0);
-pub const V0_HOST_PRIOR: (f64, f64, f64) = (250.0, 10.0, 1000.0);
+/// Where the kernel clock's host costs of vLLM's v0 engine (per step, per sequence, per prompt;
+/// µs) are fitted from: v1's fixed cost (`clock::constants::V1_HOST_PRIOR`, where v1's start),
+/// and costs per sequence and per prompt of the order of a Python scheduler's.
+pub const V0_HOST_PRIOR: [f64; 3] = [250.0, 10.0, 1000.0];
 
 /// Where a fit for `config` starts: `PRIOR` for the roofline; where steps are priced from
 /// measured kernels, the roofline's constants of the GPU (for the parts the kernels leave) with
@@ -145,8 +136,8 @@ fn prior_for(config: &SimConfig) -> ClockConstants {
     if !config.runs_on_kernels() {
         return PRIOR;
     }
-    let (fixed_step_us, per_seq_us, per_prefill_us) = match config.scheduler.engine {
-        EngineVersion::V1 => V1_HOST_PRIOR,
+    let [fixed_step_us, per_seq_us, per_prefill_us] = match config.scheduler.engine {
+        EngineVersion::V1 => crate::engine::clock::constants::V1_HOST_PRIOR,
         EngineVersion::V0 => V0_HOST_PRIOR,
     };
     let gpu = crate::engine::clock::clock_for(&config.gpu.id).0;

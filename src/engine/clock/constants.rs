@@ -103,8 +103,9 @@ pub fn kernel_host_for(gpu_id: &str, engine: EngineVersion) -> ClockConstants {
     ClockConstants { fixed_step_us, per_seq_us, per_prefill_us, ..clock_for(gpu_id).0 }
 }
 
-/// The v1 engine's host costs where no run fits them (µs a step, a sequence, a prompt).
-const V1_HOST_PRIOR: [f64; 3] = [250.0, 4.0, 0.0];
+/// The v1 engine's host costs where no run fits them (µs a step, a sequence, a prompt), and
+/// where every leave-one-out fit of them starts (`formats::cross_validation`).
+pub const V1_HOST_PRIOR: [f64; 3] = [250.0, 4.0, 0.0];
 
 /// The measured GPU whose constants a GPU without runs takes: the same architecture where one
 /// is measured, else the nearest in memory bandwidth class.

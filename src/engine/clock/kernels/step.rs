@@ -64,13 +64,11 @@ pub struct KernelClock {
     lm_head: Curve,
     /// Prefill attention of one layer by the prompt length of one chunk, µs.
     prefill: Curve,
-    /// The tables (decode attention is read from them at every step).
+    /// The tables the clock was built from (the report names them).
     source: Arc<KernelTables>,
-    fp8_kv: bool,
-    /// The decode table's (head size, KV heads, query heads per KV head) for this model, and the
-    /// factor for a head size the table does not hold.
-    /// Decode attention over (batch, context), the decode table held at the model's head size,
-    /// KV heads per GPU and query heads per KV head.
+    /// Decode attention over (batch, context): the decode table held at the model's head size,
+    /// KV heads per GPU and query heads per KV head, and the factor for a head size the table
+    /// does not hold.
     decode: Table,
     decode_scale: f64,
     /// All-reduce of one layer's activations by the step's tokens, µs (none at TP 1).
@@ -183,7 +181,6 @@ impl KernelClock {
         let block_bytes = input.kv_bytes_per_token as f64 * f64::from(input.paged_block_size.unwrap_or(1)) / tp_f;
         Some(KernelClock {
             source: Arc::clone(tables),
-            fp8_kv,
             linear,
             lm_head,
             prefill,

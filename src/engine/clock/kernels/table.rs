@@ -50,15 +50,14 @@ impl Table {
         let rest = &self.axes[leading.len()..];
         let points: usize = rest.iter().map(Vec::len).product();
         let mut at = leading.to_vec();
+        at.resize(self.axes.len(), 0.0);
         let ln_us = (0..points)
             .map(|mut flat| {
-                at.truncate(leading.len());
-                let mut coords = vec![0.0; rest.len()];
+                // The grid point's coordinates, last axis fastest (the order `ln_us` keeps).
                 for (d, axis) in rest.iter().enumerate().rev() {
-                    coords[d] = axis[flat % axis.len()];
+                    at[leading.len() + d] = axis[flat % axis.len()];
                     flat /= axis.len();
                 }
-                at.extend_from_slice(&coords);
                 libm::log(self.at(&at))
             })
             .collect();
