@@ -91,8 +91,8 @@ pub fn names(table: &'static [(&'static str, &'static str)]) -> Vec<&'static str
 }
 
 /// The kernel table file of a GPU (`assets/kernels/<gpu>.json`, `formats::kernel_tables`), in
-/// builds with the kernel clock: the page does not carry them in its first load.
-#[cfg(feature = "kernel-clock")]
+/// native builds with the kernel clock: the page fetches the one a run needs (`session::kernel_clock`).
+#[cfg(all(feature = "kernel-clock", not(target_arch = "wasm32")))]
 pub fn kernel_tables(gpu_id: &str) -> Option<&'static str> {
     Some(match gpu_id {
         "h100-sxm" => include_str!("../assets/kernels/h100-sxm.json"),

@@ -171,3 +171,57 @@ fn the_labs_models_run_on_the_kernels_as_their_catalogue_twins() {
         assert_eq!(priced.model.params_b, plain.model.params_b, "{model}");
     }
 }
+
+/// A preset's `clock`, as an instructor writes it.
+fn preset_with_clock(gpu: &str, model: &str, more: &str) -> String {
+    format!(
+        r#"{{"schema": "kvlab/preset@1", "model": "{model}", "gpu": "{gpu}", "kv_memory_gib": 4,
+            "allocator": {{"kind": "paged", "block_size": 16}}, "clock": "kernels"{more}}}"#
+    )
+}
+
+#[test]
+fn a_preset_asks_for_the_kernel_clock_by_name_and_a_setup_that_cannot_have_it_is_refused_at_the_field() {
+    // On a GPU with tables, a lab model with a catalogue twin runs on them.
+    let config = parse_preset(&preset_with_clock("h100-sxm", "llama-3-8b", "")).expect("runs on kernels");
+    assert!(matches!(config.clock(), StepClock::Kernels(_)));
+    // Left out, or "roofline", the clock is the roofline's; the field is written back only when
+    // it says something.
+    let plain = preset_with_clock("h100-sxm", "llama-3-8b", "").replace(r#", "clock": "kernels""#, "");
+    assert!(matches!(parse_preset(&plain).unwrap().clock(), StepClock::Roofline(_)));
+    let roofline = preset_with_clock("h100-sxm", "llama-3-8b", "").replace("kernels", "roofline");
+    assert!(matches!(parse_preset(&roofline).unwrap().clock(), StepClock::Roofline(_)));
+    let dto = kvlab::formats::preset::parse_preset_dto(&roofline).unwrap();
+    assert!(serde_json::to_value(&dto).unwrap().get("clock").is_none());
+    let dto = kvlab::formats::preset::parse_preset_dto(&preset_with_clock("h200", "llama-3-8b", "")).unwrap();
+    assert_eq!(serde_json::to_value(&dto).unwrap()["clock"], "kernels");
+
+    // Each refusal names `clock` and the way back to the roofline.
+    for (text, says) in [
+        (preset_with_clock("rtx-4090", "llama-3-8b", ""), "no measured kernel tables for the rtx-4090"),
+        (preset_with_clock("h100-sxm", "mistral-7b", ""), "known by its sizes alone"),
+        (preset_with_clock("h200", "llama-3-8b", r#", "calibration": "cuda-nvidia-h200""#), "leave calibration out"),
+    ] {
+        let e = parse_preset(&text).expect_err("refused");
+        assert_eq!(e.field, "clock", "{e}");
+        assert!(e.message.contains(says) && e.message.contains(r#"set clock to "roofline""#), "{e}");
+    }
+    let e = parse_preset(&preset_with_clock("h100-sxm", "llama-3-8b", "").replace(r#""kernels""#, r#""kernel""#))
+        .expect_err("an unknown clock");
+    assert!(e.to_string().contains("clock") && e.to_string().contains("roofline"), "{e}");
+}
+
+#[test]
+fn the_lab_runs_a_kernel_clock_preset_on_its_tables_with_no_note_natively() {
+    use kvlab::session::lab::Lab;
+    use kvlab::session::url_state::{LabState, PageOptions};
+    let dto = kvlab::formats::preset::parse_preset_dto(&preset_with_clock("h100-sxm", "llama-3-8b", "")).unwrap();
+    let mut lab = Lab::new(LabState::new(dto), PageOptions::default()).expect("the lab takes it");
+    lab.seek(5_000_000);
+    let report = lab.runs[0].report();
+    assert!(report.clock.line.starts_with("step times from"), "{}", report.clock.line);
+    assert!(report.clock.median_abs_error_pct.is_some(), "the H100's held-out error is quoted");
+    // Native builds carry the tables: nothing to fetch, nothing to say.
+    assert_eq!(lab.kernel_tables_wanted(), None);
+    assert!(lab.clock_notes().is_empty());
+}

@@ -357,6 +357,9 @@ fn the_first_view_applies_every_command_but_sweeps_missions_and_their_documents(
     fleet["router"] = json!({ "policy": "prefix_aware" });
     let mut tenants: serde_json::Value = serde_json::from_str(&preset).unwrap();
     tenants["workload"]["classes"][0]["tenants"] = json!(8);
+    // A preset on the kernel clock, whose tables only the full module fetches.
+    let mut on_kernels: serde_json::Value = serde_json::from_str(&preset).unwrap();
+    on_kernels["clock"] = json!("kernels");
     for (cmd, full) in [
         (Command::Play, false),
         (Command::Seek { t_s: 3.0 }, false),
@@ -403,6 +406,9 @@ fn the_first_view_applies_every_command_but_sweeps_missions_and_their_documents(
         (set("replicas", json!(4)), true),
         (set("router.policy", json!("kv_aware")), true),
         (set("workload.classes[0].tenants", json!(8)), true),
+        (Command::Load { preset: on_kernels.clone() }, true),
+        (doc(&on_kernels.to_string(), None), true),
+        (set("clock", json!("kernels")), true),
     ] {
         assert_eq!(cmd.needs_panels(), full, "{cmd:?}");
         // A refused document goes to the full module, whose reader names the wrong field.

@@ -129,6 +129,25 @@ fn the_host_tier_field_adds_sizes_and_removes_the_tier() {
 }
 
 #[test]
+fn the_step_clock_field_picks_the_kernel_tables_and_a_gpu_without_them_is_refused_at_it() {
+    let s = LabState::new(preset("paged-default"));
+    // Left out, the clock is the roofline; "kernels" asks for the tables, "roofline" leaves the
+    // field out again.
+    assert_eq!(value_for(&s, "clock"), Some(json!("roofline")));
+    let kernels = edit(&s, "clock", json!("kernels")).unwrap();
+    assert_eq!(value_for(&kernels, "clock"), Some(json!("kernels")));
+    let mut lab = Lab::new(kernels.clone(), PageOptions::default()).expect("the H100 has tables");
+    assert!(lab.runs[0].config.runs_on_kernels());
+    let back = edit(&kernels, "clock", json!("roofline")).unwrap();
+    assert!(serde_json::to_value(&back.preset).unwrap().get("clock").is_none());
+    // An RTX 4090 has no tables: the lab keeps its runs and the refusal names the field and the fix.
+    let on_4090 = edit(&edit(&kernels, "gpu", json!("rtx-4090")).unwrap(), "kv_memory_gib", json!(4)).unwrap();
+    let e = lab.apply(on_4090, true).unwrap_err();
+    assert!(e.starts_with("clock: ") && e.contains("set clock to \"roofline\""), "{e}");
+    assert!(lab.runs[0].config.runs_on_kernels());
+}
+
+#[test]
 fn rows_are_added_and_removed() {
     let s = LabState::new(preset("contiguous-default"));
     let two = add_row(&s, Row::Class);

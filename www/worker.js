@@ -12,8 +12,24 @@ function fail(e) {
   self.postMessage({ kind: "error", message: String((e && e.message) || e) });
 }
 
+// The kernel tables a run on measured kernels needs (`clock: "kernels"`), fetched once; a failed
+// fetch leaves the run on the roofline, which its summary says.
+async function fetchKernelTables(preset) {
+  const gpu = DayRun.kernelTablesWanted(preset);
+  if (!gpu) return;
+  const file = `kernels/${gpu}.json`;
+  try {
+    const resp = await fetch(new URL(file, import.meta.url));
+    if (!resp.ok) throw new Error(`"${file}" answered ${resp.status} ${resp.statusText}`);
+    DayRun.kernelTablesFetched(gpu, await resp.text(), false);
+  } catch (e) {
+    DayRun.kernelTablesFetched(gpu, String((e && e.message) || e), true);
+  }
+}
+
 async function start(msg) {
   await ready;
+  await fetchKernelTables(msg.preset);
   const t0 = performance.now();
   try {
     run = new DayRun(msg.preset, msg.text || "");

@@ -1,7 +1,8 @@
 //! Kernel table files (`kvlab/kernels@1`, `assets/kernels/<gpu>.json`, written by
 //! `scripts/kernel-tables.py` from NVIDIA AIConfigurator's vLLM kernel database): their reading
-//! and validation (errors name the table and the field), and the tables shipped with the native
-//! build. The page does not carry them in its first load.
+//! and validation (errors name the table and the field), the tables shipped with the native
+//! build, and a preset's `clock: "kernels"` checked and attached to its configuration. The page
+//! does not carry the tables: its full module fetches the one a run needs.
 
 use std::collections::BTreeMap;
 
@@ -140,25 +141,144 @@ fn read_moe(moe: Vec<MoeDto>) -> Result<Vec<MoeTable>, ConfigError> {
     Ok(out)
 }
 
-/// The shipped kernel tables of `gpu_id`, when the database covers it (builds with the kernel
-/// clock only: the page's first load leaves them out).
-#[cfg(feature = "kernel-clock")]
+/// The GPUs kvlab has kernel tables for (`assets/kernels/<gpu>.json`).
+pub const KERNEL_GPUS: [&str; 5] = ["h100-sxm", "h200", "b200", "l40s", "a100-80gb"];
+
+/// The shipped kernel tables of `gpu_id`, when the database covers it (native builds with the
+/// kernel clock: the page fetches them). Each GPU's file is read once a process.
+#[cfg(all(feature = "kernel-clock", not(target_arch = "wasm32")))]
 pub fn shipped_kernel_tables(gpu_id: &str) -> Option<std::sync::Arc<KernelTables>> {
+    use std::sync::{Arc, OnceLock};
+    static READ: [OnceLock<Arc<KernelTables>>; KERNEL_GPUS.len()] = [const { OnceLock::new() }; KERNEL_GPUS.len()];
+    let i = KERNEL_GPUS.iter().position(|g| *g == gpu_id)?;
     let text = crate::shipped::kernel_tables(gpu_id)?;
-    Some(std::sync::Arc::new(parse_kernel_tables(text).unwrap_or_else(|e| panic!("assets/kernels/{gpu_id}.json: {e}"))))
+    let tables = READ[i].get_or_init(|| {
+        Arc::new(parse_kernel_tables(text).unwrap_or_else(|e| panic!("assets/kernels/{gpu_id}.json: {e}")))
+    });
+    Some(Arc::clone(tables))
 }
 
-/// `config` with its GPU's shipped kernel tables attached, when there are any: its clock then
-/// prices steps from measured kernels where they can price the model. A lab model known by its
-/// sizes alone takes the architecture of its twin in the catalogue (`LAB_MODEL_TWINS`), which
-/// the kernels need (the GEMM shapes, the query heads) and which gives it the same KV cache.
+/// Where this build's kernel tables of a GPU stand: native builds carry every covered GPU's; the
+/// page's full module has a GPU's once it fetched its file ([`fetched`], [`fetch_failed`]).
 #[cfg(feature = "kernel-clock")]
-pub fn with_kernels(mut config: crate::engine::SimConfig) -> crate::engine::SimConfig {
-    config.kernels = shipped_kernel_tables(&config.gpu.id);
+#[derive(Clone)]
+pub enum TablesAtHand {
+    Ready(std::sync::Arc<KernelTables>),
+    /// Not fetched yet.
+    Missing,
+    /// The fetch or the file failed, in these words.
+    Failed(String),
+}
+
+/// The kernel tables of `gpu_id` this build has at hand.
+#[cfg(feature = "kernel-clock")]
+pub fn tables_at_hand(gpu_id: &str) -> TablesAtHand {
+    #[cfg(not(target_arch = "wasm32"))]
+    return shipped_kernel_tables(gpu_id).map_or(TablesAtHand::Missing, TablesAtHand::Ready);
+    #[cfg(target_arch = "wasm32")]
+    FETCHED.with(|f| f.borrow().get(gpu_id).cloned().unwrap_or(TablesAtHand::Missing))
+}
+
+#[cfg(all(feature = "kernel-clock", target_arch = "wasm32"))]
+thread_local! {
+    /// The tables the page fetched (`kernels/<gpu>.json`), or why it could not, by GPU id.
+    static FETCHED: std::cell::RefCell<BTreeMap<String, TablesAtHand>> = const { std::cell::RefCell::new(BTreeMap::new()) };
+}
+
+/// The page fetched `kernels/<gpu_id>.json`: its tables are at hand from now on; a file that does
+/// not read, or holds another GPU's tables, is a failed fetch, in its error's words.
+#[cfg(all(feature = "kernel-clock", target_arch = "wasm32"))]
+pub fn fetched(gpu_id: &str, text: &str) {
+    let at_hand = match parse_kernel_tables(text) {
+        Ok(t) if t.gpu == gpu_id => TablesAtHand::Ready(std::sync::Arc::new(t)),
+        Ok(t) => TablesAtHand::Failed(format!("kernels/{gpu_id}.json holds the tables of the {}", t.gpu)),
+        Err(e) => TablesAtHand::Failed(format!("kernels/{gpu_id}.json: {e}")),
+    };
+    FETCHED.with(|f| f.borrow_mut().insert(gpu_id.to_string(), at_hand));
+}
+
+/// The page could not fetch `kernels/<gpu_id>.json`, for `why`: its runs stay on the roofline.
+#[cfg(all(feature = "kernel-clock", target_arch = "wasm32"))]
+pub fn fetch_failed(gpu_id: &str, why: &str) {
+    FETCHED.with(|f| f.borrow_mut().insert(gpu_id.to_string(), TablesAtHand::Failed(why.to_string())));
+}
+
+/// `config` with its GPU's shipped kernel tables, and a lab model (known by its sizes) with its
+/// catalogue twin's architecture, which the tables price (`LAB_MODEL_TWINS`). A configuration
+/// they cannot price keeps the roofline (`SimConfig::runs_on_kernels`).
+#[cfg(all(feature = "kernel-clock", not(target_arch = "wasm32")))]
+pub fn with_kernels(config: crate::engine::SimConfig) -> crate::engine::SimConfig {
+    let tables = shipped_kernel_tables(&config.gpu.id);
+    with_tables(config, tables)
+}
+
+#[cfg(feature = "kernel-clock")]
+fn with_tables(
+    mut config: crate::engine::SimConfig,
+    tables: Option<std::sync::Arc<KernelTables>>,
+) -> crate::engine::SimConfig {
+    config.kernels = tables;
     if config.model.arch.is_none() {
         config.model.arch = lab_model_twin(&config.model).map(Box::new);
     }
     config
+}
+
+/// A preset's `clock: "kernels"`, checked as far as it can be before the GPU's tables are at
+/// hand (a GPU with tables, no calibration file, which prices steps its own way) and priced from
+/// the tables where they are ([`attach_kernels`]); on the page, until its GPU's file is fetched,
+/// the configuration stays on the roofline (`session::kernel_clock` says so).
+#[cfg(feature = "kernel-clock")]
+pub fn ask_for_kernels(config: crate::engine::SimConfig) -> Result<crate::engine::SimConfig, ConfigError> {
+    let gpu = &config.gpu.id;
+    if !KERNEL_GPUS.contains(&gpu.as_str()) {
+        return Err(ConfigError::new(
+            "clock",
+            format!(
+                "kvlab has no measured kernel tables for the {gpu} (it has them for the {}); set clock to \"roofline\"",
+                KERNEL_GPUS.join(", ")
+            ),
+        ));
+    }
+    if config.calibration.is_some() {
+        return Err(ConfigError::new(
+            "clock",
+            "a calibration prices steps with its own measured constants; leave calibration out for the kernel tables, or set clock to \"roofline\"",
+        ));
+    }
+    if config.model.arch.is_none() && lab_model_twin(&config.model).is_none() {
+        return Err(ConfigError::new(
+            "clock",
+            format!(
+                "the kernel tables price a model by its architecture, and {} is known by its sizes alone with no twin in the catalogue; pick a model of the catalogue, or set clock to \"roofline\"",
+                config.model.id
+            ),
+        ));
+    }
+    match tables_at_hand(gpu) {
+        TablesAtHand::Ready(tables) => attach_kernels(config, tables),
+        TablesAtHand::Missing | TablesAtHand::Failed(_) => Ok(config),
+    }
+}
+
+/// `config` priced from `tables` (its GPU's), or an error naming `clock` where they cannot price
+/// its model.
+#[cfg(feature = "kernel-clock")]
+pub fn attach_kernels(
+    config: crate::engine::SimConfig,
+    tables: std::sync::Arc<KernelTables>,
+) -> Result<crate::engine::SimConfig, ConfigError> {
+    let config = with_tables(config, Some(tables));
+    if config.runs_on_kernels() {
+        return Ok(config);
+    }
+    Err(ConfigError::new(
+        "clock",
+        format!(
+            "the kernel tables cannot price {} (a model known by its sizes alone with no twin in the catalogue, latent attention, or weight-only integer kernels); set clock to \"roofline\"",
+            config.model.id
+        ),
+    ))
 }
 
 /// The lab's models (`engine::model::MODEL_IDS`) with a catalogue entry of the same shapes:

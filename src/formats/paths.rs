@@ -41,6 +41,7 @@ pub const PRESET_PATHS: &[(&str, PathKind)] = {
         ("tensor_parallel_size", Number),
         ("attention_backend", Text),
         ("calibration", Text),
+        ("clock", Text),
         ("until_all_finished", Bool),
         ("enforce_eager", Bool),
         ("kv_offload", Object),

@@ -67,6 +67,13 @@ pub struct PresetDto {
     /// default roofline constants.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub calibration: Option<String>,
+    /// What prices a step: the roofline (fitted constants, every GPU), or `kernels`, vLLM's
+    /// kernels measured on the GPU (`formats::kernel_tables::KERNEL_GPUS`). The page's first
+    /// module reads no such field: it hands such a preset to the full one, which fetches the
+    /// GPU's tables.
+    #[cfg(feature = "kernel-clock")]
+    #[serde(default, skip_serializing_if = "ClockDto::is_roofline")]
+    pub clock: ClockDto,
     /// The run goes on past `duration_s` until every request that arrived has finished.
     #[serde(default, skip_serializing_if = "is_false")]
     pub until_all_finished: bool,
@@ -232,6 +239,25 @@ enum_pair!(ReserveDto <-> Reserve { PromptPlusMaxTokens, MaxModelLen });
 enum_pair!(FitDto <-> Fit { FirstFit, BestFit });
 enum_pair!(PreemptionDto <-> PreemptionMode { Recompute, Swap });
 enum_pair!(EngineDto <-> EngineVersion { V1, V0 });
+
+/// `clock`: what prices a step.
+#[cfg(feature = "kernel-clock")]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ClockDto {
+    /// The roofline, with each GPU's fitted constants.
+    #[default]
+    Roofline,
+    /// GPU kernel times measured with vLLM's kernels, plus the host's share.
+    Kernels,
+}
+
+#[cfg(feature = "kernel-clock")]
+impl ClockDto {
+    fn is_roofline(&self) -> bool {
+        *self == ClockDto::Roofline
+    }
+}
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

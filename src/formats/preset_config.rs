@@ -410,6 +410,10 @@ impl PresetDto {
         config.validate_fields()?;
         derived?;
         config.validate()?;
+        #[cfg(feature = "kernel-clock")]
+        if self.clock == super::preset::ClockDto::Kernels {
+            return super::kernel_tables::ask_for_kernels(config);
+        }
         Ok(config)
     }
 

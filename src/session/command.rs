@@ -153,6 +153,7 @@ fn preset_needs_panels(preset: &Value) -> bool {
         || preset.get("model").is_some_and(model_needs_panels)
         || preset.get("kv_offload").is_some_and(|tier| !tier.is_null())
         || preset.get("replicas").is_some()
+        || preset.get("clock").is_some()
         || preset.get("router").is_some()
         || preset
             .pointer("/workload/classes")
@@ -245,10 +246,10 @@ impl ChangeFrom {
 impl Command {
     /// Whether only the full lab applies it: the page's first module is built without the
     /// `panels` feature (the Sweep panel's runs, missions, config.json files and the catalogue's
-    /// models read from them, traces) and hands such a command to the full module
-    /// (`web::full_lab`): a preset or a link's state is one when its arrivals are a trace or its
-    /// model is not one of the lab's five, a link's state when it plays a mission, and setting
-    /// the model to a Hugging Face id.
+    /// models read from them, traces, the kernel clock) and hands such a command to the full
+    /// module (`web::full_lab`): a preset or a link's state is one when its arrivals are a trace,
+    /// its model is not one of the lab's five or it names its clock, a link's state when it plays
+    /// a mission, and setting the model to a Hugging Face id or the clock.
     pub fn needs_panels(&self) -> bool {
         use Command::*;
         match self {
@@ -266,11 +267,12 @@ impl Command {
                 state.get("mission").is_some_and(|m| !m.is_null())
                     || state.get("preset").is_some_and(preset_needs_panels)
             }
-            // The host tier's size, a fleet, a class's tenants: only the full lab reads them.
+            // The host tier's size, a fleet, a class's tenants, the clock: only the full lab reads them.
             Set { path, value } => {
                 (path == "model" && model_needs_panels(value))
                     || path == super::control_edit::KV_OFFLOAD_GIB_PATH
                     || path == "replicas"
+                    || path == "clock"
                     || path.starts_with("router")
                     || path.ends_with(".tenants")
             }

@@ -283,6 +283,9 @@ fn engine_default(state: &LabState, path: &str) -> Option<Value> {
         "allocator.prefix_caching" => Some(Value::from(engine.default_prefix_caching())),
         "tensor_parallel_size" | "replicas" => Some(Value::from(1)),
         "router.policy" => Some(Value::from("round_robin")),
+        // The first view's control shows the roofline as served (a clock hands the page over).
+        #[cfg(feature = "kernel-clock")]
+        "clock" => Some(Value::from("roofline")),
         ATTENTION_BACKEND_PATH => Some(Value::from("")),
         "gpu_memory_in_use_gib" | KV_OFFLOAD_GIB_PATH => Some(Value::from(0)),
         "scheduler.max_num_batched_tokens" => state.preset.batch_limits().map(|(tokens, _)| Value::from(tokens)),

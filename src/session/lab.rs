@@ -157,6 +157,17 @@ impl Lab {
         Ok(())
     }
 
+    /// Builds the runs again from the same state, at the time shown (the clock they can run on
+    /// changed: `kernel_clock`); where the state no longer runs, the runs stay as they were.
+    pub fn rebuild_runs(&mut self) -> Result<(), String> {
+        let runs = std::mem::take(&mut self.runs);
+        let rebuilt = self.apply(self.state.clone(), true);
+        if rebuilt.is_err() {
+            self.runs = runs;
+        }
+        rebuilt
+    }
+
     /// Whether [`Lab::apply`] would take `state`, or its refusal; nothing changes.
     pub fn check(&self, state: &LabState) -> Result<(), String> {
         let mission = match (&state.mission, &self.mission) {

@@ -15,6 +15,7 @@
 //!   frame's budget at a time
 //! - [`missions`], [`presets`]: the shipped missions and presets by id
 //! - [`trace_file`]: a file that is a trace made into a preset
+//! - [`kernel_clock`]: a run on measured kernels, whose tables the page fetches
 //! - [`tour`]: the newcomer's four-step tour of the page
 
 pub mod advice;
@@ -24,6 +25,7 @@ pub mod dispatch;
 #[cfg(feature = "fleet")]
 pub mod fleet_run;
 pub mod history;
+pub mod kernel_clock;
 pub mod kv_search;
 pub mod lab;
 pub mod loader;

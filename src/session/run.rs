@@ -200,6 +200,13 @@ impl Run {
         }
     }
 
+    /// Whether its steps are priced from measured kernels (`clock: "kernels"` with its GPU's
+    /// tables at hand).
+    #[cfg(feature = "kernel-clock")]
+    pub fn on_kernels(&self) -> bool {
+        self.config.kernels.is_some()
+    }
+
     pub fn last_sample(&self) -> Option<&StepPoint> {
         self.series().last()
     }

@@ -47,6 +47,9 @@ pub struct App {
     /// why), until changed again or a whole new setup loads. The form's controls hold refused
     /// values in the session (`session::pending`).
     invalid: RefCell<BTreeMap<String, String>>,
+    /// The `Rc` this app lives in, for what outlives a call (the kernel tables' fetch).
+    #[cfg(feature = "kernel-clock")]
+    me: RefCell<std::rc::Weak<App>>,
 }
 
 /// See [`App::on_change`].
@@ -70,6 +73,8 @@ const MAX_SPEED_BUDGET_MS: f64 = 12.0;
 impl App {
     pub fn new(session: Session, view: View, stars: Stars, messages: Messages) -> Rc<App> {
         let app = Rc::new(App {
+            #[cfg(feature = "kernel-clock")]
+            me: RefCell::default(),
             session: RefCell::new(session),
             view: RefCell::new(view),
             frame: RefCell::new(None),
@@ -81,6 +86,8 @@ impl App {
             invalid: RefCell::new(BTreeMap::new()),
         });
         let weak = Rc::downgrade(&app);
+        #[cfg(feature = "kernel-clock")]
+        app.me.replace(weak.clone());
         *app.frame.borrow_mut() = Some(Closure::new(move |ts: f64| {
             if let Some(app) = weak.upgrade() {
                 app.on_frame(ts);
@@ -150,6 +157,8 @@ impl App {
                     self.view.borrow_mut().invalidate();
                 }
                 self.follow(&applied, document.unwrap_or(false));
+                #[cfg(feature = "kernel-clock")]
+                self.follow_clock();
                 if solution {
                     if let Some(b) = dom::by_id::<web_sys::HtmlElement>("mission-solution") {
                         b.scroll_into_view_with_bool(false);
@@ -174,6 +183,18 @@ impl App {
                 Err(refused.message)
             }
         }
+    }
+
+    /// The app, shared (what answers later holds it).
+    #[cfg(feature = "kernel-clock")]
+    pub fn rc(&self) -> Option<Rc<App>> {
+        self.me.borrow().upgrade()
+    }
+
+    /// The session, to change it outside a command (a fetched file it waited for); the caller
+    /// redraws.
+    pub fn session_mut(&self) -> std::cell::RefMut<'_, Session> {
+        self.session.borrow_mut()
     }
 
     /// Keeps the element `key` (a control's path, or the JSON editor's id) holding what the user

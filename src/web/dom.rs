@@ -193,3 +193,44 @@ pub fn replace_children(parent: &Element, children: impl IntoIterator<Item = Nod
         let _ = parent.append_child(&c.0);
     }
 }
+
+/// Fetches `url` as text under `init`: `ok` gets the text, or `fail` what went wrong, in words
+/// that name the file as `shown`.
+pub fn fetch_text(
+    url: &str,
+    shown: &str,
+    init: &web_sys::RequestInit,
+    ok: impl FnOnce(String) + 'static,
+    fail: impl Fn(String) + 'static,
+) {
+    let fail = std::rc::Rc::new(fail);
+    let fail2 = fail.clone();
+    let quoted = format!("\"{shown}\"");
+    let quoted2 = quoted.clone();
+    let on_response = Closure::<dyn FnMut(JsValue)>::once(move |resp: JsValue| {
+        let Ok(resp) = resp.dyn_into::<web_sys::Response>() else {
+            fail(format!("fetching {quoted} gave no response"));
+            return;
+        };
+        if !resp.ok() {
+            fail(format!("{quoted} answered {} {}", resp.status(), resp.status_text()));
+            return;
+        }
+        let Ok(text) = resp.text() else {
+            fail(format!("{quoted} could not be read as text"));
+            return;
+        };
+        let on_text = Closure::<dyn FnMut(JsValue)>::once(move |t: JsValue| ok(t.as_string().unwrap_or_default()));
+        let _ = text.then(&on_text);
+        on_text.forget();
+    });
+    let on_error = Closure::<dyn FnMut(JsValue)>::once(move |e: JsValue| {
+        let why =
+            e.dyn_ref::<js_sys::Error>().map(|e| String::from(e.message())).unwrap_or_else(|| "network error".into());
+        fail2(format!("could not fetch {quoted2} ({why})"));
+    });
+    let _ = window().fetch_with_str_and_init(url, init).then2(&on_response, &on_error);
+    // Each runs at most once; they live as long as the page.
+    on_response.forget();
+    on_error.forget();
+}

@@ -453,6 +453,8 @@ pub fn boot(messages: &Messages) -> Result<(), String> {
         a.dispatch(Command::LoadDocument { text: text.into(), expect: None, source: None }, Input::Inline).map(drop)
     });
     super::day_run::wire(&app);
+    #[cfg(feature = "kernel-clock")]
+    app.follow_clock();
     // The first module reads a link without naming a wrong field's path, and no catalogue model
     // (formats::json, formats::model_catalogue): the full module reads such a link again.
     let reread_link = !super::full_lab::FULL && problems.iter().any(|(kind, _)| kind == "link") && {

@@ -8,8 +8,6 @@
 
 use std::rc::Rc;
 
-use wasm_bindgen::prelude::*;
-use wasm_bindgen::JsCast;
 use web_sys::{Event, HtmlDialogElement, HtmlElement, HtmlInputElement, HtmlTextAreaElement};
 
 use crate::session::command::{Command, DocKind};
@@ -106,42 +104,17 @@ fn fetch_and_load(
     linked: Option<LinkedFile>,
     fail: impl Fn(String) + 'static,
 ) {
-    let fail = Rc::new(fail);
     let app = app.clone();
-    let quoted = format!("\"{shown}\"");
-    let quoted2 = quoted.clone();
-    let fail2 = fail.clone();
-    let on_response = Closure::<dyn FnMut(JsValue)>::once(move |resp: JsValue| {
-        let Ok(resp) = resp.dyn_into::<web_sys::Response>() else {
-            fail(format!("fetching {quoted} gave no response"));
-            return;
-        };
-        if !resp.ok() {
-            fail(format!("{quoted} answered {} {}", resp.status(), resp.status_text()));
-            return;
-        }
-        let Ok(text) = resp.text() else {
-            fail(format!("{quoted} could not be read as text"));
-            return;
-        };
-        let on_text = Closure::<dyn FnMut(JsValue)>::once(move |t: JsValue| {
-            load_linked(&app, &t.as_string().unwrap_or_default(), expect, &shown, linked.as_ref());
-        });
-        let _ = text.then(&on_text);
-        on_text.forget();
-    });
-    let on_error = Closure::<dyn FnMut(JsValue)>::once(move |e: JsValue| {
-        let why =
-            e.dyn_ref::<js_sys::Error>().map(|e| String::from(e.message())).unwrap_or_else(|| "network error".into());
-        fail2(format!("could not fetch {quoted2} ({why})"));
-    });
     // Never the browser's cached copy: the point is to see the file as it is now.
     let init = web_sys::RequestInit::new();
     init.set_cache(web_sys::RequestCache::NoCache);
-    let _ = dom::window().fetch_with_str_and_init(resolved, &init).then2(&on_response, &on_error);
-    // Each runs at most once; they live as long as the page.
-    on_response.forget();
-    on_error.forget();
+    dom::fetch_text(
+        resolved,
+        &shown.clone(),
+        &init,
+        move |text| load_linked(&app, &text, expect, &shown, linked.as_ref()),
+        fail,
+    );
 }
 
 /// Shows `text` in the dialog's paragraph `id` (hidden when None).

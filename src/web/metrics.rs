@@ -14,6 +14,9 @@ use super::dom;
 pub struct MetricsInput<'a> {
     pub label: &'a str,
     pub report: &'a Report,
+    /// Its steps are priced from measured kernels (else the roofline or a calibration).
+    #[cfg(feature = "kernel-clock")]
+    pub on_kernels: bool,
     pub last: Option<&'a StepPoint>,
     /// Simulated seconds elapsed (for rates so far).
     pub elapsed_s: f64,
@@ -139,6 +142,8 @@ pub fn value(key: &str, m: &MetricsInput<'_>) -> (String, Option<String>) {
             (r.requests.rejected > 0).then(|| format!("{} rejected", r.requests.rejected)),
         ),
         "clock" => clock_cell(&r.clock),
+        #[cfg(feature = "kernel-clock")]
+        "calibration" if m.on_kernels => ("measured kernels".into(), Some("vLLM's paged kernels".into())),
         "calibration" => (
             r.calibration.clone().unwrap_or_else(|| "default".into()),
             Some(if r.paged_overhead > 0.0 {

@@ -53,6 +53,8 @@ pub mod host_tier;
 pub mod hub;
 pub mod js;
 pub mod json_editor;
+#[cfg(feature = "kernel-clock")]
+pub mod kernel_clock;
 pub mod knobs;
 pub mod loader;
 pub mod map;

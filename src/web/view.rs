@@ -450,6 +450,8 @@ impl View {
             .map(|(r, rep)| MetricsInput {
                 label: r.label,
                 report: rep,
+                #[cfg(feature = "kernel-clock")]
+                on_kernels: r.on_kernels(),
                 last: r.last_sample(),
                 elapsed_s: lab.t_us as f64 / 1e6,
                 duration_s: lab.duration_us() as f64 / 1e6,

@@ -44,8 +44,34 @@ impl DayRun {
             (load.preset, summary)
         };
         let config = dto.to_config().map_err(js_err)?;
+        // Its GPU's kernel tables could not be had (`kernelTablesWanted`): the summary says so.
+        let summary = match crate::session::kernel_clock::clock_note(&dto, &config) {
+            Some(note) => format!("{summary}. {}", note.text),
+            None => summary,
+        };
         let sim = Simulation::new(config).map_err(js_err)?;
         Ok(DayRun { sim, summary })
+    }
+
+    /// The GPU whose kernel tables a run of the preset `base` (JSON) needs and this worker has
+    /// not fetched yet (`clock: "kernels"`), or undefined: `www/worker.js` fetches
+    /// `kernels/<gpu>.json` and hands it to [`DayRun::kernel_tables_fetched`] first.
+    #[wasm_bindgen(js_name = kernelTablesWanted)]
+    pub fn kernel_tables_wanted(base: &str) -> Option<String> {
+        let dto = parse_preset_dto(base).ok()?;
+        let config = dto.to_config().ok()?;
+        crate::session::kernel_clock::clock_note(&dto, &config)?.waiting_for
+    }
+
+    /// `kernels/<gpu>.json`'s text, or (with `failed`) why it could not be fetched: the runs
+    /// this worker builds from now on use the tables, or say they are on the roofline.
+    #[wasm_bindgen(js_name = kernelTablesFetched)]
+    pub fn kernel_tables_fetched(gpu: &str, text: &str, failed: bool) {
+        if failed {
+            crate::formats::kernel_tables::fetch_failed(gpu, text);
+        } else {
+            crate::formats::kernel_tables::fetched(gpu, text);
+        }
     }
 
     /// What the run replays ("kvlab CSV trace: 200,000 requests over 17,241 s").
