@@ -10,6 +10,7 @@
 //! of a step (scheduling, input preparation, sampling) is not in any kernel table: it comes from
 //! the GPU's fitted constants (`constants.rs`), as the roofline's does.
 
+mod by_count;
 mod step;
 mod table;
 mod tables;

@@ -28,8 +28,8 @@
 
 use std::sync::Arc;
 
-use super::table::Curve;
-use super::table::Table;
+use super::by_count::ByCount;
+use super::table::{Curve, Spot, Table};
 use super::tables::{KernelTables, MoeDtype};
 use crate::engine::clock::constants::ClockConstants;
 use crate::engine::clock::roofline::{CudaGraphs, RooflineInput};
@@ -91,6 +91,13 @@ pub struct KernelClock {
     per_prefill_us: f64,
     eager_launch_us: f64,
     graphs: CudaGraphs,
+    /// By the step's tokens: its GEMMs (lm_head aside), elementwise kernels, routed experts and
+    /// all-reduces (`token_terms`).
+    by_tokens: ByCount<[f64; 4]>,
+    /// By the sequences sampled: the LM head.
+    lm_head_by_seqs: ByCount<f64>,
+    /// By the decodes: where their count falls on the decode table's batch axis.
+    decode_batch: ByCount<Spot>,
 }
 
 impl KernelClock {
@@ -202,12 +209,35 @@ impl KernelClock {
             per_prefill_us: host.per_prefill_us,
             eager_launch_us: host.eager_launch_us_per_layer * layers,
             graphs: input.graphs,
+            by_tokens: ByCount::default(),
+            lm_head_by_seqs: ByCount::default(),
+            decode_batch: ByCount::default(),
         })
     }
 
-    /// Decode attention of one layer: `batch` sequences reading `mean_context` tokens each, µs.
-    fn decode_us(&self, batch: f64, mean_context: f64) -> f64 {
-        self.decode.at(&[batch.max(1.0), mean_context.max(1.0)]) * self.decode_scale
+    /// Decode attention of one layer: `batch` sequences (at least one) reading `mean_context`
+    /// tokens each, µs.
+    fn decode_us(&self, batch: u64, mean_context: f64) -> f64 {
+        let batch = self.decode_batch.get_or(batch, || self.decode.locate(0, batch as f64));
+        self.decode.at_spots(&[batch, self.decode.locate(1, mean_context.max(1.0))]) * self.decode_scale
+    }
+
+    /// What a step of `tokens` tokens costs whatever its sequences: its GEMMs but the LM head,
+    /// elementwise kernels, routed experts and all-reduces, µs.
+    fn token_terms(&self, tokens: u64) -> [f64; 4] {
+        let padded = self.graphs.padded(tokens).unwrap_or(tokens) as f64;
+        let elementwise = padded * self.elementwise_us_per_token
+            + self.layers * ELEMENTWISE_KERNELS_PER_LAYER * ELEMENTWISE_KERNEL_US;
+        let mut experts = 0.0;
+        if let Some(moe) = &self.moe {
+            experts = moe.at(padded);
+        } else if self.expert_bytes > 0.0 {
+            let touched = 1.0 - libm::pow(1.0 - self.expert_share_per_token, tokens as f64);
+            let read = self.expert_bytes * touched / self.bandwidth_bytes_per_us;
+            experts = read.max(tokens as f64 * self.expert_flops_per_token / self.expert_flops_per_us);
+        }
+        let all_reduce = self.all_reduce.as_ref().map_or(0.0, |ar| 2.0 * self.layers * ar.at(padded));
+        [self.linear.at(padded), elementwise, experts, all_reduce]
     }
 
     /// The GPU's terms of one step, µs: linear layers and the LM head, prefill attention, decode
@@ -217,8 +247,9 @@ impl KernelClock {
         if tokens == 0 {
             return [0.0; 6];
         }
-        let padded = self.graphs.padded(tokens).unwrap_or(tokens) as f64;
-        let linear = self.linear.at(padded) + self.lm_head.at(w.seqs().max(1) as f64);
+        let [gemms, elementwise, experts, all_reduce] = self.by_tokens.get_or(tokens, || self.token_terms(tokens));
+        let seqs = w.seqs().max(1);
+        let linear = gemms + self.lm_head_by_seqs.get_or(seqs, || self.lm_head.at(seqs as f64));
         let full_layers = self.layers - self.window_layers;
         let mut prefill = 0.0;
         if w.prefill_chunks > 0 {
@@ -232,22 +263,11 @@ impl KernelClock {
         let mut decode = 0.0;
         if w.decode_seqs > 0 {
             let d = w.decode_seqs as f64;
-            decode = full_layers * self.decode_us(d, w.decode_context_tokens as f64 / d);
+            decode = full_layers * self.decode_us(w.decode_seqs, w.decode_context_tokens as f64 / d);
             if self.window_layers > 0.0 {
-                decode += self.window_layers * self.decode_us(d, w.decode_window_context_tokens as f64 / d);
+                decode += self.window_layers * self.decode_us(w.decode_seqs, w.decode_window_context_tokens as f64 / d);
             }
         }
-        let elementwise = padded * self.elementwise_us_per_token
-            + self.layers * ELEMENTWISE_KERNELS_PER_LAYER * ELEMENTWISE_KERNEL_US;
-        let mut experts = 0.0;
-        if let Some(moe) = &self.moe {
-            experts = moe.at(padded);
-        } else if self.expert_bytes > 0.0 {
-            let touched = 1.0 - libm::pow(1.0 - self.expert_share_per_token, tokens as f64);
-            let read = self.expert_bytes * touched / self.bandwidth_bytes_per_us;
-            experts = read.max(tokens as f64 * self.expert_flops_per_token / self.expert_flops_per_us);
-        }
-        let all_reduce = self.all_reduce.as_ref().map_or(0.0, |ar| 2.0 * self.layers * ar.at(padded));
         [linear, prefill, decode, elementwise, experts, all_reduce]
     }
 

@@ -8,8 +8,15 @@
 #[derive(Clone, Debug, PartialEq)]
 pub struct Table {
     axes: Vec<Vec<f64>>,
+    /// Per axis, the log of each step between its points (`ln(b / a)`), which every read
+    /// between those points divides by.
+    ln_steps: Vec<Vec<f64>>,
     ln_us: Vec<f64>,
 }
+
+/// Where a coordinate falls on an axis: the lower point's index, the log-space weight of the
+/// upper point (0 below the axis, 1 at or above its end), and the factor beyond the last point.
+pub type Spot = (usize, f64, f64);
 
 /// Why a table cannot be read.
 #[derive(Clone, Debug, PartialEq)]
@@ -34,7 +41,12 @@ impl Table {
         if let Some(i) = us.iter().position(|&v| !(v.is_finite() && v > 0.0)) {
             return Err(TableError(format!("time {i} is {}; every time must be a positive number of µs", us[i])));
         }
-        Ok(Table { axes, ln_us: us.iter().map(|&v| libm::log(v)).collect() })
+        Ok(Table::from_ln(axes, us.iter().map(|&v| libm::log(v)).collect()))
+    }
+
+    fn from_ln(axes: Vec<Vec<f64>>, ln_us: Vec<f64>) -> Table {
+        let ln_steps = axes.iter().map(|a| a.windows(2).map(|w| libm::log(w[1] / w[0])).collect()).collect();
+        Table { axes, ln_steps, ln_us }
     }
 
     /// The axes' points.
@@ -61,17 +73,29 @@ impl Table {
                 libm::log(self.at(&at))
             })
             .collect();
-        Table { axes: rest.to_vec(), ln_us }
+        Table::from_ln(rest.to_vec(), ln_us)
+    }
+
+    /// Where `x` falls on axis `d` (what [`Table::at_spots`] reads).
+    pub fn locate(&self, d: usize, x: f64) -> Spot {
+        locate(&self.axes[d], &self.ln_steps[d], x)
     }
 
     /// The time at `at` (one coordinate per axis), µs.
     pub fn at(&self, at: &[f64]) -> f64 {
         debug_assert_eq!(at.len(), self.axes.len());
         let mut spots = [(0usize, 0.0f64, 1.0f64); 5];
-        for (d, (axis, &x)) in self.axes.iter().zip(at).enumerate() {
-            spots[d] = locate(axis, x);
+        for (d, &x) in at.iter().enumerate() {
+            spots[d] = self.locate(d, x);
         }
+        self.at_spots(&spots[..at.len()])
+    }
+
+    /// The time where each axis's coordinate falls (`spots`, one per axis, from
+    /// [`Table::locate`]), µs: what [`Table::at`] reads, for a caller that keeps a spot.
+    pub fn at_spots(&self, spots: &[Spot]) -> f64 {
         let dims = self.axes.len();
+        debug_assert_eq!(spots.len(), dims);
         let mut ln = 0.0;
         for corner in 0..(1usize << dims) {
             let (mut index, mut weight) = (0usize, 1.0);
@@ -85,13 +109,14 @@ impl Table {
                 ln += weight * self.ln_us[index];
             }
         }
-        libm::exp(ln) * spots[..dims].iter().map(|s| s.2).product::<f64>()
+        libm::exp(ln) * spots.iter().map(|s| s.2).product::<f64>()
     }
 }
 
-/// Where `x` falls on an ascending axis: the lower index, the log-space weight of the upper point
-/// (0 below the axis, 1 at or above its end), and the factor beyond the last point (`x / last`).
-fn locate(axis: &[f64], x: f64) -> (usize, f64, f64) {
+/// Where `x` falls on an ascending axis (`ln_steps` its steps' logs): the lower index, the
+/// log-space weight of the upper point (0 below the axis, 1 at or above its end), and the factor
+/// beyond the last point (`x / last`).
+fn locate(axis: &[f64], ln_steps: &[f64], x: f64) -> Spot {
     let n = axis.len();
     if n == 1 {
         return (0, 0.0, 1.0);
@@ -104,8 +129,7 @@ fn locate(axis: &[f64], x: f64) -> (usize, f64, f64) {
         return (n - 2, 1.0, x / last);
     }
     let i = axis.partition_point(|&g| g <= x) - 1;
-    let (a, b) = (axis[i], axis[i + 1]);
-    (i, libm::log(x / a) / libm::log(b / a), 1.0)
+    (i, libm::log(x / axis[i]) / ln_steps[i], 1.0)
 }
 
 /// A curve of one variable read from tables once (when a model is built), kept in log space so
