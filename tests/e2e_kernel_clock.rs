@@ -111,16 +111,7 @@ async fn the_step_clock_fetches_the_gpus_kernel_tables_says_so_meanwhile_and_the
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_the_kernel_tables_the_lab_keeps_the_roofline_and_says_why() {
     // dist/ without its kernels/ folder, as a server missing it serves it.
-    let dist = require_dist();
-    let root = std::env::temp_dir().join(format!("kvlab-e2e-no-kernels-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&root);
-    std::fs::create_dir_all(&root).unwrap();
-    for entry in std::fs::read_dir(&dist).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_file() {
-            std::fs::copy(&path, root.join(path.file_name().unwrap())).unwrap();
-        }
-    }
+    let root = common_e2e::dist_without("no-kernels", |_| false);
     let base = serve(root.clone()).await;
     let b = browser(1400, 1000).await;
     let c = &b.client;

@@ -102,17 +102,7 @@ async fn a_url_that_needs_the_full_lab_fetches_only_the_full_module() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_the_full_module_the_first_view_keeps_running_and_says_what_failed() {
     // dist/ without the full module, as a server missing a file serves it.
-    let dist = require_dist();
-    let root = std::env::temp_dir().join(format!("kvlab-e2e-no-full-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&root);
-    std::fs::create_dir_all(&root).unwrap();
-    for entry in std::fs::read_dir(&dist).unwrap() {
-        let path = entry.unwrap().path();
-        let name = path.file_name().unwrap().to_string_lossy().to_string();
-        if path.is_file() && name != "kvlab-full_bg.wasm" {
-            std::fs::copy(&path, root.join(&name)).unwrap();
-        }
-    }
+    let root = common_e2e::dist_without("no-full", |name| name == "kvlab-full_bg.wasm");
     let base = serve(root.clone()).await;
     let b = browser(1400, 900).await;
     let c = &b.client;

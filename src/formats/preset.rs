@@ -662,7 +662,7 @@ mod tests {
                 "replicas": 4, "router": {"policy": "prefix_aware", "prefix_index": "precise",
                 "weights": {"queue": 1, "kv_cache": 1, "prefix": 1}, "overlap_weight": 2}}"#,
             r#"{"schema": "kvlab/preset@1", "until_all_finished": true, "enforce_eager": true,
-                "kv_offload": {"cpu_gib": 64, "policy": "lru"},
+                "kv_offload": {"cpu_gib": 64, "policy": "lru"}, "clock": "kernels",
                 "workload": {"arrival": {"kind": "concurrency", "max_concurrency": 4, "num_requests": 9,
                     "client_round_trip_ms": 0.5},
                 "classes": [{"prompt_tokens": {"fixed": 9}, "output_tokens": {"fixed": 9}}]}}"#,

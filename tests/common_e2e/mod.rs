@@ -46,6 +46,23 @@ pub fn require_dist() -> PathBuf {
     dist
 }
 
+/// A copy of dist/'s files (not its folders) in a fresh temporary folder named after `tag`,
+/// less those `leave_out` names: dist/ as a server missing them serves it.
+pub fn dist_without(tag: &str, leave_out: impl Fn(&str) -> bool) -> PathBuf {
+    let dist = require_dist();
+    let root = std::env::temp_dir().join(format!("kvlab-e2e-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).unwrap();
+    for entry in std::fs::read_dir(&dist).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        if path.is_file() && !leave_out(&name) {
+            std::fs::copy(&path, root.join(&name)).unwrap();
+        }
+    }
+    root
+}
+
 /// The bundle with the `test-hooks` feature (`kvlab.testPanic()`…), which scripts/test-web.sh
 /// builds beside the release bundle.
 pub fn require_test_hooks_dist() -> PathBuf {
