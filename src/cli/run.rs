@@ -140,8 +140,9 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
     if args.clock == super::validate::ClockChoice::Kernels {
         if crate::shipped::kernel_tables(&config.gpu.id).is_none() {
             return Err(format!(
-                "--clock kernels: no kernel tables for the {} (they cover h100-sxm, h200, b200, l40s and a100-80gb); leave --clock out for the roofline",
-                config.gpu.id
+                "--clock kernels: no kernel tables for the {} (they cover {}); leave --clock out for the roofline",
+                config.gpu.id,
+                crate::formats::kernel_tables::KERNEL_GPUS.join(", ")
             ));
         }
         config = crate::formats::kernel_tables::with_kernels(config);
