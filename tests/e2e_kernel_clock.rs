@@ -97,6 +97,35 @@ async fn the_step_clock_fetches_the_gpus_kernel_tables_says_so_meanwhile_and_the
     js(c, "kvlab.runToEnd(); return null").await;
     assert_eq!(report(c).await, native_kernel_report("paged-default"));
 
+    // A GPU without tables is refused beside the GPU control, which keeps the choice; the run
+    // on the tables goes on.
+    js(
+        c,
+        "const s = document.querySelector(\"#controls [data-path='gpu']\"); s.value = 'h100-pcie'; \
+         s.dispatchEvent(new Event('change', { bubbles: true })); return null",
+    )
+    .await;
+    let held = js(
+        c,
+        "const el = document.querySelector(\"#controls [data-path='gpu']\"); const id = el.getAttribute('aria-describedby'); \
+         const note = id && document.getElementById(id); el.scrollIntoView({block: 'center'}); \
+         return { value: el.value, invalid: el.getAttribute('aria-invalid'), reason: note ? note.textContent : null }",
+    )
+    .await;
+    assert_eq!(held["value"], json!("h100-pcie"), "{held}");
+    assert_eq!(held["invalid"], json!("true"), "{held}");
+    let reason = held["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("no measured kernel tables for the h100-pcie") && reason.contains("roofline"), "{held}");
+    assert_eq!(js(c, "return kvlab.state().preset.gpu").await, json!("h100-sxm"));
+    save_screenshot(c, "kernel-clock-gpu-refused.png").await;
+    js(c, "document.getElementById('discard-btn').click(); return null").await;
+    wait_for(
+        c,
+        "!document.querySelector(\"#controls [data-path='gpu']\").getAttribute('aria-invalid')",
+        "the held GPU put back",
+    )
+    .await;
+
     // The long-run worker fetches the tables for itself and runs on them: nothing to say.
     let status = run_big_trace_in_the_worker(c).await;
     assert!(status.contains("60,000 requests") && !status.contains("roofline"), "{status}");
